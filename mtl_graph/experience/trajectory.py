@@ -1,0 +1,107 @@
+"""A run as data: the task, ordered steps, the submission, the verdict, tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mtl_graph.memory.models import Outcome
+from mtl_graph.tasks import TaskRef
+
+
+class Step(BaseModel):
+    """One action and what came back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reasoning: str | None = None
+    """The model's text before the action, if any (dropped from trajectory memories)."""
+    action: str
+    """The shell command, or the tool call rendered as text."""
+    tool: str = "bash"
+    """Tool name (``bash`` for shell commands)."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Tool-call arguments, when the action was a tool call."""
+    observation: str = ""
+    """What the action returned."""
+    exit_code: int | None = None
+    """Exit status of a shell command, when known."""
+    duration_s: float | None = None
+    """Wall time of the action."""
+
+
+class VerdictStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNCERTAIN = "uncertain"
+
+
+class Verdict(BaseModel):
+    """Pass / fail / uncertain, with why and who decided."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: VerdictStatus
+    """The decision."""
+    reason: str = ""
+    """Why (test output tail, or the judge's reasoning)."""
+    source: Literal["tests", "judge", "given"] = "given"
+    """Who decided: the task's tests, an LLM judge, or a label that came with the log."""
+
+    @property
+    def outcome(self) -> Outcome:
+        return {
+            VerdictStatus.PASS: Outcome.SUCCESS,
+            VerdictStatus.FAIL: Outcome.FAILURE,
+        }.get(self.status, Outcome.UNKNOWN)
+
+
+class TokenUsage(BaseModel):
+    """Token counts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: int = 0
+    """Prompt tokens."""
+    output: int = 0
+    """Completion tokens."""
+
+    def __add__(self, other: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(input=self.input + other.input, output=self.output + other.output)
+
+
+class Trajectory(BaseModel):
+    """A whole run of an agent on a task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: TaskRef
+    """The task."""
+    steps: list[Step] = Field(default_factory=list)
+    """Ordered steps."""
+    submission: str | None = None
+    """The final answer, patch or diff."""
+    verdict: Verdict | None = None
+    """Judged outcome, if judged."""
+    model: str | None = None
+    """The model that ran the task."""
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    """Tokens used by the agent."""
+    exit_status: str | None = None
+    """How the agent loop ended (submitted, step_limit, time_limit, error...)."""
+    source_format: str | None = None
+    """The log format this trajectory was imported from, if any."""
+
+    def content_hash(self) -> str:
+        """Hash of task + steps + submission: the same run imported twice has the same hash."""
+        body = {
+            "task": self.task.id,
+            "instruction": self.task.instruction,
+            "steps": [[s.action, s.observation] for s in self.steps],
+            "submission": self.submission,
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()

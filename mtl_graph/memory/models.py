@@ -1,0 +1,242 @@
+"""The four memory formats (Trajectory, Workflow, Summary, Insight) as one discriminated union."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+
+MAX_SHORT = 300
+MAX_TEXT = 4_000
+MAX_LONG = 20_000
+MAX_STEPS = 300
+
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SHORT)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT)]
+LongText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_LONG)]
+
+
+class Outcome(StrEnum):
+    """How the run that produced a memory ended."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
+
+
+class MemoryType(StrEnum):
+    """The four formats, from concrete to abstract."""
+
+    TRAJECTORY = "trajectory"
+    WORKFLOW = "workflow"
+    SUMMARY = "summary"
+    INSIGHT = "insight"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Provenance(BaseModel):
+    """Where a memory came from; a deduplicated memory keeps one entry per source run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_task_id: str | None = None
+    """Id of the task whose run produced the memory (the contamination guard compares against it)."""
+    domain: str | None = None
+    """Benchmark or domain of the source task (hold-one-out excludes by it)."""
+    task_model: str | None = None
+    """The model that ran the source task."""
+    distill_model: str | None = None
+    """The model that distilled the run into this memory (None when built without a model call)."""
+    created_at: datetime = Field(default_factory=_now)
+    """When the memory was made."""
+
+
+class UsageStats(BaseModel):
+    """How often a memory was retrieved, and how those runs ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retrieved: int = Field(default=0, ge=0)
+    """Times retrieved into a run."""
+    retrieved_success: int = Field(default=0, ge=0)
+    """Times retrieved into a run judged successful."""
+    retrieved_failure: int = Field(default=0, ge=0)
+    """Times retrieved into a run judged failed."""
+
+
+class _MemoryBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    id: str = ""
+    """Deterministic UUID from the content hash: re-adding the same memory is idempotent."""
+    outcome: Outcome = Outcome.UNKNOWN
+    """Outcome of the source run."""
+    sources: list[Provenance] = Field(default_factory=list, max_length=1000)
+    """Provenance, one entry per source run (more than one after a near-duplicate merge)."""
+    stats: UsageStats = Field(default_factory=UsageStats)
+    """Usage statistics, updated by the graph's write-back."""
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", self.content_id())
+
+    # --- content --------------------------------------------------------------------------
+    def content_fields(self) -> dict[str, Any]:
+        """The fields that define the memory's identity (not provenance or stats)."""
+        return self.model_dump(mode="json", exclude={"id", "sources", "stats"})
+
+    def content_id(self) -> str:
+        blob = json.dumps(self.content_fields(), sort_keys=True, ensure_ascii=False)
+        return str(uuid.UUID(hex=hashlib.sha256(blob.encode()).hexdigest()[:32]))
+
+    @property
+    def domains(self) -> list[str]:
+        return sorted({s.domain for s in self.sources if s.domain})
+
+    @property
+    def source_task_ids(self) -> list[str]:
+        return sorted({s.source_task_id for s in self.sources if s.source_task_id})
+
+    @property
+    def models(self) -> list[str]:
+        return sorted({m for s in self.sources for m in (s.task_model, s.distill_model) if m})
+
+    def key_text(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def render(self, index: int, observation_chars: int = 300) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def _outcome_tag(self) -> str:
+        return f" (outcome: {self.outcome.value})"
+
+
+class TrajectoryStep(BaseModel):
+    """One action of a trajectory memory: the command and what it printed (reasoning dropped)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: LongText
+    """The shell command or tool call, as text."""
+    observation: str = Field(default="", max_length=MAX_LONG)
+    """What the command printed (full; cut only when rendered)."""
+    exit_code: int | None = None
+    """Exit status, when known."""
+
+
+class TrajectoryMemory(_MemoryBase):
+    """The task and every command with its observation; failed steps kept."""
+
+    type: Literal["trajectory"] = "trajectory"
+    task: LongText
+    """The task's instruction text (the retrieval key)."""
+    steps: list[TrajectoryStep] = Field(min_length=1, max_length=MAX_STEPS)
+    """Every action in order."""
+
+    def key_text(self) -> str:
+        return self.task
+
+    def render(self, index: int, observation_chars: int = 300) -> str:
+        lines = [f"## Memory {index}: past trajectory{self._outcome_tag()}", f"Task: {self.task}"]
+        for n, step in enumerate(self.steps, 1):
+            obs = step.observation
+            if len(obs) > observation_chars:
+                obs = obs[:observation_chars] + f"... [cut {len(obs) - observation_chars} chars]"
+            code = "" if step.exit_code is None else f" (exit {step.exit_code})"
+            lines.append(f"{n}. $ {step.command}{code}\n   {obs}" if obs else f"{n}. $ {step.command}{code}")
+        return "\n".join(lines)
+
+
+class WorkflowMemory(_MemoryBase):
+    """A goal (when this applies) and the reusable actions that achieved it (or the misleading strategy)."""
+
+    type: Literal["workflow"] = "workflow"
+    goal: Text
+    """When this workflow applies (the retrieval key)."""
+    actions: list[Text] = Field(min_length=1, max_length=50)
+    """The reusable subset of actions, in order."""
+
+    def key_text(self) -> str:
+        return self.goal
+
+    def render(self, index: int, observation_chars: int = 300) -> str:
+        steps = "\n".join(f"{n}. {a}" for n, a in enumerate(self.actions, 1))
+        return f"## Memory {index}: workflow{self._outcome_tag()}\nGoal: {self.goal}\n{steps}"
+
+
+class SummaryMemory(_MemoryBase):
+    """A short task summary and a paragraph of experience (environment, key actions, outcome, why)."""
+
+    type: Literal["summary"] = "summary"
+    task_summary: Text
+    """Two or three sentences on the task (the retrieval key)."""
+    experience_summary: Text
+    """Environment, key actions, outcome and why."""
+
+    def key_text(self) -> str:
+        return self.task_summary
+
+    def render(self, index: int, observation_chars: int = 300) -> str:
+        return (
+            f"## Memory {index}: summary{self._outcome_tag()}\n"
+            f"Task: {self.task_summary}\nExperience: {self.experience_summary}"
+        )
+
+
+class InsightMemory(_MemoryBase):
+    """A general lesson: title, one-sentence description, 1-3 sentences of content; no task specifics."""
+
+    type: Literal["insight"] = "insight"
+    title: ShortText
+    """A short title."""
+    description: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=600)]
+    """One sentence saying when the insight applies."""
+    content: Text
+    """One to three sentences of advice."""
+
+    def key_text(self) -> str:
+        return f"{self.title}. {self.description}"
+
+    def render(self, index: int, observation_chars: int = 300) -> str:
+        return f"## Memory {index}: {self.title}\n{self.description}\n{self.content}"
+
+
+Memory = Annotated[
+    Union[TrajectoryMemory, WorkflowMemory, SummaryMemory, InsightMemory], Field(discriminator="type")
+]
+MEMORY_ADAPTER: TypeAdapter[Memory] = TypeAdapter(Memory)
+MEMORY_CLASSES: dict[str, type[_MemoryBase]] = {
+    "trajectory": TrajectoryMemory,
+    "workflow": WorkflowMemory,
+    "summary": SummaryMemory,
+    "insight": InsightMemory,
+}
+
+
+def parse_memory(data: dict[str, Any] | str) -> Memory:
+    """Validate one memory from a dict or a JSON string (raises pydantic.ValidationError)."""
+    if isinstance(data, str):
+        return MEMORY_ADAPTER.validate_json(data)
+    return MEMORY_ADAPTER.validate_python(data)
+
+
+def render_memories(memories: list[Memory], observation_chars: int = 300) -> str:
+    """Numbered prompt rendering of several memories."""
+    return "\n\n".join(m.render(i, observation_chars) for i, m in enumerate(memories, 1))
+
+
+def memory_type_of(value: str) -> MemoryType:
+    """Parse a memory type name with a clear error."""
+    try:
+        return MemoryType(value.strip().lower())
+    except ValueError:
+        names = ", ".join(t.value for t in MemoryType)
+        raise ValueError(f"unknown memory type {value!r}; expected one of: {names}") from None
