@@ -1,0 +1,270 @@
+"""Two embedded Qdrant engines (plus a server) behind one small storage protocol.
+
+`ClientStore` is qdrant-client: local mode (":memory:" or a directory) or a server URL, one code path.
+`EdgeStore` is Qdrant Edge (qdrant-edge-py), the in-process Rust engine with HNSW and payload indexes.
+Hybrid fusion (dense + BM25 via RRF) runs inside Qdrant in both: prefetch + fusion query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol
+
+DENSE = "dense"
+SPARSE = "bm25"
+INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models")
+
+
+@dataclass
+class Conditions:
+    """A filter in engine-neutral form: fields that must equal a value, fields that must not hold any of values."""
+
+    equals: dict[str, str] = field(default_factory=dict)
+    excludes: dict[str, list[str]] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not self.equals and not any(self.excludes.values())
+
+
+@dataclass
+class StoredPoint:
+    id: str
+    dense: list[float]
+    sparse: tuple[list[int], list[float]]
+    payload: dict[str, Any]
+
+
+@dataclass
+class RawHit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+    dense: list[float] | None = None
+
+
+class Store(Protocol):
+    """What MemoryPool needs from an engine."""
+
+    def upsert(self, points: list[StoredPoint]) -> None: ...
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
+    def retrieve(self, ids: list[str]) -> list[RawHit]: ...
+    def delete(self, ids: list[str]) -> None: ...
+    def count(self, where: Conditions | None = None) -> int: ...
+    def scroll(self, batch: int = 256) -> Iterator[RawHit]: ...
+    def query(self, requests: list["QuerySpec"]) -> list[list[RawHit]]: ...
+    def optimize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class QuerySpec:
+    """One query: dense only, sparse only, or both fused with RRF; always filtered by `where`."""
+
+    limit: int
+    where: Conditions
+    dense: list[float] | None = None
+    sparse: tuple[list[int], list[float]] | None = None
+    prefetch_limit: int = 20
+    with_dense: bool = False
+
+
+# --------------------------------------------------------------------------------------------
+class ClientStore:
+    """qdrant-client: local mode or server, same calls."""
+
+    def __init__(self, client: Any, collection: str, dim: int | None = None, local: bool = False) -> None:
+        from qdrant_client import models
+
+        self._m = models
+        self.client = client
+        self.collection = collection
+        if dim is not None and not client.collection_exists(collection):
+            client.create_collection(
+                collection,
+                vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            )
+            for name in INDEXED_FIELDS if not local else ():  # local mode has no payload indexes
+                client.create_payload_index(collection, name, models.PayloadSchemaType.KEYWORD)
+
+    def _filter(self, where: Conditions | None) -> Any:
+        if where is None or where.is_empty():
+            return None
+        m = self._m
+        must = [m.FieldCondition(key=k, match=m.MatchValue(value=v)) for k, v in where.equals.items()]
+        must_not = [m.FieldCondition(key=k, match=m.MatchAny(any=list(v))) for k, v in where.excludes.items() if v]
+        return m.Filter(must=must or None, must_not=must_not or None)
+
+    def upsert(self, points: list[StoredPoint]) -> None:
+        m = self._m
+        self.client.upsert(
+            self.collection,
+            points=[
+                m.PointStruct(
+                    id=p.id,
+                    vector={DENSE: p.dense, SPARSE: m.SparseVector(indices=p.sparse[0], values=p.sparse[1])},
+                    payload=p.payload,
+                )
+                for p in points
+            ],
+        )
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        self.client.overwrite_payload(self.collection, payload=payload, points=[point_id])
+
+    def retrieve(self, ids: list[str]) -> list[RawHit]:
+        records = self.client.retrieve(self.collection, ids=ids, with_payload=True)
+        return [RawHit(str(r.id), 0.0, r.payload or {}) for r in records]
+
+    def delete(self, ids: list[str]) -> None:
+        self.client.delete(self.collection, points_selector=self._m.PointIdsList(points=ids))
+
+    def count(self, where: Conditions | None = None) -> int:
+        return self.client.count(self.collection, count_filter=self._filter(where), exact=True).count
+
+    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
+        offset = None
+        while True:
+            records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True)
+            for r in records:
+                yield RawHit(str(r.id), 0.0, r.payload or {})
+            if offset is None:
+                return
+
+    def _request(self, spec: QuerySpec) -> Any:
+        m = self._m
+        flt = self._filter(spec.where)
+        sparse = m.SparseVector(indices=spec.sparse[0], values=spec.sparse[1]) if spec.sparse else None
+        with_vectors = [DENSE] if spec.with_dense else False
+        if spec.dense is not None and sparse is not None:
+            prefetch = [
+                m.Prefetch(query=spec.dense, using=DENSE, limit=spec.prefetch_limit, filter=flt),
+                m.Prefetch(query=sparse, using=SPARSE, limit=spec.prefetch_limit, filter=flt),
+            ]
+            return m.QueryRequest(
+                prefetch=prefetch, query=m.RrfQuery(rrf=m.Rrf(k=60)), limit=spec.limit,
+                with_payload=True, with_vector=with_vectors,
+            )
+        query, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
+        return m.QueryRequest(
+            query=query, using=using, filter=flt, limit=spec.limit, with_payload=True, with_vector=with_vectors
+        )
+
+    def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
+        responses = self.client.query_batch_points(self.collection, requests=[self._request(r) for r in requests])
+        out = []
+        for resp in responses:
+            out.append([
+                RawHit(str(p.id), p.score, p.payload or {}, (p.vector or {}).get(DENSE) if p.vector else None)
+                for p in resp.points
+            ])
+        return out
+
+    def optimize(self) -> None:
+        pass  # the server optimizes by itself; local mode has nothing to optimize
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# --------------------------------------------------------------------------------------------
+class EdgeStore:
+    """Qdrant Edge: an in-process shard in a directory."""
+
+    def __init__(self, path: str, dim: int | None = None) -> None:
+        import qdrant_edge as q
+
+        self._q = q
+        from pathlib import Path
+
+        exists = (Path(path) / "edge_config.json").exists() or any(Path(path).glob("segments*"))
+        if dim is not None and not exists:
+            config = q.EdgeConfig(
+                vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
+                sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+            )
+            self.shard = q.EdgeShard.create(path, config)
+            for name in INDEXED_FIELDS:
+                self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
+        else:
+            self.shard = q.EdgeShard.load(path)
+        self._dirty = 0
+
+    def _filter(self, where: Conditions | None) -> Any:
+        if where is None or where.is_empty():
+            return None
+        q = self._q
+        must = [q.FieldCondition(key=k, match=q.MatchValue(v)) for k, v in where.equals.items()]
+        must_not = [q.FieldCondition(key=k, match=q.MatchAny(list(v))) for k, v in where.excludes.items() if v]
+        return q.Filter(must=must or None, must_not=must_not or None)
+
+    def upsert(self, points: list[StoredPoint]) -> None:
+        q = self._q
+        self.shard.update(q.UpdateOperation.upsert_points([
+            q.Point(p.id, {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse[0], p.sparse[1])}, p.payload)
+            for p in points
+        ]))
+        self._dirty += len(points)
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        q = self._q
+        self.shard.update(q.UpdateOperation.overwrite_payload([point_id], payload))
+
+    def retrieve(self, ids: list[str]) -> list[RawHit]:
+        return [RawHit(str(r.id), 0.0, r.payload or {}) for r in self.shard.retrieve(ids, True, False)]
+
+    def delete(self, ids: list[str]) -> None:
+        self.shard.update(self._q.UpdateOperation.delete_points(ids))
+
+    def count(self, where: Conditions | None = None) -> int:
+        return self.shard.count(self._q.CountRequest(exact=True, filter=self._filter(where)))
+
+    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
+        offset = None
+        while True:
+            records, offset = self.shard.scroll(
+                self._q.ScrollRequest(offset=offset, limit=batch, with_payload=True)
+            )
+            for r in records:
+                yield RawHit(str(r.id), 0.0, r.payload or {})
+            if offset is None or not records:
+                return
+
+    def _request(self, spec: QuerySpec) -> Any:
+        q = self._q
+        flt = self._filter(spec.where)
+        sparse = q.SparseVector(spec.sparse[0], spec.sparse[1]) if spec.sparse else None
+        with_vector = [DENSE] if spec.with_dense else False
+        if spec.dense is not None and sparse is not None:
+            prefetches = [
+                q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(spec.dense, using=DENSE), filter=flt),
+                q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(sparse, using=SPARSE), filter=flt),
+            ]
+            return q.QueryRequest(
+                limit=spec.limit, prefetches=prefetches, query=q.Fusion.Rrf(k=60),
+                with_payload=True, with_vector=with_vector,
+            )
+        vector, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
+        return q.QueryRequest(
+            limit=spec.limit, query=q.Query.Nearest(vector, using=using), filter=flt,
+            with_payload=True, with_vector=with_vector,
+        )
+
+    def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
+        results = self.shard.query_batch(self._q.QueryBatchRequest([self._request(r) for r in requests]))
+        out = []
+        for points in results:
+            hits = []
+            for p in points:
+                vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else None
+                hits.append(RawHit(str(p.id), p.score, p.payload or {}, vec))
+            out.append(hits)
+        return out
+
+    def optimize(self) -> None:
+        self.shard.optimize()
+        self._dirty = 0
+
+    def close(self) -> None:
+        self.shard.flush()
+        self.shard.close()

@@ -1,0 +1,25 @@
+import os
+
+import pytest
+
+# Tests never reach a hub or a tracing service.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("LANGGRAPH_CLI_NO_ANALYTICS", "1")
+
+
+@pytest.fixture(scope="session")
+def embeddings():
+    from mtl_graph.memory.embeddings import local_embeddings
+
+    return local_embeddings()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch, tmp_path):
+    """Each test gets its own default pool and run log, whatever the developer's environment says."""
+    for name in list(os.environ):
+        if name.startswith("MTL_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MTL_POOL", str(tmp_path / "default-pool"))
+    monkeypatch.setenv("MTL_RUN_LOG", str(tmp_path / "runs.jsonl"))
