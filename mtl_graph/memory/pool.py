@@ -326,8 +326,8 @@ class MemoryPool:
                 n += 1
         return n
 
-    def import_jsonl(self, path: str | Path, batch_size: int = 256) -> ImportReport:
-        """Add every valid line of a JSONL file (stats kept); bad lines are reported as `file:line: why`."""
+    def import_jsonl(self, path: str | Path, batch_size: int = 256, keep_stats: bool = True) -> ImportReport:
+        """Add every valid line of a JSONL file; bad lines are reported as `file:line: why`."""
         report = ImportReport()
         batch: list[Memory] = []
         try:
@@ -348,9 +348,9 @@ class MemoryPool:
                     report.errors.append(f"{path}:{lineno}: not UTF-8 text")
                     break
                 if len(batch) >= batch_size:
-                    report.results += self.add_many(batch, keep_stats=True)
+                    report.results += self.add_many(batch, keep_stats=keep_stats)
                     batch = []
-        report.results += self.add_many(batch, keep_stats=True)
+        report.results += self.add_many(batch, keep_stats=keep_stats)
         return report
 
 
