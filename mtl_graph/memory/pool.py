@@ -21,7 +21,7 @@ from mtl_graph.memory.location import (
     open_directory,
     open_server,
 )
-from mtl_graph.memory.models import Memory, MemoryType, Outcome, Provenance, parse_memory
+from mtl_graph.memory.models import Memory, MemoryType, Outcome, Provenance, memory_type_of, parse_memory
 from mtl_graph.memory.storage import Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
@@ -287,7 +287,7 @@ class MemoryPool:
             return []
         where = Conditions(
             equals={name: str(value) for name, value in
-                    (("type", type and MemoryType(type).value), ("outcome", outcome and Outcome(outcome).value))
+                    (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value))
                     if value},
             excludes={"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)},
         )

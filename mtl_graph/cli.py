@@ -1,0 +1,215 @@
+"""The `mtl` command. Heavy imports happen inside commands so `mtl --help` stays fast."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+app = typer.Typer(
+    help="Memory transfer for coding agents: a shared memory pool, runs, ingestion and evaluation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import.",
+                           no_args_is_help=True)
+app.add_typer(memories_app, name="memories")
+
+PoolOption = Annotated[
+    Optional[str],
+    typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. [env: MTL_POOL]'),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One clear line on stderr, then exit."""
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+def open_pool(location: str | None):
+    """Open the pool named by --pool or MTL_POOL, turning known failures into one-line errors."""
+    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.pool import MemoryPool, PoolError
+    from mtl_graph.settings import get_settings
+
+    try:
+        return MemoryPool.open(location or get_settings().pool)
+    except (PoolError, EmbeddingError) as exc:
+        fail(str(exc))
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _memory_row(memory) -> tuple[str, str, str, str, str]:
+    return (memory.id[:8], memory.type, memory.outcome.value, ",".join(memory.domains) or "-",
+            memory.key_text()[:80])
+
+
+@memories_app.command("add")
+def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line.")],
+                 pool: PoolOption = None) -> None:
+    """Add memories from a JSONL file (usage stats reset). Bad lines are reported; good lines are still added."""
+    _import(file, pool, keep_stats=False)
+
+
+@memories_app.command("import")
+def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export`.")],
+                    pool: PoolOption = None) -> None:
+    """Import an exported JSONL file exactly, usage stats included."""
+    _import(file, pool, keep_stats=True)
+
+
+def _import(file: Path, location: str | None, keep_stats: bool) -> None:
+    from mtl_graph.memory.pool import PoolError
+
+    if not file.is_file():
+        fail(f"{file}: no such file")
+    with open_pool(location) as pool:
+        try:
+            report = pool.import_jsonl(file, keep_stats=keep_stats)
+        except PoolError as exc:
+            fail(str(exc))
+    counts = {s: sum(r.status == s for r in report.results) for s in ("added", "merged", "exists")}
+    typer.echo(f"{counts['added']} added, {counts['merged']} merged into near-duplicates, "
+               f"{counts['exists']} already present")
+    for error in report.errors:
+        typer.secho(error, fg=typer.colors.RED, err=True)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@memories_app.command("search")
+def memories_search(
+    text: Annotated[str, typer.Argument(help="What to look for (a task, a plan, an error message).")],
+    type: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this format: insight, summary, workflow, trajectory.")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=100, help="How many memories.")] = 3,
+    exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Drop memories from this domain (repeatable).")] = None,
+    dense_only: Annotated[bool, typer.Option("--dense-only", help="Dense vectors only (no BM25 fusion).")] = False,
+    json_out: JsonOption = False,
+    pool: PoolOption = None,
+) -> None:
+    """Search the pool (hybrid dense + BM25 by default) and show memories with scores."""
+    with open_pool(pool) as opened:
+        try:
+            hits = opened.search(text, type=type, k=k, exclude_domains=exclude_domain or (), hybrid=not dense_only)
+        except ValueError as exc:
+            fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps([{"score": h.score, "similarity": h.similarity, "retriever": h.retriever,
+                                "memory": h.memory.model_dump(mode="json")} for h in hits], indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("id", "type", "outcome", "domains", "key", "cosine", "found by", title=f"top {k} for: {text[:60]}")
+    for h in hits:
+        table.add_row(*_memory_row(h.memory), f"{h.similarity:.3f}", h.retriever)
+    _console().print(table)
+
+
+@memories_app.command("list")
+def memories_list(
+    type: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this format.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
+    json_out: JsonOption = False,
+    pool: PoolOption = None,
+) -> None:
+    """List memories in the pool."""
+    from itertools import islice
+
+    with open_pool(pool) as opened:
+        chosen = list(islice((m for m in opened if type is None or m.type == type), limit))
+    if json_out:
+        typer.echo(json.dumps([m.model_dump(mode="json") for m in chosen], indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("id", "type", "outcome", "domains", "key")
+    for memory in chosen:
+        table.add_row(*_memory_row(memory))
+    _console().print(table)
+
+
+def _resolve_id(opened, prefix: str):
+    memory = opened.get(prefix) if len(prefix) == 36 else None
+    if memory is None:
+        matches = [m for m in opened if m.id.startswith(prefix)]
+        if len(matches) > 1:
+            fail(f"id prefix {prefix!r} is ambiguous ({len(matches)} memories)")
+        memory = matches[0] if matches else None
+    if memory is None:
+        fail(f"no memory with id {prefix!r}")
+    return memory
+
+
+@memories_app.command("show")
+def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
+                  json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """Show one memory with its provenance and usage stats."""
+    with open_pool(pool) as opened:
+        memory = _resolve_id(opened, memory_id)
+    if json_out:
+        typer.echo(memory.model_dump_json(indent=2))
+        return
+    console = _console()
+    console.print(f"[bold]{memory.id}[/bold]  {memory.type}  outcome={memory.outcome.value}")
+    console.print(memory.render(1))
+    s = memory.stats
+    console.print(f"retrieved {s.retrieved}× ({s.retrieved_success} in successful runs, {s.retrieved_failure} in failed)")
+    for src in memory.sources:
+        console.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
+                      f"distilled by={src.distill_model} at {src.created_at:%Y-%m-%d %H:%M}")
+
+
+@memories_app.command("delete")
+def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
+                    pool: PoolOption = None) -> None:
+    """Delete one memory."""
+    with open_pool(pool) as opened:
+        memory = _resolve_id(opened, memory_id)
+        opened.delete(memory.id)
+    typer.echo(f"deleted {memory.id}")
+
+
+@memories_app.command("stats")
+def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """Counts by type, domain and outcome."""
+    with open_pool(pool) as opened:
+        stats, total = opened.stats(), opened.count()
+    if json_out:
+        typer.echo(json.dumps({"total": total, **stats}, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("by", "value", "memories", title=f"{total} memories")
+    for group, counts in stats.items():
+        for value, n in sorted(counts.items()):
+            table.add_row(group, value, str(n))
+    _console().print(table)
+
+
+@memories_app.command("export")
+def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+                    pool: PoolOption = None) -> None:
+    """Export every memory (provenance and stats included) as JSONL."""
+    with open_pool(pool) as opened:
+        try:
+            n = opened.export(file)
+        except OSError as exc:
+            fail(f"cannot write {file}: {exc.strerror}")
+    typer.echo(f"exported {n} memories to {file}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
