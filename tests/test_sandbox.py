@@ -1,0 +1,211 @@
+"""Sandbox backends run real subprocesses (and real bubblewrap where it works)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mtl_graph.sandbox import (
+    BwrapSandbox,
+    LocalSandbox,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+    cap_text,
+    make_sandbox,
+)
+from mtl_graph.sandbox.docker import docker_available
+
+needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
+KINDS = ["local", pytest.param("bwrap", marks=needs_bwrap)]
+
+
+@pytest.fixture(params=KINDS)
+def sandbox(request, tmp_path):
+    sb = make_sandbox(request.param, tmp_path / "ws", SandboxConfig(output_cap=1000))
+    yield sb
+    sb.close()
+
+
+def test_backends_satisfy_protocol(sandbox):
+    assert isinstance(sandbox, Sandbox)
+    assert sandbox.workspace.is_dir()
+
+
+def test_exit_code_and_interleaved_output(sandbox):
+    result = sandbox.run("echo out; echo err >&2; exit 7")
+    assert result.exit_code == 7
+    assert "out\n" in result.output and "err\n" in result.output
+    assert not result.timed_out and not result.truncated
+
+
+def test_killed_by_signal_reports_shell_style_code(sandbox):
+    assert sandbox.run("kill -9 $$").exit_code == 128 + 9
+
+
+def test_commands_start_in_the_workspace_and_write_there(sandbox):
+    result = sandbox.run("pwd; echo data > made.txt")
+    assert result.output.strip() == str(sandbox.workspace)
+    assert (sandbox.workspace / "made.txt").read_text() == "data\n"
+
+
+@pytest.mark.parametrize("command", ["sleep 100", "yes", "exec >&- 2>&-; sleep 100"])
+def test_timeout_kills_and_returns_124(sandbox, command):
+    start = time.monotonic()
+    result = sandbox.run(command, timeout=1)
+    assert time.monotonic() - start < 4
+    assert result.exit_code == 124 and result.timed_out
+    assert len(result.output) < 1100  # a flood is capped, not buffered
+
+
+def test_output_cap_keeps_head_and_tail(sandbox):
+    full = "".join(f"{i}\n" for i in range(1, 20001))
+    result = sandbox.run("seq 1 20000")
+    assert result.exit_code == 0 and result.truncated
+    assert result.output.startswith("1\n2\n3\n")
+    assert result.output.endswith("19999\n20000\n")
+    kept = result.output.split("\n... [")
+    cut = len(full) - 1000
+    assert f"[{cut} characters cut]" in result.output, kept[1][:40]
+
+
+def test_cap_text_marks_the_cut_and_leaves_short_text_alone():
+    assert cap_text("short", 100) == ("short", False)
+    text, cut = cap_text("a" * 50 + "b" * 100 + "c" * 50, 100)
+    assert cut and text == "a" * 50 + "\n... [100 characters cut] ...\n" + "c" * 50
+
+
+def test_invalid_utf8_output_is_replaced_not_fatal(sandbox):
+    result = sandbox.run(r"printf 'ok \377\n'")
+    assert result.output == "ok \ufffd\n"
+
+
+def test_secrets_in_the_environment_do_not_reach_commands(sandbox, monkeypatch):
+    monkeypatch.setenv("MTL_TEST_API_KEY", "sk-very-secret")
+    result = sandbox.run("env")
+    assert "sk-very-secret" not in result.output
+    assert f"HOME={sandbox.workspace}\n" in result.output
+    assert "PATH=" in result.output
+
+
+def test_env_allow_list_and_extras_are_passed(tmp_path, monkeypatch):
+    monkeypatch.setenv("MTL_TEST_VISIBLE", "yes-visible")
+    config = SandboxConfig(env_allow=("PATH", "MTL_TEST_VISIBLE"), extra_env={"EXTRA": "set"})
+    with LocalSandbox(tmp_path, config) as sb:
+        assert sb.run('echo "$MTL_TEST_VISIBLE $EXTRA"').output == "yes-visible set\n"
+
+
+def test_file_size_limit_stops_a_large_write(tmp_path):
+    with LocalSandbox(tmp_path, SandboxConfig(max_file_size_mb=1)) as sb:
+        result = sb.run("head -c 3000000 /dev/zero > big.bin")
+    assert result.exit_code != 0
+    assert (tmp_path / "big.bin").stat().st_size <= 1024 * 1024
+
+
+def test_memory_limit_stops_a_large_allocation(tmp_path):
+    with LocalSandbox(tmp_path, SandboxConfig(memory_mb=300)) as sb:
+        result = sb.run(f"{sys.executable} -c 'x = bytearray(800 * 2**20); print(len(x))'")
+    assert result.exit_code != 0
+    assert "MemoryError" in result.output
+
+
+def test_cpu_limit_stops_a_busy_loop(tmp_path):
+    with LocalSandbox(tmp_path, SandboxConfig(cpu_seconds=1)) as sb:
+        result = sb.run(f"{sys.executable} -c 'while True: pass'", timeout=20)
+    assert not result.timed_out and result.exit_code != 0
+    assert result.duration_s < 10
+
+
+def test_close_kills_leftover_background_processes(tmp_path):
+    sb = LocalSandbox(tmp_path)
+    pid = int(sb.run("sleep 300 >/dev/null 2>&1 & echo $!").output)
+    os.kill(pid, 0)  # still running after the command returned
+    sb.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail("background process survived close()")
+
+
+def test_file_helpers_confined_to_workspace(sandbox, tmp_path):
+    sandbox.write_file("sub/dir/a.txt", "hello")
+    assert sandbox.read_file("sub/dir/a.txt") == "hello"
+    assert sandbox.run("cat sub/dir/a.txt").output == "hello"
+    (tmp_path / "outside.txt").write_text("secret")
+    (sandbox.workspace / "link").symlink_to(tmp_path / "outside.txt")
+    for bad in ["../outside.txt", "/etc/hostname", "link", "sub/../../outside.txt"]:
+        with pytest.raises(SandboxError, match="escapes the workspace"):
+            sandbox.read_file(bad)
+    with pytest.raises(SandboxError, match="escapes the workspace"):
+        sandbox.write_file("../evil.txt", "x")
+    assert not (tmp_path / "evil.txt").exists()
+
+
+@needs_bwrap
+def test_bwrap_only_the_workspace_is_writable(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with BwrapSandbox(tmp_path / "ws") as sb:
+        for target in ["/etc/mtl-test-x", str(outside / "x"), str(Path(__file__).parent / "mtl-test-x")]:
+            result = sb.run(f"touch {target}")
+            assert result.exit_code != 0, target
+            assert not Path(target).exists()
+        # the host's /tmp is hidden behind a private tmpfs, the rest of the root is read-only
+        assert "Read-only file system" in sb.run("touch /etc/mtl-test-x").output
+        assert sb.run("touch inside && echo private > /tmp/mtl-test-tmp").exit_code == 0
+    assert (tmp_path / "ws" / "inside").exists()
+    assert not Path("/tmp/mtl-test-tmp").exists()  # /tmp inside is a private tmpfs
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_network_is_cut_only_in_bwrap(tmp_path, kind):
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
+    try:
+        with make_sandbox(kind, tmp_path) as sb:
+            result = sb.run(f"{sys.executable} -c \"{code}\"")
+    finally:
+        listener.close()
+    if kind == "bwrap":
+        assert result.exit_code != 0 and "ConnectionRefusedError" in result.output
+    else:  # the control: the same command reaches the host listener without isolation
+        assert result.exit_code == 0 and "connected" in result.output
+
+
+@needs_bwrap
+def test_bwrap_has_no_interface_but_loopback(tmp_path):
+    with BwrapSandbox(tmp_path) as sb:
+        result = sb.run("cat /proc/net/dev")
+    names = {line.split(":")[0].strip() for line in result.output.splitlines()[2:]}
+    assert names == {"lo"}
+
+
+def test_auto_prefers_bwrap_and_falls_back_with_a_warning(tmp_path, monkeypatch):
+    if BwrapSandbox.is_available():
+        assert isinstance(make_sandbox("auto", tmp_path), BwrapSandbox)
+    monkeypatch.setattr(BwrapSandbox, "is_available", staticmethod(lambda: False))
+    with pytest.warns(RuntimeWarning, match="isolation"):
+        assert isinstance(make_sandbox("auto", tmp_path), LocalSandbox)
+
+
+def test_unknown_kind_and_missing_workspace_are_refused(tmp_path):
+    with pytest.raises(SandboxError, match="unknown sandbox kind"):
+        make_sandbox("vm", tmp_path)
+    with pytest.raises(ValueError, match="workspace"):
+        make_sandbox("local")
+
+
+@pytest.mark.skipif(docker_available(), reason="a docker engine answers here")
+def test_docker_without_engine_raises_a_clear_error(tmp_path):
+    with pytest.raises(SandboxError, match="Docker engine"):
+        make_sandbox("docker", tmp_path)
