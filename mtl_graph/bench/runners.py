@@ -1,0 +1,122 @@
+"""Runners: how one attempt at one task is executed. Offline runners with known results live here.
+
+A graph-backed runner (in-process ``build_mtl_graph``) and a remote one (``langgraph_sdk``) implement the
+same protocol: take the task, the condition and the memory scope, return a RunOutcome.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Collection, Mapping, Protocol, runtime_checkable
+
+from mtl_graph.bench.checks import open_sandbox, run_check, run_setup
+from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
+from mtl_graph.bench.suites.base import REFERENCE_KEY
+from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.tasks import Task
+
+SolvePolicy = Callable[[Task, Condition, int], bool]
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Runs one attempt; must be safe to call from several threads at once."""
+
+    name: str
+    """Recorded with each result."""
+
+    def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
+        """Run task under condition; scope is None for zero-shot, else which memories may be retrieved."""
+        ...
+
+
+def eligible(pool: Pool, scope: MemoryScope) -> list[str]:
+    """Ids of the pool's memories a scope allows, in pool order: the reference semantics of MemoryScope."""
+    allowed = None if scope.allowed_ids is None else set(scope.allowed_ids)
+    return [m.id for m in pool.memories
+            if m.type == scope.memory_type
+            and (allowed is None or m.id in allowed)
+            and not set(m.domains) & set(scope.exclude_domains)
+            and not set(m.source_task_ids) & set(scope.exclude_task_ids)]
+
+
+class ReferenceRunner:
+    """Submits the task's reference solution when ``solve`` says so, else leaves the stub; then runs the check.
+
+    With a pool it also "retrieves" the first top_k memories its scope allows, so provenance can be audited
+    without a vector store.
+    """
+
+    def __init__(self, solve: SolvePolicy, name: str, pool: Pool | None = None,
+                 workdir: str | Path | None = None):
+        self.solve = solve
+        self.name = name
+        self.pool = pool
+        self.workdir = workdir
+
+    def retrieve(self, scope: MemoryScope | None) -> list[RetrievedMemory]:
+        if scope is None or self.pool is None:
+            return []
+        by_id = {m.id: m for m in self.pool.memories}
+        picked = eligible(self.pool, scope)[: scope.top_k]
+        return [RetrievedMemory(id=i, score=1.0, type=by_id[i].type.value, domains=by_id[i].domains,
+                                source_task_ids=by_id[i].source_task_ids) for i in picked]
+
+    def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
+        start = time.monotonic()
+        retrieved = self.retrieve(scope)
+        steps: list[Step] = []
+        with tempfile.TemporaryDirectory(prefix="mtl-bench-", dir=self.workdir) as tmp:
+            sandbox = open_sandbox(task.materialize(Path(tmp) / "workspace"))
+            try:
+                setup = run_setup(task, sandbox)
+                steps += [setup] if setup else []
+                if self.solve(task, condition, attempt):
+                    reference = task.metadata.get(REFERENCE_KEY)
+                    if not reference:
+                        return RunOutcome(error=f"task {task.id} has no reference solution", retrieved=retrieved)
+                    for path, content in reference.items():
+                        sandbox.write_file(path, content)
+                        steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},
+                                          observation=f"wrote {len(content)} chars"))
+                verdict, _ = run_check(task, sandbox)
+            except RuntimeError as exc:
+                return RunOutcome(error=str(exc), retrieved=retrieved, duration_s=time.monotonic() - start)
+            finally:
+                sandbox.close()
+        trajectory = Trajectory(task=task.ref(), steps=steps, verdict=verdict, model=self.name,
+                                submission="reference solution" if any(s.tool == "write_file" for s in steps) else None,
+                                exit_status="submitted")
+        return RunOutcome(verdict=verdict, trajectory=trajectory, retrieved=retrieved,
+                          duration_s=time.monotonic() - start)
+
+
+class OracleRunner(ReferenceRunner):
+    """Always submits the reference solution: every task with one must pass."""
+
+    def __init__(self, **kwargs):
+        super().__init__(lambda task, condition, attempt: True, name="oracle", **kwargs)
+
+
+class NoopRunner(ReferenceRunner):
+    """Submits nothing: the untouched stub must fail every check."""
+
+    def __init__(self, **kwargs):
+        super().__init__(lambda task, condition, attempt: False, name="noop", **kwargs)
+
+
+class ScriptedRunner(ReferenceRunner):
+    """Solves a known subset of tasks: one set of ids, or a set per condition key (``"*"`` as the default)."""
+
+    def __init__(self, solved: Collection[str] | Mapping[str, Collection[str]], **kwargs):
+        table = {k: set(v) for k, v in solved.items()} if isinstance(solved, Mapping) else {"*": set(solved)}
+
+        def policy(task: Task, condition: Condition, attempt: int) -> bool:
+            return task.id in table.get(condition.key, table.get("*", set()))
+
+        super().__init__(policy, name="scripted", **kwargs)
+
+
+OFFLINE_RUNNERS: dict[str, Callable[..., ReferenceRunner]] = {"oracle": OracleRunner, "noop": NoopRunner}

@@ -1,0 +1,36 @@
+"""Task suites: ``load_suite("humaneval" | "exercism:PATH" | "jsonl:PATH" | "dir:PATH" | "swebench[:ARG]")``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mtl_graph.bench.suites import dirs, exercism, humaneval, jsonl, swebench
+from mtl_graph.bench.suites.base import REFERENCE_KEY, SkippedTask, Suite, SuiteError, sample
+
+Loader = Callable[[str | None, int | None, int], Suite]
+
+SUITES: dict[str, Loader] = {
+    "humaneval": humaneval.load,
+    "exercism": exercism.load,
+    "jsonl": jsonl.load,
+    "dir": dirs.load,
+    "swebench": swebench.load,
+}
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """``name`` or ``name:ARG`` -> (name, ARG)."""
+    name, sep, arg = spec.strip().partition(":")
+    name = name.strip().lower()
+    if name not in SUITES:
+        raise SuiteError(f"unknown suite {name!r} in {spec!r}; known suites: {', '.join(SUITES)}")
+    return name, (arg.strip() or None) if sep else None
+
+
+def load_suite(spec: str, limit: int | None = None, seed: int = 42) -> Suite:
+    """Load one suite and take a seeded sample of ``limit`` tasks; raises SuiteError with a clear reason."""
+    name, arg = parse_spec(spec)
+    return SUITES[name](arg, limit, seed)
+
+
+__all__ = ["REFERENCE_KEY", "SUITES", "SkippedTask", "Suite", "SuiteError", "load_suite", "parse_spec", "sample"]
