@@ -50,8 +50,9 @@ class ReferenceRunner:
     """
 
     def __init__(self, solve: SolvePolicy, name: str, pool: Pool | None = None,
-                 workdir: str | Path | None = None):
+                 workdir: str | Path | None = None, sandbox: str = "local"):
         self.solve = solve
+        self.sandbox_kind = sandbox
         self.name = name
         self.pool = pool
         self.workdir = workdir
@@ -69,7 +70,7 @@ class ReferenceRunner:
         retrieved = self.retrieve(scope)
         steps: list[Step] = []
         with tempfile.TemporaryDirectory(prefix="mtl-bench-", dir=self.workdir) as tmp:
-            sandbox = open_sandbox(task.materialize(Path(tmp) / "workspace"))
+            sandbox = open_sandbox(task.materialize(Path(tmp) / "workspace"), self.sandbox_kind)
             try:
                 setup = run_setup(task, sandbox)
                 steps += [setup] if setup else []
