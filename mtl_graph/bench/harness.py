@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from mtl_graph.bench.models import Condition, EvalConfig, MemoryScope, Pool, RunOutcome, TaskResult
 from mtl_graph.bench.runners import Runner
-from mtl_graph.bench.store import ResultStore
+from mtl_graph.bench.store import SUITES_FILE, ResultStore
 from mtl_graph.bench.suites import Suite, SuiteError, load_suite
 from mtl_graph.tasks import Task
 
@@ -104,6 +104,8 @@ class Harness:
     def run(self) -> EvalSummary:
         summary = EvalSummary()
         suites = self.load_suites()
+        self.store.write_json(SUITES_FILE, [
+            {**s.model_dump(mode="json", exclude={"tasks"}), "tasks": [t.id for t in s.tasks]} for s in suites])
         for s in suites:
             if s.skip_reason:
                 summary.skipped_suites[s.spec] = s.skip_reason

@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "config.json"
 RESULTS_FILE = "results.jsonl"
 POOL_FILE = "pool.json"
+SUITES_FILE = "suites.json"
 
 
 class StoreError(ValueError):

@@ -1,0 +1,199 @@
+"""report.md, report.json and PNG plots from a results directory."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from mtl_graph.bench.models import ZERO_SHOT, EvalConfig, TaskResult
+from mtl_graph.bench.passk import aggregate, task_scores
+from mtl_graph.bench.store import SUITES_FILE, ResultStore
+
+MD_LIST_CAP = 100
+
+
+def _transfer(results: list[TaskResult], k: int) -> tuple[list[dict], list[dict]]:
+    """Negative: solved zero-shot (any attempt), never with memories. Positive: the reverse."""
+    retrieved: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for r in results:
+        ids = retrieved[(r.suite, r.task_id, r.condition.key)]
+        ids += [m.id for m in r.retrieved if m.id not in ids]
+    scores = task_scores(results, k)
+    zero = {(s.suite, s.task_id): s for s in scores if s.condition == ZERO_SHOT}
+    negative, positive = [], []
+    for s in scores:
+        base = zero.get((s.suite, s.task_id))
+        if s.condition == ZERO_SHOT or base is None:
+            continue
+        row = {"suite": s.suite, "task_id": s.task_id, "condition": s.condition,
+               "zero_shot": f"{base.c}/{base.n}", "with_memory": f"{s.c}/{s.n}",
+               "retrieved": retrieved[(s.suite, s.task_id, s.condition)]}
+        if base.c > 0 and s.c == 0:
+            negative.append(row)
+        elif base.c == 0 and s.c > 0:
+            positive.append(row)
+    return negative, positive
+
+
+def _judge(results: list[TaskResult]) -> dict[str, Any]:
+    """How often the LLM judge agreed with the tests, on runs where both decided."""
+    pairs = [(r.verdict.status, r.judge_verdict.status) for r in results
+             if r.verdict and r.verdict.source == "tests" and r.judge_verdict]
+    agree = sum(t == j for t, j in pairs)
+    return {"compared": len(pairs), "agree": agree, "accuracy": agree / len(pairs) if pairs else None,
+            "false_pass": sum(t != "pass" and j == "pass" for t, j in pairs),
+            "false_fail": sum(t == "pass" and j != "pass" for t, j in pairs)}
+
+
+def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
+    acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for r in results:
+        row = acc[r.condition.key]
+        row["runs"] += 1
+        row["errors"] += r.error is not None
+        row["input_tokens"] += r.tokens.input
+        row["output_tokens"] += r.tokens.output
+        row["cost_usd"] += r.cost_usd or 0.0
+        row["duration_s"] += r.duration_s
+    return {c: dict(v) for c, v in acc.items()}
+
+
+def build_report(results: list[TaskResult], config: EvalConfig, suites_info: list[dict] | None = None) -> dict:
+    """All numbers of the report as plain data (what report.json holds)."""
+    k = config.k
+    scores = aggregate(results, k)
+    conditions = [c.key for c in config.conditions() if any(s.condition == c.key for s in scores.values())]
+    order = [s["name"] for s in suites_info or []]
+    suites = sorted({r.suite for r in results}, key=lambda n: (order.index(n) if n in order else len(order), n))
+    table: dict[str, dict[str, dict]] = {}
+    for cond in conditions:
+        table[cond] = {}
+        for suite in suites + ["average"]:
+            cell, base = scores.get((suite, cond)), scores.get((suite, ZERO_SHOT))
+            if cell:
+                delta = None if base is None or cond == ZERO_SHOT else cell.pass_at_k - base.pass_at_k
+                table[cond][suite] = {**cell.model_dump(exclude={"suite", "condition", "k"}), "delta": delta}
+    avg = {c: table[c]["average"]["pass_at_k"] for c in table if "average" in table[c]}
+    by_key = {c.key: c for c in config.conditions()}
+    pool_curves: dict[str, list] = defaultdict(list)
+    domain_curves: dict[str, list] = defaultdict(list)
+    for key, value in avg.items():
+        cond = by_key[key]
+        if cond.memory_format is None:
+            continue
+        fmt = cond.memory_format.value
+        if not cond.source_domains:
+            pool_curves[fmt].append([cond.pool_fraction, value])
+        if cond.source_domains and cond.pool_fraction == 1.0:
+            domain_curves[fmt].append([cond.source_domains, value])
+    negative, positive = _transfer(results, k)
+    return {
+        "config": config.model_dump(mode="json"),
+        "k": k,
+        "suites": suites,
+        "conditions": conditions,
+        "formats": [f.value for f in config.formats if f.value in table],
+        "table": table,
+        "scaling": {"pool_fraction": {f: sorted(p) for f, p in pool_curves.items() if len(p) > 1},
+                    "source_domains": {f: sorted(p) for f, p in domain_curves.items()}},
+        "negative_transfer": negative,
+        "positive_transfer": positive,
+        "judge": _judge(results),
+        "accounting": _accounting(results),
+        "leaks": [{"task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
+                   "memory_ids": r.leaked_memory_ids} for r in results if r.leaked_memory_ids],
+        "errors": [{"task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt, "error": r.error}
+                   for r in results if r.error],
+        "suites_info": suites_info or [],
+    }
+
+
+def _cell(c: dict | None) -> str:
+    if not c:
+        return "–"
+    delta = "" if c["delta"] is None else f" ({c['delta']:+.3f})"
+    return f"{c['pass_at_k']:.3f}{delta}" + ("*" if c["incomplete"] else "")
+
+
+def _rows(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
+
+
+def _transfer_md(title: str, rows: list[dict]) -> list[str]:
+    lines = [f"## {title} ({len(rows)})", ""]
+    if not rows:
+        return lines + ["None.", ""]
+    body = [[r["suite"], r["task_id"], r["condition"], r["zero_shot"], r["with_memory"],
+             ", ".join(r["retrieved"]) or "–"] for r in rows[:MD_LIST_CAP]]
+    lines += _rows(["suite", "task", "condition", "zero-shot", "with memory", "retrieved memories"], body)
+    if len(rows) > MD_LIST_CAP:
+        lines.append(f"\n… {len(rows) - MD_LIST_CAP} more in report.json")
+    return lines + [""]
+
+
+def render_markdown(data: dict, plots: list[str]) -> str:
+    k, cfg = data["k"], data["config"]
+    lines = ["# Memory transfer evaluation", "",
+             f"Runner `{cfg['runner']}`" + (f", model `{cfg['model']}`" if cfg["model"] else "")
+             + f"; pass@{k} from {cfg['samples'] or k} attempt(s) per task; seed {cfg['seed']}"
+             + (f"; {cfg['limit']} tasks per suite" if cfg["limit"] else "") + ".", "",
+             f"## Pass@{k} by suite and condition (Δ vs zero-shot; hold-one-out)", ""]
+    header = ["condition"] + data["suites"] + ["avg"]
+    lines += _rows(header, [[c] + [_cell(data["table"][c].get(s)) for s in data["suites"] + ["average"]]
+                            for c in data["conditions"]])
+    if any(cell["incomplete"] for row in data["table"].values() for cell in row.values()):
+        lines.append("\n\\* some tasks have fewer than k attempts (scored with k = attempts).")
+    for name, curves in data["scaling"].items():
+        if curves:
+            lines += ["", f"## Scaling by {name.replace('_', ' ')}", ""]
+            lines += _rows(["format", "points (x → avg pass@k)"],
+                           [[f, ", ".join(f"{x:g} → {y:.3f}" for x, y in pts)] for f, pts in curves.items()])
+    lines += [""] + _transfer_md("Negative transfer: solved zero-shot, failed with memories", data["negative_transfer"])
+    lines += _transfer_md("Positive transfer: failed zero-shot, solved with memories", data["positive_transfer"])
+    j = data["judge"]
+    lines += ["## LLM judge vs tests", "",
+              "No run has both a test verdict and a judge verdict." if not j["compared"] else
+              f"Accuracy {j['accuracy']:.3f} on {j['compared']} runs ({j['false_pass']} false passes, "
+              f"{j['false_fail']} false fails).", "", "## Provenance", "",
+              "No run retrieved a memory outside its scope (hold-one-out holds)." if not data["leaks"] else
+              f"**{len(data['leaks'])} runs retrieved memories outside their scope** — see report.json `leaks`.", ""]
+    lines += ["## Runs, tokens and cost", ""]
+    lines += _rows(["condition", "runs", "errors", "input tokens", "output tokens", "cost (USD)"],
+                   [[c, int(a["runs"]), int(a["errors"]), int(a["input_tokens"]), int(a["output_tokens"]),
+                     f"{a['cost_usd']:.4f}"] for c, a in data["accounting"].items()])
+    skipped = [(s["spec"], s["skip_reason"]) for s in data["suites_info"] if s.get("skip_reason")]
+    skipped += [(t["id"], t["reason"]) for s in data["suites_info"] for t in s.get("skipped", [])]
+    if skipped:
+        lines += ["", "## Skipped", ""] + [f"- `{what}`: {why}" for what, why in skipped]
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def render_report(out: str | Path) -> dict[str, Path]:
+    """(Re)render report.md, report.json and the plots of a results directory; returns their paths."""
+    store = ResultStore(out)
+    root = store.root
+    results = store.results()
+    info_path = root / SUITES_FILE
+    suites_info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else []
+    data = build_report(results, store.config, suites_info)
+    from mtl_graph.bench import plots
+
+    paths: dict[str, Path] = {}
+    if data["table"]:
+        paths["formats_png"] = plots.format_comparison(data, root / "formats.png")
+    base = data["table"].get(ZERO_SHOT, {}).get("average", {}).get("pass_at_k")
+    for name, label in (("pool_fraction", "fraction of the pool"), ("source_domains", "number of source domains")):
+        if data["scaling"][name]:
+            paths[f"scaling_{name}_png"] = plots.scaling_curve(
+                data["scaling"][name], base, label, f"Scaling: {label}", data["k"], root / f"scaling_{name}.png")
+    data["plots"] = [p.name for p in paths.values()]
+    paths["json"] = store.write_json("report.json", data)
+    md = root / "report.md"
+    md.write_text(render_markdown(data, data["plots"]), encoding="utf-8")
+    paths["md"] = md
+    return paths
