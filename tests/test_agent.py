@@ -12,7 +12,11 @@ from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_c
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
 from mtl_graph.tasks import Task
 
-TASK = Task(id="hello", instruction="Create hello.py that prints 'hello, world'.", check="python3 hello.py | grep -qx 'hello, world'")
+TASK = Task(
+    id="hello",
+    instruction="Create hello.py that prints 'hello, world'.",
+    check="python3 hello.py | grep -qx 'hello, world'",
+)
 WRITE = "cat > hello.py <<'EOF'\nprint('hello, world')\nEOF"
 KINDS = ["local", pytest.param("bwrap", marks=pytest.mark.skipif(not BwrapSandbox.is_available(), reason="no bwrap"))]
 
@@ -63,7 +67,7 @@ def test_text_mode_solves_a_task(tmp_path, kind):
 
 
 def test_text_mode_format_errors_are_fed_back_and_capped(sandbox):
-    two = text_action("bash", "ls") .content + "\n" + text_action("bash", "pwd").content
+    two = text_action("bash", "ls").content + "\n" + text_action("bash", "pwd").content
     script = [AIMessage(content="I think I am done."), AIMessage(content=two), AIMessage(content="```python\nprint(1)\n```")]
     result = run(script + [text_action("submit", "never reached")], sandbox, action_format="text")
     assert result.exit_status == "format_errors" and result.steps == []
@@ -95,7 +99,8 @@ def test_bad_tool_call_arguments_get_error_tool_messages(sandbox):
 
 
 def test_unparsable_tool_arguments_count_as_format_errors(sandbox):
-    broken = AIMessage(content="", invalid_tool_calls=[{"name": "bash", "args": "{not json", "id": "c9", "error": None, "type": "invalid_tool_call"}])
+    bad = {"name": "bash", "args": "{not json", "id": "c9", "error": None, "type": "invalid_tool_call"}
+    broken = AIMessage(content="", invalid_tool_calls=[bad])
     result = run([broken] * 3, sandbox)
     assert result.exit_status == "format_errors"
     assert sum(isinstance(m, ToolMessage) and "not valid JSON" in m.content for m in result.messages) == 3

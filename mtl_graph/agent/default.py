@@ -35,7 +35,8 @@ class DefaultAgent:
         memory_block: str = "",
         on_step: OnStep | None = None,
     ) -> AgentResult:
-        result = AgentResult(messages=[SystemMessage(self.system_prompt(memory_block)), HumanMessage(self.instance_prompt(task))])
+        opening = [SystemMessage(self.system_prompt(memory_block)), HumanMessage(self.instance_prompt(task))]
+        result = AgentResult(messages=opening)
         started, format_errors = time.monotonic(), 0
         try:
             model = self.format.bind(model)
@@ -76,7 +77,8 @@ class DefaultAgent:
         return f"{prompt}\n\n{memory_block.strip()}" if memory_block.strip() else prompt
 
     def instance_prompt(self, task: Task) -> str:
-        return render("instance.md", self.config.prompts_dir, instruction=task.instruction, step_limit=self.config.step_limit)
+        cfg = self.config
+        return render("instance.md", cfg.prompts_dir, instruction=task.instruction, step_limit=cfg.step_limit)
 
     def _limit_reached(self, started: float, tokens: TokenUsage) -> str | None:
         cfg = self.config
@@ -97,17 +99,29 @@ class DefaultAgent:
         try:
             res = sandbox.run(action.text, timeout=timeout)
         except SandboxError as exc:  # the model sees it and may work around it
-            return Step(reasoning=reasoning, action=action.text, args={"command": action.text},
-                        observation=f"sandbox error: {exc}", duration_s=round(time.monotonic() - begin, 3))  # fmt: skip
+            return Step(
+                reasoning=reasoning,
+                action=action.text,
+                args={"command": action.text},
+                observation=f"sandbox error: {exc}",
+                duration_s=round(time.monotonic() - begin, 3),
+            )
         output, _ = cap_text(res.output, self.config.observation_cap)
         if res.timed_out:
             output = render("timeout_note.md", self.config.prompts_dir, timeout=round(timeout, 1)) + "\n" + output
-        return Step(reasoning=reasoning, action=action.text, args={"command": action.text}, observation=output,
-                    exit_code=res.exit_code, duration_s=res.duration_s)  # fmt: skip
+        return Step(
+            reasoning=reasoning,
+            action=action.text,
+            args={"command": action.text},
+            observation=output,
+            exit_code=res.exit_code,
+            duration_s=res.duration_s,
+        )
 
     def _render_observation(self, step: Step) -> str:
         code = "unknown" if step.exit_code is None else step.exit_code
-        return render("observation.md", self.config.prompts_dir, exit_code=code, output=step.observation.rstrip("\n"))
+        output = step.observation.rstrip("\n")
+        return render("observation.md", self.config.prompts_dir, exit_code=code, output=output)
 
 
 def _usage(reply: BaseMessage) -> TokenUsage:

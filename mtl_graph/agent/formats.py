@@ -36,7 +36,10 @@ class SubmitArgs(BaseModel):
 
 TOOL_ARGS: dict[str, type[BaseModel]] = {"bash": BashArgs, "submit": SubmitArgs}
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": schema.__doc__, "parameters": schema.model_json_schema()}}
+    {
+        "type": "function",
+        "function": {"name": name, "description": schema.__doc__, "parameters": schema.model_json_schema()},
+    }
     for name, schema in TOOL_ARGS.items()
 ]
 
@@ -137,7 +140,8 @@ class TextFormat:
         return HumanMessage(content=content)
 
     def _reject(self, error: str) -> Rejection:
-        return Rejection(HumanMessage(content=render(f"{self.name}_format_error.md", self.prompts_dir, error=error)))
+        content = render(f"{self.name}_format_error.md", self.prompts_dir, error=error)
+        return Rejection(HumanMessage(content=content))
 
 
 FORMATS = {"tool_calls": ToolCallFormat, "text": TextFormat}

@@ -18,7 +18,8 @@ EXHAUSTED = "The scripted actions ran out."
 
 
 def _call(name: str, args: dict[str, Any], thought: str) -> AIMessage:
-    call_id = f"call_{uuid.uuid4().hex[:16]}"  # unique: providers reject repeated ids in one conversation
+    # Unique ids: providers reject a conversation that repeats one.
+    call_id = f"call_{uuid.uuid4().hex[:16]}"
     return AIMessage(content=thought, tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
 
 
@@ -48,7 +49,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     responses: list[BaseMessage] = Field(default_factory=list)
     """The scripted replies, in order."""
     final: BaseMessage | None = None
-    """Returned once the script runs out; None: a submit tool call when a submit tool is bound, else text ending in a ```submit block."""
+    """Returned once the script runs out (None: a submit call if a submit tool is bound, else a ```submit block)."""
     bound_tools: list[str] = Field(default_factory=list)
     """Names of the tools last bound (recorded, not enforced)."""
 
@@ -60,7 +61,9 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     def exhausted(self) -> bool:
         return self.i >= len(self.responses)
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         if self.sleep is not None:
             time.sleep(self.sleep)
         if self.exhausted:
@@ -101,7 +104,9 @@ class _Script(BaseModel):
     actions: list[_ScriptAction] = Field(min_length=1)
 
 
-def load_action_script(path: str | Path, action_format: Literal["tool_calls", "text"] = "tool_calls") -> list[AIMessage]:
+def load_action_script(
+    path: str | Path, action_format: Literal["tool_calls", "text"] = "tool_calls"
+) -> list[AIMessage]:
     """Read ``{"actions": [{"bash": "..."}, {"submit": "...", "thought": "..."}]}`` into AI messages."""
     path = Path(path)
     try:

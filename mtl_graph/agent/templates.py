@@ -1,4 +1,7 @@
-"""Prompt templates are files (``prompts/*.md``) rendered with ``string.Template`` (``$name``; ``$$`` is a dollar)."""
+"""Prompt templates are files (``prompts/*.md``) rendered with ``string.Template``.
+
+Placeholders are ``$name``; a literal dollar sign is written ``$$``.
+"""
 
 from __future__ import annotations
 
