@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from mtl_graph.experience.leaks import find_leaks, task_specifics
 from mtl_graph.experience.prompting import CHARS_PER_TOKEN, fill, render_trajectory
 from mtl_graph.experience.redact import Redactor
-from mtl_graph.experience.structured import (StructuredCallError, describe_validation_error, model_label,
+from mtl_graph.experience.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
                                              resolve_model, structured_call)
 from mtl_graph.experience.trajectory import TokenUsage, Trajectory
 from mtl_graph.memory.models import (MAX_LONG, MAX_STEPS, MEMORY_CLASSES, Memory, MemoryType, Outcome, Provenance,
@@ -216,13 +216,13 @@ class ModelDistiller(Distiller):
             found = find_leaks(" ".join(_strings(draft.model_dump())), specifics)
             if found and "asked" not in leaks:  # one retry asking for a general version, then decide
                 leaks["asked"] = found
-                return fill("_leak", leaks=", ".join(found[:12]))
+                return Revise(fill("_leak", leaks=", ".join(found[:12])))
             leaks["final"] = found
             return None
 
         try:
             result = structured_call(model, self.schema, self.messages(trajectory, outcome, config),
-                                     max_attempts=config.max_attempts + (1 if specifics else 0),
+                                     max_attempts=config.max_attempts,
                                      check=check, json_mode=config.json_mode)
         except StructuredCallError as exc:
             raise DistillError(f"no valid answer: {exc.errors[-1] if exc.errors else exc}",

@@ -26,6 +26,11 @@ Check = Callable[[Any], "str | None"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
+class Revise(str):
+    """Feedback from a check that asks for a content revision: it grants one extra attempt, so a leak retry
+    does not eat into the budget for format errors."""
+
+
 class StructuredCallError(RuntimeError):
     """The model gave no valid answer within the attempts; errors lists why, attempt by attempt."""
 
@@ -137,7 +142,9 @@ def structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMe
     else:
         runnable = model.with_structured_output(schema, include_raw=True)
     usage, errors = TokenUsage(), []
-    for attempt in range(1, max_attempts + 1):
+    attempt, limit = 0, max_attempts
+    while attempt < limit:
+        attempt += 1
         try:
             out = runnable.invoke(messages)
         except Exception as exc:  # provider errors vary by vendor; each costs an attempt, without feedback
@@ -156,6 +163,8 @@ def structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMe
             problem = str(exc)
         if problem is None:
             return StructuredResult(value=value, usage=usage, attempts=attempt, errors=errors)
+        if isinstance(problem, Revise):
+            limit += 1
         errors.append(problem)
         messages = [*messages, *_feedback(raw, problem)]
     raise StructuredCallError(errors, usage)
