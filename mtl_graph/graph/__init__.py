@@ -1,0 +1,8 @@
+"""The MTL LangGraph graphs."""
+
+from mtl_graph.graph.build import build_mtl_graph, with_memory_transfer
+from mtl_graph.graph.context import MTLConfig, MTLContext
+from mtl_graph.graph.state import MTLState
+from mtl_graph.graph.support import ModelNotConfigured
+
+__all__ = ["build_mtl_graph", "with_memory_transfer", "MTLConfig", "MTLContext", "MTLState", "ModelNotConfigured"]

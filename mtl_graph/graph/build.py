@@ -1,0 +1,118 @@
+"""Public factories: `build_mtl_graph` (our coding agent inside) and `with_memory_transfer` (any agent inside)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from mtl_graph.graph.context import MTLConfig, MTLContext
+from mtl_graph.graph.nodes import MTLNodes
+from mtl_graph.graph.state import MTLInput, MTLState
+from mtl_graph.graph.support import as_task, model_name, timed
+from mtl_graph.memory.pool import MemoryPool
+
+PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
+
+
+def _default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatModel | None) -> Any:
+    from mtl_graph.experience.distill import distill
+
+    return distill(trajectory, list(formats), model)
+
+
+def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
+    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput)
+    steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
+             "distill": nodes.distill, "write_back": nodes.write_back}
+    for step in PIPELINE:
+        graph.add_node(step, steps[step])
+    graph.add_edge(START, PIPELINE[0])
+    for a, b in zip(PIPELINE, PIPELINE[1:]):
+        graph.add_edge(a, b)
+    graph.add_edge(PIPELINE[-1], END)
+    return graph.compile(checkpointer=checkpointer, store=store, name=name)
+
+
+def build_mtl_graph(
+    model: BaseChatModel | str | None,
+    pool: MemoryPool | None,
+    *,
+    memory_type: str = "insight",
+    top_k: int = 3,
+    agent: Any = None,
+    judge: Any = None,
+    distill_formats: Sequence[str] | None = None,
+    distiller: Any = None,
+    online: bool = True,
+    exclude_domains: Sequence[str] | None = None,
+    hold_one_out: bool = False,
+    sandbox: str = "auto",
+    checkpointer: Any = None,
+    store: Any = None,
+    on_event: Any = None,
+    **config: Any,
+) -> Any:
+    """The MTL graph around our bash-centred coding agent: plan -> retrieve -> execute -> judge -> distill -> write back.
+
+    `model` and `pool` may be None: the model is then taken from the run's context (`model="provider:name"`)
+    and the pool from MTL_POOL, when a run starts. Returns a compiled LangGraph graph."""
+    if agent is None:
+        from mtl_graph.agent import DefaultAgent
+
+        agent = DefaultAgent()
+    cfg = MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
+                    distill_formats=list(distill_formats) if distill_formats else None,
+                    exclude_domains=list(exclude_domains or []), sandbox=sandbox, **config)
+    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg, on_event)
+    return _wire(nodes, nodes.execute, checkpointer, store, "mtl_graph")
+
+
+def with_memory_transfer(
+    agent_graph: Any,
+    pool: MemoryPool | None,
+    *,
+    model: BaseChatModel | str | None = None,
+    memory_type: str = "insight",
+    top_k: int = 3,
+    judge: Any = None,
+    distill_formats: Sequence[str] | None = None,
+    distiller: Any = None,
+    online: bool = True,
+    exclude_domains: Sequence[str] | None = None,
+    hold_one_out: bool = False,
+    checkpointer: Any = None,
+    store: Any = None,
+    **config: Any,
+) -> Any:
+    """Wrap any compiled LangGraph agent whose state has `messages` (e.g. `create_agent(...)`) with memory transfer.
+
+    Memories go into a system message before the task; the agent's messages become the trajectory. `model` is
+    used for planning, judging (when the task has no check) and distillation."""
+    cfg = MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
+                    distill_formats=list(distill_formats) if distill_formats else None,
+                    exclude_domains=list(exclude_domains or []), **config)
+    nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
+
+    @timed("execute")
+    def execute(state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        if state.get("error"):
+            return {}
+        from mtl_graph.experience.importers import trajectory_from_messages
+
+        task = as_task(state["task"])
+        messages = ([SystemMessage(state["memory_block"])] if state.get("memory_block") else [])
+        messages.append(HumanMessage(task.instruction))
+        try:
+            result = agent_graph.invoke({"messages": messages})
+        except Exception as exc:
+            return {"error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
+        out = result["messages"]
+        trajectory = trajectory_from_messages(out, task=task.ref())
+        trajectory.model = trajectory.model or model_name(agent_graph)
+        return {"messages": out, "trajectory": trajectory.model_dump(mode="json")}
+
+    return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")

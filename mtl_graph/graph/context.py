@@ -1,0 +1,71 @@
+"""Build-time configuration and run-time context of the MTL graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MemoryChoice = Literal["insight", "summary", "workflow", "trajectory", "none"]
+
+
+class MTLConfig(BaseModel):
+    """Defaults fixed when the graph is built; `MTLContext` can override most of them per run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_type: MemoryChoice = "insight"
+    """Memory format retrieved into the agent's prompt ("none" = zero-shot)."""
+    top_k: int = Field(default=3, ge=0, le=50)
+    """How many memories to retrieve."""
+    online: bool = True
+    """Distil each run and write the memories back into the pool."""
+    distill_formats: list[Literal["insight", "summary", "workflow", "trajectory"]] | None = None
+    """Formats distilled after a run (default: the retrieved format; insight when zero-shot)."""
+    exclude_domains: list[str] = Field(default_factory=list)
+    """Never retrieve memories whose source domain is one of these."""
+    hold_one_out: bool = False
+    """Also exclude memories from the task's own domain (the research protocol's cross-domain setting)."""
+    sandbox: str = "auto"
+    """Sandbox backend: auto, bwrap, local or docker."""
+    run_log: Path | None = None
+    """JSONL file every run is appended to (None: MTL_RUN_LOG)."""
+    workspace_root: Path | None = None
+    """Where task workspaces are created (None: a temporary directory)."""
+    keep_workspaces: bool = False
+    """Keep each run's workspace after the run (for inspection)."""
+    observation_chars: int = Field(default=300, ge=20)
+    """Trajectory memories show at most this many characters of each observation."""
+    plan_max_chars: int = Field(default=2000, ge=100)
+    """Plans longer than this (untrusted model output) are cut before being used as a query."""
+
+
+@dataclass
+class MTLContext:
+    """Run-time settings (LangGraph `context_schema`); None keeps the graph's build-time value."""
+
+    model: str | None = None
+    """Chat model as provider:model, resolved when the run starts."""
+    memory_type: MemoryChoice | None = None
+    """Memory format to retrieve ("none" = zero-shot)."""
+    top_k: int | None = None
+    """How many memories to retrieve."""
+    online: bool | None = None
+    """Write distilled memories back into the pool."""
+    exclude_domains: list[str] | None = None
+    """Domains whose memories are never retrieved."""
+    hold_one_out: bool | None = None
+    """Exclude memories from the task's own domain."""
+
+
+def effective(config: MTLConfig, context: Any) -> MTLConfig:
+    """The build-time config with the run's context applied."""
+    if context is None:
+        return config
+    if isinstance(context, dict):
+        context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
+    updates = {name: getattr(context, name) for name in ("memory_type", "top_k", "online", "exclude_domains",
+                                                          "hold_one_out") if getattr(context, name, None) is not None}
+    return config.model_copy(update=updates) if updates else config

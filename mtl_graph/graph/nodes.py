@@ -1,0 +1,212 @@
+"""The six nodes: plan -> retrieve -> execute -> judge -> distill -> write back.
+
+A node that fails records `error` in the state; later nodes skip their work, and write back still logs the run."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
+
+from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
+from mtl_graph.graph.context import MTLConfig, MTLContext, effective
+from mtl_graph.graph.state import MTLState
+from mtl_graph.graph.support import CheckJudge, RunLog, as_task, model_name, prompt, resolve_model, timed
+from mtl_graph.memory.models import render_memories
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.sandbox.factory import make_sandbox
+from mtl_graph.tasks import Task
+
+
+class MTLNodes:
+    """Holds what the nodes need (pool, model, agent, judge, distiller) and implements them."""
+
+    def __init__(self, pool: MemoryPool | None, model: BaseChatModel | str | None, agent: Any, judge: Any,
+                 distiller: Any, config: MTLConfig, on_event: Any = None) -> None:
+        self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
+        self.distiller, self.config = distiller, config
+        self.on_event = on_event or (lambda kind, payload: None)
+
+    # ------------------------------------------------------------------ helpers
+    def _settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
+        return effective(self.config, getattr(runtime, "context", None))
+
+    def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
+        return resolve_model(self.model, getattr(getattr(runtime, "context", None), "model", None))
+
+    def _pool(self) -> MemoryPool:
+        if self.pool is None:
+            from mtl_graph.memory.pool import MemoryPool
+            from mtl_graph.settings import get_settings
+
+            self.pool = MemoryPool.open(get_settings().pool)
+        return self.pool
+
+    def _sandbox(self, workspace: str):
+        return make_sandbox(self.config.sandbox, Path(workspace))
+
+    # ------------------------------------------------------------------ nodes
+    @timed("plan")
+    def plan(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Normalise the task and write the retrieval query (a HyDE plan, or the task text for trajectories)."""
+        try:
+            task = as_task(state["task"])
+        except Exception as exc:
+            return {"error": f"invalid task: {exc}", "run_id": uuid.uuid4().hex}
+        update: dict[str, Any] = {"task": task.model_dump(mode="json"), "run_id": uuid.uuid4().hex, "error": None}
+        cfg = self._settings(runtime)
+        if cfg.memory_type in ("none", "trajectory") or cfg.top_k == 0:
+            return {**update, "query": task.instruction}
+        try:
+            reply = self._model(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
+            plan = reply.content if isinstance(reply.content, str) else ""
+        except Exception as exc:  # a planning failure should not cost the run: fall back to the task text
+            self.on_event("warning", f"planning failed ({exc}); retrieving with the task text")
+            plan = ""
+        query = plan.strip()[: cfg.plan_max_chars] or task.instruction
+        self.on_event("plan", query)
+        return {**update, "query": query}
+
+    @timed("retrieve")
+    def retrieve(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
+        cfg = self._settings(runtime)
+        if state.get("error") or cfg.memory_type == "none" or cfg.top_k == 0:
+            return {"retrieved": [], "memory_block": ""}
+        task = as_task(state["task"])
+        exclude = list(cfg.exclude_domains) + ([task.domain] if cfg.hold_one_out else [])
+        try:
+            hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k,
+                                       exclude_domains=exclude, exclude_task_ids=[task.id])
+        except Exception as exc:
+            return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
+        retrieved = [{"id": h.memory.id, "score": h.score, "similarity": h.similarity, "retriever": h.retriever,
+                      "type": h.memory.type, "domains": h.memory.domains,
+                      "source_task_ids": h.memory.source_task_ids} for h in hits]
+        self.on_event("retrieved", retrieved)
+        block = ""
+        if hits:
+            rendered = render_memories([h.memory for h in hits], cfg.observation_chars)
+            block = prompt("memory_header", memories=rendered)
+        return {"retrieved": retrieved, "memory_block": block}
+
+    @timed("execute")
+    def execute(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Materialise the workspace and run the agent in the sandbox, memories at the end of its system prompt."""
+        if state.get("error"):
+            return {}
+        task = as_task(state["task"])
+        root = self.config.workspace_root
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+        workspace = Path(tempfile.mkdtemp(prefix=f"mtl-{_safe(task.id)}-", dir=root))
+        update: dict[str, Any] = {"workspace": str(workspace)}
+        try:
+            task.materialize(workspace)
+            model = self._model(runtime)
+            sandbox = self._sandbox(str(workspace))
+        except Exception as exc:
+            return {**update, "error": f"{type(exc).__name__}: {exc}"}
+        try:
+            if task.setup:
+                setup = sandbox.run(task.setup, timeout=task.check_timeout)
+                if setup.exit_code != 0:
+                    return {**update, "error": f"task setup failed (exit {setup.exit_code}): {setup.output[-500:]}"}
+            result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
+                                    on_step=lambda step: self.on_event("step", step))
+        finally:
+            sandbox.close()
+        trajectory = Trajectory(task=task.ref(), steps=result.steps, submission=result.submission,
+                                model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
+        return {**update, "trajectory": trajectory.model_dump(mode="json"), "messages": result.messages}
+
+    @timed("judge")
+    def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Tests when the task has a check; the LLM judge otherwise."""
+        if state.get("error") or "trajectory" not in state:
+            return {}
+        task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
+        try:
+            if task.check:
+                sandbox = self._sandbox(state["workspace"])
+                try:
+                    verdict = CheckJudge(task, sandbox).judge(trajectory)
+                finally:
+                    sandbox.close()
+            elif self.judge_override is not None:
+                verdict = self.judge_override.judge(trajectory)
+            else:
+                from mtl_graph.experience.judge import LLMJudge
+
+                verdict = LLMJudge(self._model(runtime)).judge(trajectory)
+        except Exception as exc:
+            verdict = Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
+        self.on_event("verdict", verdict)
+        trajectory.verdict = verdict
+        return {"verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
+
+    @timed("distill")
+    def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Turn the run into memories (success or failure prompts by verdict); secrets redacted first."""
+        cfg = self._settings(runtime)
+        if state.get("error") or not cfg.online or "trajectory" not in state:
+            return {"distilled": [], "distill_failures": []}
+        formats = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
+        trajectory = Trajectory.model_validate(state["trajectory"])
+        model = None
+        if any(f != "trajectory" for f in formats):
+            try:
+                model = self._model(runtime)
+            except Exception as exc:
+                return {"distilled": [], "distill_failures": [str(exc)]}
+        result = self.distiller(trajectory, formats, model)
+        memories = [m.model_dump(mode="json") for m in result.memories]
+        return {"distilled": memories, "distill_failures": [str(f) for f in result.failures]}
+
+    @timed("write_back")
+    def write_back(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Online mode: add memories (dedup) and credit the retrieved ones; always append the run log."""
+        cfg = self._settings(runtime)
+        update: dict[str, Any] = {"new_memory_ids": []}
+        verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
+        try:
+            if cfg.online and not state.get("error"):
+                pool = self._pool()
+                results = pool.add_many(state.get("distilled") or [])
+                update["new_memory_ids"] = [r.merged_into or r.id for r in results]
+                self.on_event("written", results)
+                if verdict is not None and state.get("retrieved"):
+                    pool.update_stats([r["id"] for r in state["retrieved"]], verdict.outcome)
+        except Exception as exc:
+            update["error"] = f"write back failed: {exc}"
+        self._log(state, cfg, update)
+        self._cleanup(state)
+        return update
+
+    def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any]) -> None:
+        from mtl_graph.settings import get_settings
+
+        path = cfg.run_log or Path(get_settings().run_log)
+        task = state.get("task") if isinstance(state.get("task"), dict) else {"id": str(state.get("task"))}
+        trajectory = state.get("trajectory") or {"task": {k: task.get(k) for k in ("id", "domain", "instruction")
+                                                          if task.get(k) is not None}}
+        RunLog(path).append({
+            "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
+            "query": state.get("query"), "retrieved": state.get("retrieved", []),
+            "new_memory_ids": update["new_memory_ids"], "distill_failures": state.get("distill_failures", []),
+            "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
+        })
+
+    def _cleanup(self, state: MTLState) -> None:
+        if state.get("workspace") and not self.config.keep_workspaces:
+            shutil.rmtree(state["workspace"], ignore_errors=True)
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:40]

@@ -1,0 +1,116 @@
+"""Small pieces the nodes share: prompt templates, model resolution, the check-based judge, the run log."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from functools import wraps
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any, Callable
+
+from langchain_core.language_models import BaseChatModel
+
+from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
+from mtl_graph.sandbox.base import Sandbox
+from mtl_graph.tasks import Task
+
+
+class ModelNotConfigured(RuntimeError):
+    """A run needs a chat model and none was given."""
+
+
+NO_MODEL = ("no chat model configured: pass --model PROVIDER:MODEL (e.g. openai:gpt-5-mini), set MTL_MODEL, "
+            "or set `model` in the run's context; to see the pipeline without a model, run `mtl demo`")
+
+
+def prompt(name: str, **values: Any) -> str:
+    """Render a prompt template shipped in mtl_graph/graph/prompts/."""
+    text = (resources.files("mtl_graph.graph") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    return Template(text).safe_substitute(**values).strip()
+
+
+def resolve_model(default: BaseChatModel | str | None, override: str | None) -> BaseChatModel:
+    """The run's chat model: the context's model string wins over the graph's default."""
+    spec = override or default
+    if spec is None:
+        raise ModelNotConfigured(NO_MODEL)
+    if isinstance(spec, str):
+        from langchain.chat_models import init_chat_model
+
+        try:
+            return init_chat_model(spec)
+        except Exception as exc:  # missing provider package, bad string, missing API key...
+            raise ModelNotConfigured(f"cannot load chat model {spec!r}: {exc}") from exc
+    return spec
+
+
+def model_name(model: Any) -> str:
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+def as_task(value: Any) -> Task:
+    """A task from a Task, a dict, or the path of a task directory."""
+    if isinstance(value, Task):
+        return value
+    if isinstance(value, (str, Path)):
+        return Task.from_dir(value)
+    if isinstance(value, dict):
+        return Task.model_validate(value)
+    raise ValueError(f"task must be a Task, a dict or a task directory path, not {type(value).__name__}")
+
+
+def timed(name: str) -> Callable:
+    """Record a node's wall time in state['timings'][name]."""
+
+    def wrap(fn: Callable) -> Callable:
+        @wraps(fn)
+        def node(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            start = time.perf_counter()
+            update = fn(*args, **kwargs) or {}
+            return {**update, "timings": {name: round(time.perf_counter() - start, 4)}}
+
+        return node
+
+    return wrap
+
+
+class CheckJudge:
+    """Ground truth: run the task's check command in the sandbox; exit 0 is a pass."""
+
+    def __init__(self, task: Task, sandbox: Sandbox) -> None:
+        self.task, self.sandbox = task, sandbox
+
+    def judge(self, trajectory: Trajectory) -> Verdict:
+        result = self.sandbox.run(self.task.check or "false", timeout=self.task.check_timeout)
+        tail = result.output[-1500:]
+        if result.timed_out:
+            return Verdict(status=VerdictStatus.FAIL, source="tests",
+                           reason=f"check timed out after {self.task.check_timeout:.0f}s\n{tail}")
+        status = VerdictStatus.PASS if result.exit_code == 0 else VerdictStatus.FAIL
+        return Verdict(status=status, source="tests", reason=f"check exit code {result.exit_code}\n{tail}")
+
+
+class RunLog:
+    """Append-only JSONL log of runs (one JSON object per line; the importers read it back)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path) -> None:
+        from mtl_graph.experience.redact import Redactor
+
+        self.path = path
+        self._redactor = Redactor()
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Redact secrets, then append one line (safe across threads of one process)."""
+        line = json.dumps(self._redactor.redact_value(record), ensure_ascii=False, default=str)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")

@@ -1,0 +1,190 @@
+"""The MTL graph end to end: scripted model (real tool calls), real sandbox, real pool, real embeddings."""
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, load_action_script, submit_call, text_action
+from mtl_graph.graph import MTLContext, build_mtl_graph
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.tasks import Task
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+
+
+class RecordingModel(ScriptedChatModel):
+    """A scripted model that also keeps every prompt it was sent."""
+
+    prompts: list = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.prompts.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def scripted(name: str, plan: str | None = None, extra=()) -> RecordingModel:
+    actions = load_action_script(EXAMPLES / name / "demo_script.json")
+    head = [AIMessage(plan)] if plan else []
+    return RecordingModel(responses=[*head, *actions, *extra], prompts=[])
+
+
+@pytest.fixture
+def pool(embeddings, tmp_path):
+    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
+        yield p
+
+
+def run(graph, task, **context):
+    return graph.invoke({"task": task}, context=MTLContext(**context) if context else None)
+
+
+def test_success_path_writes_a_memory_that_a_task_in_another_domain_retrieves(pool, tmp_path):
+    log = tmp_path / "runs.jsonl"
+    first = build_mtl_graph(scripted("slugify"), pool, memory_type="trajectory", hold_one_out=True,
+                            distill_formats=["trajectory"], run_log=log)
+    state = run(first, str(EXAMPLES / "slugify"))
+    assert state["error"] is None
+    assert state["verdict"]["status"] == "pass" and state["verdict"]["source"] == "tests"
+    assert state["retrieved"] == [] and len(state["new_memory_ids"]) == 1
+    memory = pool.get(state["new_memory_ids"][0])
+    assert memory.type == "trajectory" and memory.outcome == "success" and memory.domains == ["strings"]
+    assert any("python3 -m unittest" in s.command for s in memory.steps)
+
+    model = scripted("primes")
+    second = build_mtl_graph(model, pool, memory_type="trajectory", hold_one_out=True,
+                             distill_formats=["trajectory"], run_log=log)
+    state = run(second, str(EXAMPLES / "primes"))
+    assert state["verdict"]["status"] == "pass"
+    assert [r["id"] for r in state["retrieved"]] == [memory.id]
+    assert state["retrieved"][0]["domains"] == ["strings"] and state["retrieved"][0]["similarity"] > 0
+    system = model.prompts[0][0].content
+    assert system.count("Memories from past runs") == 1 and system.rstrip().endswith(memory.render(1).splitlines()[-1].strip())
+    credited = pool.get(memory.id).stats
+    assert (credited.retrieved, credited.retrieved_success) == (1, 1)
+
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["task"]["id"] for r in records] == ["examples/slugify", "examples/primes"]
+    assert records[1]["retrieved"][0]["id"] == memory.id and records[1]["verdict"]["status"] == "pass"
+    assert set(records[1]["timings"]) == {"plan", "retrieve", "execute", "judge", "distill"}
+
+
+INSIGHT = {"title": "Re-run the tests after the last edit",
+           "description": "When a fix is submitted without running the tests after the final change.",
+           "content": "Always run the test suite after your final edit and read its result before submitting."}
+
+
+def test_failure_path_uses_failure_prompts_and_insight_distillation(pool, tmp_path):
+    task = Task(id="fail-1", domain="strings", instruction="Make `f()` in f.py return 2.",
+                files={"f.py": "def f():\n    return 1\n"}, check="python3 -c 'from f import f; assert f() == 2'")
+    model = RecordingModel(prompts=[], responses=[
+        AIMessage("Plan: read f.py, change the return value, run a quick check, submit."),
+        bash_call("sed -i 's/return 1/return 3/' f.py"),
+        submit_call("changed f"),
+        AIMessage("", tool_calls=[{"name": "InsightDraft", "args": INSIGHT, "id": "d1"}]),
+    ])
+    graph = build_mtl_graph(model, pool, memory_type="insight", run_log=tmp_path / "log.jsonl")
+    state = run(graph, task)
+    assert state["verdict"]["status"] == "fail"
+    distill_prompt = "\n".join(str(m.content) for m in model.prompts[-1])
+    assert "fail" in distill_prompt.lower() and "anti-pattern" in distill_prompt.lower()
+    [memory_id] = state["new_memory_ids"]
+    stored = pool.get(memory_id)
+    assert stored.outcome == "failure" and stored.title == INSIGHT["title"]
+
+
+def seed(pool):
+    memories = [
+        InsightMemory(title="Run the unit tests", description="Verify every change with the tests.",
+                      content="Run them.", sources=[Provenance(domain="strings", source_task_id="s1")]),
+        InsightMemory(title="Test before submitting", description="Check the test suite passes before submit.",
+                      content="Run the suite.", sources=[Provenance(domain="math", source_task_id="m1")]),
+        InsightMemory(title="Read tests to learn the interface", description="Tests show the expected API.",
+                      content="Read them first.", sources=[Provenance(domain="data", source_task_id="task-x")]),
+    ]
+    pool.add_many(memories)
+    return memories
+
+
+def test_hold_one_out_and_same_task_guard(pool, tmp_path):
+    seed(pool)
+    task = Task(id="task-x", domain="strings", instruction="Run the unit tests of the project and fix failures.",
+                check="true")
+    model = ScriptedChatModel(responses=[AIMessage("I will run the tests and verify.")])
+    graph = build_mtl_graph(model, pool, top_k=5, online=False, run_log=tmp_path / "l.jsonl")
+    state = run(graph, task, hold_one_out=True)
+    retrieved = state["retrieved"]
+    assert [r["domains"] for r in retrieved] == [["math"]]  # strings held out, task-x is the same task
+    assert all("task-x" not in r["source_task_ids"] for r in retrieved)
+    state = run(graph, task, exclude_domains=["math"])
+    assert {tuple(r["domains"]) for r in state["retrieved"]} == {("strings",)}
+    assert state["new_memory_ids"] == []  # offline mode writes nothing
+
+
+def test_text_action_agent_and_streaming_updates(pool, tmp_path):
+    task = Task(id="t-text", domain="shell", instruction="Create hello.txt containing hi.",
+                check="grep -qx hi hello.txt")
+    model = ScriptedChatModel(responses=[text_action("bash", "echo hi > hello.txt"),
+                                         text_action("submit", "created hello.txt")])
+    graph = build_mtl_graph(model, pool, memory_type="none", online=False,
+                            agent=DefaultAgent(AgentConfig(action_format="text")), run_log=tmp_path / "l.jsonl")
+    updates = [chunk for chunk in graph.stream({"task": task}, stream_mode="updates")]
+    assert [next(iter(u)) for u in updates] == ["plan", "retrieve", "execute", "judge", "distill", "write_back"]
+    judged = updates[3]["judge"]
+    assert judged["verdict"]["status"] == "pass"
+    assert judged["trajectory"]["steps"][0]["action"] == "echo hi > hello.txt"
+
+
+def test_step_limit_is_recorded_and_judged_by_tests(pool, tmp_path):
+    task = Task(id="t-loop", domain="shell", instruction="Do nothing useful.", check="test -f done")
+    model = ScriptedChatModel(responses=[bash_call(f"echo {i}") for i in range(10)])
+    graph = build_mtl_graph(model, pool, memory_type="none", online=False,
+                            agent=DefaultAgent(AgentConfig(step_limit=3)), run_log=tmp_path / "l.jsonl")
+    state = run(graph, task)
+    assert state["trajectory"]["exit_status"] == "step_limit" and len(state["trajectory"]["steps"]) == 3
+    assert state["verdict"]["status"] == "fail"
+
+
+def test_bad_inputs_give_clear_errors_and_still_log(pool, tmp_path):
+    log = tmp_path / "l.jsonl"
+    graph = build_mtl_graph(None, pool, memory_type="none", run_log=log)
+    state = run(graph, Task(id="t", instruction="x"))
+    assert "no chat model configured" in state["error"] and "mtl demo" in state["error"]
+
+    (tmp_path / "empty-task").mkdir()
+    state = run(graph, str(tmp_path / "empty-task"))
+    assert "no task.md" in state["error"]
+
+    bad_setup = Task(id="t-setup", instruction="x", setup="exit 7")
+    state = run(build_mtl_graph(ScriptedChatModel(responses=[]), pool, run_log=log, memory_type="none"), bad_setup)
+    assert "setup failed (exit 7)" in state["error"]
+
+    class Exploding(ScriptedChatModel):
+        def _generate(self, *a, **k):
+            raise RuntimeError("provider is down")
+
+    state = run(build_mtl_graph(Exploding(responses=[]), pool, run_log=log, memory_type="none"),
+                Task(id="t-err", instruction="x", check="true"))
+    assert state["trajectory"]["exit_status"] == "model_error"
+
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == 4 and lines[0]["error"] and lines[2]["error"].startswith("task setup failed")
+
+    with pytest.raises(ValueError):
+        build_mtl_graph(None, pool, memory_type="poem")
+
+
+def test_unreachable_pool_is_reported_and_logged(tmp_path, embeddings):
+    log = tmp_path / "l.jsonl"
+    graph = build_mtl_graph(ScriptedChatModel(responses=[AIMessage("plan")]), None, run_log=log)
+    import os
+
+    os.environ["MTL_POOL"] = "http://127.0.0.1:9"
+    try:
+        state = run(graph, Task(id="t", instruction="do it", check="true"))
+    finally:
+        del os.environ["MTL_POOL"]
+    assert "cannot reach the Qdrant server" in state["error"]
+    assert "cannot reach" in json.loads(log.read_text())["error"]
