@@ -121,3 +121,39 @@ class ScriptedRunner(ReferenceRunner):
 
 
 OFFLINE_RUNNERS: dict[str, Callable[..., ReferenceRunner]] = {"oracle": OracleRunner, "noop": NoopRunner}
+
+
+class RunnerUnavailable(RuntimeError):
+    """The requested runner cannot be built in this installation."""
+
+
+# Module that will provide GraphRunner(model=..., sandbox=...), RemoteRunner(url=..., model=...) and
+# make_distiller(model=...) once the MTL graph exists; looked up lazily so the harness works without it.
+GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
+
+
+def make_runner(agent: str | None = None, model: str | None = None, server: str | None = None,
+                sandbox: str = "local") -> tuple[Runner, Callable | None]:
+    """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners)."""
+    if agent and model:
+        raise RunnerUnavailable("give either --agent (offline runner) or --model (graph runner), not both")
+    if agent:
+        if agent not in OFFLINE_RUNNERS:
+            raise RunnerUnavailable(f"unknown agent {agent!r}; offline agents: {', '.join(OFFLINE_RUNNERS)}")
+        if server:
+            raise RunnerUnavailable("--server runs the graph remotely; it needs --model, not an offline --agent")
+        return OFFLINE_RUNNERS[agent](sandbox=sandbox), None
+    if not model:
+        raise RunnerUnavailable("give --model PROVIDER:MODEL (graph runner) or --agent oracle|noop (offline)")
+    import importlib
+
+    try:
+        module = importlib.import_module(GRAPH_RUNNER_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != GRAPH_RUNNER_MODULE:
+            raise
+        raise RunnerUnavailable(
+            "the graph-backed runner is not available in this installation yet; "
+            "run offline with --agent oracle or --agent noop") from None
+    runner = module.RemoteRunner(url=server, model=model) if server else module.GraphRunner(model=model, sandbox=sandbox)
+    return runner, module.make_distiller(model=model)

@@ -1,0 +1,100 @@
+"""``mtl eval`` and ``mtl report`` as typer command functions (heavy imports happen inside them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ALL = "all"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=2)
+
+
+def _split(value: str | None) -> list[str]:
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
+
+
+def _formats(value: str) -> list:
+    from mtl_graph.memory.models import MemoryType, memory_type_of
+
+    if value.strip().lower() == ALL:
+        return list(MemoryType)
+    if value.strip().lower() in ("", "none"):
+        return []
+    return [memory_type_of(v) for v in _split(value)]
+
+
+def eval_cmd(
+    suites: str = typer.Option(..., "--suites", help="Comma list: humaneval, exercism:PATH, jsonl:PATH, dir:PATH, swebench."),
+    out: Path = typer.Option(..., "--out", help="Results directory (created; a rerun resumes it)."),
+    model: Optional[str] = typer.Option(None, "--model", help="PROVIDER:MODEL for the graph-backed agent."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Offline agent instead of a model: oracle or noop."),
+    formats: str = typer.Option(ALL, "--formats", help="Memory formats for phase 3: all, none, or a comma list."),
+    k: int = typer.Option(1, "--k", min=1, help="Pass@k."),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, help="Attempts per task and condition (>= k; default k)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Seeded sample of tasks per suite."),
+    seed: int = typer.Option(42, "--seed", help="Seed of sampling and scaling subsets."),
+    pool_fractions: str = typer.Option("", "--pool-fractions", help="Scaling: pool fractions below 1, e.g. 0.25,0.5,0.75."),
+    source_domains: str = typer.Option("", "--source-domains", help="Scaling: numbers of source domains, e.g. 1,2."),
+    source_model: Optional[str] = typer.Option(None, "--source-model", help="Cross-model: use only memories from this model's runs."),
+    holdout: bool = typer.Option(True, "--holdout/--no-holdout", help="Hold-one-out by domain."),
+    top_k: int = typer.Option(3, "--top-k", min=1, help="Memories retrieved per run."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Runs in parallel."),
+    server: Optional[str] = typer.Option(None, "--server", help="URL of a LangGraph server running the MTL graph."),
+    sandbox: str = typer.Option("local", "--sandbox", help="Sandbox backend for checks: local, bwrap, docker, auto."),
+    price_in: float = typer.Option(0.0, "--price-in", help="USD per million input tokens."),
+    price_out: float = typer.Option(0.0, "--price-out", help="USD per million output tokens."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars per phase."),
+) -> None:
+    """Run the protocol: zero-shot, distill, memory transfer per format; then write the report."""
+    from pydantic import ValidationError
+
+    from mtl_graph.bench.harness import run_eval
+    from mtl_graph.bench.models import EvalConfig
+    from mtl_graph.bench.report import render_report
+    from mtl_graph.bench.runners import RunnerUnavailable, make_runner
+    from mtl_graph.bench.store import StoreError
+    from mtl_graph.bench.suites import SuiteError
+
+    try:
+        runner, distill = make_runner(agent=agent, model=model, server=server, sandbox=sandbox)
+        config = EvalConfig(
+            suites=_split(suites), runner=agent or "graph", model=model, formats=_formats(formats), k=k,
+            samples=samples, seed=seed, limit=limit, pool_fractions=[float(x) for x in _split(pool_fractions)],
+            source_domain_counts=[int(x) for x in _split(source_domains)], source_model=source_model,
+            holdout=holdout, top_k=top_k, price_input_per_mtok=price_in, price_output_per_mtok=price_out)
+        summary = run_eval(config, runner, str(out), distill=distill, concurrency=concurrency, progress=progress)
+    except (RunnerUnavailable, SuiteError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    except ValidationError as exc:
+        raise _fail("invalid options: " + "; ".join(e["msg"] for e in exc.errors())) from None
+    except ValueError as exc:  # malformed numbers or format names in comma lists
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted; rerun the same command to resume from {out}", err=True)
+        raise typer.Exit(code=130) from None
+    for spec, reason in summary.skipped_suites.items():
+        typer.echo(f"skipped suite {spec}: {reason}")
+    paths = render_report(out)
+    ran = sum(summary.ran.values())
+    typer.echo(f"{ran} runs ({sum(summary.resumed.values())} resumed, {summary.errors} errors, "
+               f"{summary.leaks} provenance violations); report: {paths['md']}")
+    if summary.errors or summary.leaks:
+        raise typer.Exit(code=1)
+
+
+def report_cmd(out: Path = typer.Argument(..., help="Results directory of `mtl eval`.")) -> None:
+    """Re-render report.md, report.json and the plots of a results directory."""
+    from mtl_graph.bench.report import render_report
+    from mtl_graph.bench.store import StoreError
+
+    try:
+        paths = render_report(out)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"report: {paths['md']}")
