@@ -207,6 +207,76 @@ def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to wri
     typer.echo(f"exported {n} memories to {file}")
 
 
+ModelOption = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model as provider:model, e.g. openai:gpt-5-mini, or scripted:FILE.json to replay an action script. [env: MTL_MODEL]")]
+MemoryOption = Annotated[str, typer.Option("--memory", help="Memory format to retrieve: insight, summary, workflow, trajectory, or none (zero-shot).")]
+SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. [env: MTL_SANDBOX]")]
+
+
+@app.command("run")
+def run_task(
+    task: Annotated[Path, typer.Argument(help="Task directory (task.md, optional task.json and files/).")],
+    model: ModelOption = None,
+    memory: MemoryOption = "insight",
+    k: Annotated[int, typer.Option("--k", "-k", min=0, max=50, help="Memories to retrieve.")] = 3,
+    pool: PoolOption = None,
+    sandbox: SandboxOption = None,
+    online: Annotated[bool, typer.Option("--online/--no-online", help="Distil the run and write memories back.")] = True,
+    hold_one_out: Annotated[bool, typer.Option("--hold-one-out", help="Never retrieve memories from the task's own domain.")] = False,
+    exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Never retrieve memories from this domain (repeatable).")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress."""
+    from mtl_graph.settings import get_settings
+
+    settings = get_settings()
+    model = model or settings.model
+    if not model:
+        from mtl_graph.graph.support import NO_MODEL
+
+        fail(NO_MODEL)
+    if memory not in ("insight", "summary", "workflow", "trajectory", "none"):
+        fail(f"unknown memory type {memory!r}; expected insight, summary, workflow, trajectory or none")
+    from mtl_graph.tasks import Task, TaskError
+
+    try:
+        loaded = Task.from_dir(task)
+    except TaskError as exc:
+        fail(str(exc))
+    from mtl_graph.graph import build_mtl_graph
+    from mtl_graph.graph.progress import RichProgress
+
+    with open_pool(pool) as opened:
+        graph = build_mtl_graph(model, opened, memory_type=memory, top_k=k, online=online, hold_one_out=hold_one_out,
+                                exclude_domains=exclude_domain or [], sandbox=sandbox or settings.sandbox,
+                                on_event=None if json_out else RichProgress())
+        state = graph.invoke({"task": loaded})
+    if json_out:
+        keys = ("run_id", "query", "retrieved", "verdict", "new_memory_ids", "distill_failures", "timings", "error")
+        typer.echo(json.dumps({key: state.get(key) for key in keys}, indent=2, default=str))
+    if state.get("error"):
+        fail(state["error"])
+
+
+@app.command("demo")
+def demo(
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Run the example tasks live with this model instead of the scripted one.")] = None,
+    pool: Annotated[str, typer.Option("--pool", help="Pool location (default: a temporary embedded pool).")] = ":memory:",
+    sandbox: SandboxOption = None,
+    memory: Annotated[Optional[str], typer.Option("--memory", help="Memory format (default: trajectory offline, insight live).")] = None,
+) -> None:
+    """The whole pipeline on examples/tasks, offline: a scripted model, real sandbox, real tests, real Qdrant pool."""
+    from mtl_graph.demo import run_demo
+    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.pool import PoolError
+
+    try:
+        rows = run_demo(model=model, pool_location=pool, sandbox=sandbox or "auto", memory_type=memory)
+    except (PoolError, EmbeddingError, FileNotFoundError) as exc:
+        fail(str(exc))
+    if any(row["error"] for row in rows):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app()
 

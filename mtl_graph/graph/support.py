@@ -37,6 +37,14 @@ def resolve_model(default: BaseChatModel | str | None, override: str | None) -> 
     spec = override or default
     if spec is None:
         raise ModelNotConfigured(NO_MODEL)
+    if isinstance(spec, str) and spec.startswith("scripted:"):
+        # Replays a stored action script (see examples/tasks/*/demo_script.json): offline runs and debugging.
+        from mtl_graph.agent import ScriptedChatModel, load_action_script
+
+        try:
+            return ScriptedChatModel(responses=load_action_script(spec.removeprefix("scripted:")))
+        except (OSError, ValueError) as exc:
+            raise ModelNotConfigured(f"cannot load scripted model {spec!r}: {exc}") from exc
     if isinstance(spec, str):
         from langchain.chat_models import init_chat_model
 
