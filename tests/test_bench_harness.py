@@ -56,7 +56,7 @@ def test_scripted_subset_gives_the_exact_table(tmp_path):
                      formats=[MemoryType.TRAJECTORY, MemoryType.INSIGHT])
     seen = []
     summary = run_eval(cfg, ScriptedRunner(solved, pool=_pool()), str(tmp_path),
-                       distill=lambda rs: seen.extend(rs) or _pool(), progress=False)
+                       distill=lambda rs: seen.extend(rs) or _pool(), concurrency=2, progress=False)
     assert summary.leaks == 0 and summary.pool_size == len(_pool().memories)
     assert len(seen) == 4 + 3 + 2 and all(r.condition.is_zero_shot and r.trajectory for r in seen)
     expected = {
@@ -69,10 +69,17 @@ def test_scripted_subset_gives_the_exact_table(tmp_path):
     assert _scores(tmp_path) == {cell: round(v, 6) for cell, v in expected.items()}
 
 
+class _RetrieveOnly(ScriptedRunner):
+    """Retrieves like the scripted runner but skips the checks: provenance is all this test looks at."""
+
+    def run(self, task, condition, attempt, scope):
+        return RunOutcome(retrieved=self.retrieve(scope))
+
+
 def test_hold_one_out_never_retrieves_a_same_domain_memory(tmp_path):
     cfg = EvalConfig(suites=["humaneval", PROBLEMS, TASKS], runner="scripted", limit=3,
                      formats=list(MemoryType), pool_fractions=[0.5], source_domain_counts=[1])
-    summary = run_eval(cfg, ScriptedRunner([], pool=_pool()), str(tmp_path), distill=lambda rs: _pool(),
+    summary = run_eval(cfg, _RetrieveOnly([], pool=_pool()), str(tmp_path), distill=lambda rs: _pool(),
                        progress=False)
     results = [r for r in ResultStore(tmp_path).results() if not r.condition.is_zero_shot]
     assert summary.leaks == 0 and results
@@ -122,7 +129,7 @@ def test_scopes_nest_pool_fractions_and_filter_by_model():
 
 def test_resume_after_an_interrupted_run(tmp_path):
     cfg = EvalConfig(suites=[PROBLEMS, TASKS], runner="oracle", formats=[MemoryType.SUMMARY], k=1, samples=2)
-    first = run_eval(cfg, OracleRunner(), str(tmp_path), progress=False)
+    first = run_eval(cfg, OracleRunner(), str(tmp_path), concurrency=2, progress=False)
     assert first.ran == {"phase 1: zero-shot": 10, "phase 3: memory transfer": 10}
     results = tmp_path / RESULTS_FILE
     lines = results.read_text().splitlines(keepends=True)
