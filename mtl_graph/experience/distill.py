@@ -263,11 +263,14 @@ DISTILLERS: dict[MemoryType, Distiller] = {
 
 
 def distill(trajectory: Trajectory, formats: Iterable[MemoryType | str], model: BaseChatModel | str | None = None,
-            *, config: DistillConfig | None = None, redactor: Redactor | None = None) -> DistillResult:
-    """Distil one run into one memory per format; failures are reported in the result, never raised."""
+            *, config: DistillConfig | None = None, redactor: Redactor | None = None,
+            distill_model: str | None = None) -> DistillResult:
+    """Distil one run into one memory per format; failures are reported in the result, never raised.
+
+    distill_model names the model in provenance (default: the model string, or the model's own name)."""
     config = config or DistillConfig()
     kinds = [f if isinstance(f, MemoryType) else memory_type_of(f) for f in formats]
-    label = model_label(model)
+    label = distill_model or model_label(model)
     chat = resolve_model(model) if model is not None else None
     run = (redactor or Redactor()).redact_trajectory(trajectory)
     outcome = run.verdict.outcome if run.verdict else Outcome.UNKNOWN

@@ -1,0 +1,124 @@
+"""`mtl ingest`: turn agent logs into memories. Only typer and the standard library load at import time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+_FORMATS_HELP = "Comma-separated memory formats: insight, summary, workflow, trajectory."
+_LOG_FORMATS_HELP = "Force the log format (mtl-runlog, langchain, mini-swe-agent, swe-agent); default: detect."
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or directories (every file inside is imported).")],
+    formats: Annotated[str, typer.Option("--formats", help=_FORMATS_HELP)] = "insight",
+    model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL for judging and distilling.")] = None,
+    domain: Annotated[Optional[str], typer.Option("--domain", help="Domain label for runs whose log names none.")] = None,
+    pool: Annotated[Optional[str], typer.Option("--pool", help="Pool location: directory, :memory: or http(s) URL.")] = None,
+    judge: Annotated[bool, typer.Option("--judge/--keep-labels",
+                                        help="Re-judge every run with the LLM judge, or keep the logs' labels.")] = False,
+    skip_uncertain: Annotated[bool, typer.Option("--skip-uncertain",
+                                                 help="Skip runs judged uncertain (default: keep as outcome unknown).")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=64, help="Runs processed in parallel.")] = 4,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Import and plan only: no model calls, no writes.")] = False,
+    log_format: Annotated[Optional[str], typer.Option("--format", help=_LOG_FORMATS_HELP)] = None,
+    ledger: Annotated[Optional[Path], typer.Option("--ledger",
+                                                   help="Ledger of ingested runs (default: inside a directory pool).")] = None,
+) -> None:
+    """Distil agent logs into memories and add them to the pool (resumable; exits 1 if anything failed)."""
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from mtl_graph.experience.importers import FORMATS
+    from mtl_graph.experience.ingest import IngestConfig, Ledger
+    from mtl_graph.memory.models import memory_type_of
+    from mtl_graph.settings import get_settings
+
+    console = Console(stderr=True)
+
+    def fail(message: str) -> None:
+        console.print(f"[red]error:[/red] {message}")
+        raise typer.Exit(2)
+
+    settings = get_settings()
+    try:
+        kinds = list(dict.fromkeys(memory_type_of(f) for f in formats.split(",") if f.strip()))
+        if log_format is not None and log_format not in FORMATS:
+            raise ValueError(f"unknown log format {log_format!r}; expected one of: {', '.join(FORMATS)}")
+        config = IngestConfig(formats=kinds, domain=domain, log_format=log_format, judge=judge,
+                              skip_uncertain=skip_uncertain, concurrency=concurrency, dry_run=dry_run)
+    except (ValueError, ValidationError) as exc:
+        fail(str(exc).splitlines()[0] if isinstance(exc, ValidationError) else str(exc))
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or directory: {', '.join(missing)}")
+    model = model or settings.model
+    location = pool or settings.pool
+    report = _run(paths, location, model, config, Ledger.for_pool(location, ledger), console, fail)
+    _print_report(report, Console())
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _run(paths, location, model, config, ledger, console, fail):  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mtl_graph.experience.ingest import ingest as run_ingest
+    from mtl_graph.experience.structured import resolve_model
+
+    chat = None
+    if model is not None and not config.dry_run:
+        try:
+            chat = resolve_model(model)
+        except Exception as exc:  # init_chat_model raises ValueError/ImportError for unknown providers
+            fail(f"cannot use model {model!r}: {exc}")
+    elif not config.dry_run and (config.judge or any(f.value != "trajectory" for f in config.formats)):
+        fail("--model is required to judge or to distil insight, summary or workflow memories")
+    opened = None if config.dry_run else _open_pool(location, fail)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=False) as progress:
+            bar = progress.add_task("ingesting", total=None)
+            report = run_ingest(paths, opened, chat, config, ledger=ledger, model_name=model,
+                                on_start=lambda n: progress.update(bar, total=n),
+                                on_run=lambda rec: progress.advance(bar))
+    finally:
+        if opened is not None:
+            opened.close()
+    return report
+
+
+def _open_pool(location: str, fail):  # type: ignore[no-untyped-def]
+    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.pool import MemoryPool, PoolError
+
+    try:
+        return MemoryPool.open(location)
+    except (PoolError, EmbeddingError, OSError) as exc:
+        fail(f"cannot open pool {location}: {exc}")
+
+
+def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    summary = Table(title="mtl ingest")
+    summary.add_column("status")
+    summary.add_column("runs", justify="right")
+    for status in ("ingested", "planned", "skipped", "failed"):
+        if report.count(status) or status in ("ingested", "failed"):
+            summary.add_row(status, str(report.count(status)))
+    summary.add_row("bad files", str(len(report.file_failures)))
+    usage = report.usage
+    summary.caption = f"tokens: {usage.input} in / {usage.output} out"
+    console.print(summary)
+    problems = [(r.status, r.path, r.task_id, r.reason) for r in report.runs if r.status in ("failed", "skipped")]
+    problems += [("bad file", f.path, "", f.reason) for f in report.file_failures]
+    if problems:
+        detail = Table(title="skipped and failed")
+        for col in ("status", "file", "task", "reason"):
+            detail.add_column(col, overflow="fold")
+        for row in problems:
+            detail.add_row(*row)
+        console.print(detail)

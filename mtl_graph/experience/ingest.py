@@ -1,0 +1,277 @@
+"""The ingest engine: logs -> trajectories -> verdicts -> memories -> pool, in parallel and resumable.
+
+Resumability uses a ledger: a JSONL file of (content hash, format, memory id) lines, appended and flushed as
+soon as a run's memories are in the pool. A ledger rather than a payload on the memories because (1) the pool
+merges near-duplicates, so a memory cannot say which runs it was made from by content alone; (2) the memory
+models are closed (extra fields are rejected); (3) keying by (run, format) lets a resume redo only the formats
+that failed. For a directory pool the ledger lives *inside* the pool directory, so deleting the pool deletes
+the ledger and the two can never disagree. In-memory and server pools get a ledger only when a path is given.
+A run interrupted between the pool write and the ledger line is distilled again on resume; the pool's content
+ids and near-duplicate merge absorb that repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, as_completed
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mtl_graph.experience.distill import DistillConfig, distill
+from mtl_graph.experience.importers import MAX_FILE_BYTES, Loaded, load_many
+from mtl_graph.experience.judge import Judge, JudgeConfig, LLMJudge
+from mtl_graph.experience.redact import RedactionConfig, Redactor
+from mtl_graph.experience.structured import model_label, resolve_model
+from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.memory.models import MemoryType
+
+LEDGER_FILE = "ingest-ledger.jsonl"
+Status = Literal["ingested", "skipped", "failed", "planned"]
+
+
+class IngestConfig(BaseModel):
+    """What to ingest and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    formats: list[MemoryType] = Field(default_factory=lambda: [MemoryType.INSIGHT], min_length=1)
+    """Memory formats to make from each run."""
+    domain: str | None = None
+    """Domain label for runs whose log names none."""
+    log_format: str | None = None
+    """Force one log format instead of detecting it per file."""
+    judge: bool = False
+    """Judge every run with the LLM judge; False keeps labels that came with the logs (unlabelled runs are
+    still judged when a model is available)."""
+    skip_uncertain: bool = False
+    """Skip runs whose verdict is uncertain instead of keeping them with outcome unknown."""
+    concurrency: int = Field(default=4, ge=1, le=64)
+    """Runs judged and distilled at the same time."""
+    dry_run: bool = False
+    """Import and plan only: no model calls, no pool writes, no ledger lines."""
+    max_file_bytes: int = Field(default=MAX_FILE_BYTES, ge=1)
+    """Larger log files are rejected."""
+    distill: DistillConfig = Field(default_factory=DistillConfig)
+    """Distiller settings."""
+    judge_config: JudgeConfig = Field(default_factory=JudgeConfig)
+    """LLM judge settings."""
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+    """Secret redaction settings (extra patterns)."""
+
+
+class RunRecord(BaseModel):
+    """What happened to one run."""
+
+    path: str
+    """The log file."""
+    task_id: str
+    """The run's task."""
+    content_hash: str
+    """The run's content hash."""
+    status: Status
+    """ingested / skipped / failed / planned (dry run)."""
+    reason: str = ""
+    """Why skipped or failed (or what a dry run would do)."""
+    outcome: str | None = None
+    """The outcome the memories carry."""
+    memory_ids: list[str] = Field(default_factory=list)
+    """Ids of the memories written (or merged into)."""
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    """Tokens spent judging and distilling."""
+
+
+class FileFailure(BaseModel):
+    """A log file that could not be imported."""
+
+    path: str
+    """The file."""
+    reason: str
+    """Why (names the line for JSONL)."""
+
+
+class IngestReport(BaseModel):
+    """The outcome of one ingest."""
+
+    runs: list[RunRecord] = Field(default_factory=list)
+    """One record per run found."""
+    file_failures: list[FileFailure] = Field(default_factory=list)
+    """Files that could not be imported."""
+
+    def count(self, status: Status) -> int:
+        return sum(r.status == status for r in self.runs)
+
+    @property
+    def usage(self) -> TokenUsage:
+        return sum((r.usage for r in self.runs), TokenUsage())
+
+    @property
+    def ok(self) -> bool:
+        """Nothing failed: every file imported and every run ingested, skipped or planned."""
+        return not self.file_failures and self.count("failed") == 0
+
+
+class Ledger:
+    """The (run hash, format) pairs already in the pool; thread-safe, append-only."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._done: dict[str, set[str]] = {}
+        if path is not None and path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                    self._done.setdefault(rec["hash"], set()).add(rec["format"])
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # a line cut by a crash: that run is simply redone
+
+    @classmethod
+    def for_pool(cls, location: str, explicit: str | Path | None = None) -> "Ledger":
+        """The ledger inside a directory pool, at an explicit path, or in memory for other pools."""
+        if explicit is not None:
+            return cls(Path(explicit))
+        if location == ":memory:" or location.startswith(("http://", "https://")):
+            return cls(None)
+        return cls(Path(location).expanduser() / LEDGER_FILE)
+
+    def done(self, content_hash: str) -> set[str]:
+        with self._lock:
+            return set(self._done.get(content_hash, ()))
+
+    def record(self, content_hash: str, task_id: str, entries: list[tuple[str, str]]) -> None:
+        """Mark (format, memory id) pairs of a run as ingested, durably before returning."""
+        at = datetime.now(timezone.utc).isoformat()
+        lines = [json.dumps({"hash": content_hash, "format": fmt, "task_id": task_id, "memory_id": mid, "at": at})
+                 for fmt, mid in entries]
+        with self._lock:
+            self._done.setdefault(content_hash, set()).update(fmt for fmt, _ in entries)
+            if self.path is not None and lines:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write("\n".join(lines) + "\n")
+                    fh.flush()
+
+
+class _Worker:
+    """Judges, distils and stores one run at a time (shared by the thread pool)."""
+
+    def __init__(self, pool: Any, model: Any, label: str | None, config: IngestConfig, ledger: Ledger,
+                 judge: Judge | None) -> None:
+        self.pool, self.model, self.label, self.config, self.ledger = pool, model, label, config, ledger
+        self.redactor = Redactor(config.redaction)
+        self.judge = judge or (LLMJudge(model, config.judge_config, self.redactor) if model is not None else None)
+        self.stop = threading.Event()
+
+    def verdict(self, run: Trajectory) -> tuple[Verdict, TokenUsage]:
+        if run.verdict is not None and not self.config.judge:
+            return run.verdict, TokenUsage()
+        if self.judge is None:
+            return Verdict(status=VerdictStatus.UNCERTAIN, reason="unlabelled and no judge"), TokenUsage()
+        if isinstance(self.judge, LLMJudge):
+            return self.judge.judge_with_usage(run)
+        return self.judge.judge(run), TokenUsage()
+
+    def __call__(self, item: Loaded, wanted: list[MemoryType]) -> RunRecord:
+        if self.stop.is_set():
+            raise CancelledError("ingest interrupted")
+        try:
+            return self.run(item, wanted)
+        except Exception:
+            raise
+        except BaseException:  # an interrupt: queued runs must not start after it
+            self.stop.set()
+            raise
+
+    def run(self, item: Loaded, wanted: list[MemoryType]) -> RunRecord:
+        run = item.trajectory
+        rec = RunRecord(path=str(item.path), task_id=run.task.id, content_hash=run.content_hash(), status="failed")
+        verdict, rec.usage = self.verdict(run)
+        rec.outcome = verdict.outcome.value
+        if verdict.status == VerdictStatus.UNCERTAIN and self.config.skip_uncertain:
+            rec.status, rec.reason = "skipped", f"uncertain verdict ({verdict.reason})"
+            return rec
+        result = distill(run.model_copy(update={"verdict": verdict}), wanted, self.model,
+                         config=self.config.distill, redactor=self.redactor, distill_model=self.label)
+        rec.usage += result.total_usage
+        added = self.pool.add_many(result.memories) if result.memories else []
+        rec.memory_ids = [a.merged_into or a.id for a in added]
+        self.ledger.record(rec.content_hash, run.task.id,
+                           [(m.type, a.merged_into or a.id) for m, a in zip(result.memories, added)])
+        if result.failures:
+            rec.reason = "; ".join(f"{f.format.value}: {f.reason}" for f in result.failures)
+        else:
+            rec.status = "ingested"
+            rec.reason = "; ".join(result.warnings)
+        return rec
+
+
+def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: IngestConfig | None = None, *,
+           ledger: Ledger | None = None, judge: Judge | None = None, model_name: str | None = None,
+           on_start: Callable[[int], None] | None = None,
+           on_run: Callable[[RunRecord], None] | None = None) -> IngestReport:
+    """Ingest logs into pool (a MemoryPool; may be None for a dry run).
+
+    model is a chat model or a "provider:model" string (needed for model-written formats and judging).
+    model_name names the distilling model in provenance (default: the model string or the model's name).
+    on_start gets the number of runs to process; on_run gets each run's record as it finishes.
+    """
+    config = config or IngestConfig()
+    needs_model = config.judge or any(f != MemoryType.TRAJECTORY for f in config.formats)
+    if needs_model and model is None and not config.dry_run:
+        raise ValueError("a model is needed to judge or to distil "
+                         + ", ".join(f.value for f in config.formats if f != MemoryType.TRAJECTORY))
+    if pool is None and not config.dry_run:
+        raise ValueError("a pool is needed unless dry_run is set")
+    ledger = ledger or Ledger.for_pool(getattr(pool, "location", ":memory:"))
+    loaded, errors = load_many(paths, config.log_format, domain=config.domain, max_bytes=config.max_file_bytes)
+    report = IngestReport(file_failures=[FileFailure(path=e.path, reason=str(e)) for e in errors])
+
+    todo: list[tuple[Loaded, list[MemoryType]]] = []
+    seen: dict[str, str] = {}
+    for item in loaded:
+        h = item.trajectory.content_hash()
+        base = RunRecord(path=str(item.path), task_id=item.trajectory.task.id, content_hash=h, status="skipped")
+        wanted = [f for f in config.formats if f.value not in ledger.done(h)]
+        if h in seen:
+            base.reason = f"same run as in {seen[h]}"
+        elif not wanted:
+            base.reason = "already ingested"
+        elif config.dry_run:
+            base.status, base.reason = "planned", "would distil " + ", ".join(f.value for f in wanted)
+        else:
+            todo.append((item, wanted))
+            seen[h] = str(item.path)
+            continue
+        seen.setdefault(h, str(item.path))
+        report.runs.append(base)
+    if on_start:
+        on_start(len(todo))
+    if not todo:
+        return report
+
+    label = model_name or (model if isinstance(model, str) else model_label(model))
+    worker = _Worker(pool, resolve_model(model) if model is not None else None, label, config, ledger, judge)
+    with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="mtl-ingest") as executor:
+        futures: dict[Future[RunRecord], Loaded] = {executor.submit(worker, item, wanted): item
+                                                    for item, wanted in todo}
+        try:
+            for future in as_completed(futures):
+                item = futures[future]
+                try:
+                    rec = future.result()
+                except Exception as exc:  # one broken run (pool error, model crash) must not sink the batch
+                    rec = RunRecord(path=str(item.path), task_id=item.trajectory.task.id,
+                                    content_hash=item.trajectory.content_hash(), status="failed",
+                                    reason=f"{exc.__class__.__name__}: {exc}")
+                report.runs.append(rec)
+                if on_run:
+                    on_run(rec)
+        except BaseException:
+            worker.stop.set()
+            executor.shutdown(wait=True, cancel_futures=True)  # runs in flight finish and reach the ledger
+            raise
+    return report
