@@ -204,3 +204,20 @@ def test_config_validation():
                                       source_model="m").conditions()]
     assert keys == ["zero_shot", "insight@from=m", "insight@pool=0.25@from=m", "insight@pool=0.5@from=m",
                     "insight@domains=2@from=m"]
+
+
+def test_outcome_from_a_graph_final_state():
+    from mtl_graph.bench.runners import outcome_from_state
+    from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+    from mtl_graph.tasks import TaskRef
+
+    verdict = Verdict(status=VerdictStatus.PASS, source="tests")
+    traj = Trajectory(task=TaskRef(id="t"), verdict=verdict, tokens=TokenUsage(input=7, output=3))
+    # What a LangGraph server returns: plain JSON.
+    state = {"verdict": verdict.model_dump(mode="json"), "trajectory": traj.model_dump(mode="json"),
+             "retrieved": [{"id": "m1", "score": 0.8, "type": "insight", "domains": ["x"], "source_task_ids": ["s"]}],
+             "new_memory_ids": ["n1"]}
+    outcome = outcome_from_state(state)
+    assert outcome.passed and outcome.tokens == TokenUsage(input=7, output=3)
+    assert outcome.retrieved[0].domains == ["x"] and outcome.new_memory_ids == ["n1"]
+    assert outcome_from_state({"trajectory": traj}).verdict == verdict

@@ -30,18 +30,22 @@ def _formats(value: str) -> list:
 
 
 def eval_cmd(
-    suites: str = typer.Option(..., "--suites", help="Comma list: humaneval, exercism:PATH, jsonl:PATH, dir:PATH, swebench."),
+    suites: str = typer.Option(
+        ..., "--suites", help="Comma list: humaneval, exercism:PATH, jsonl:PATH, dir:PATH, swebench."),
     out: Path = typer.Option(..., "--out", help="Results directory (created; a rerun resumes it)."),
     model: Optional[str] = typer.Option(None, "--model", help="PROVIDER:MODEL for the graph-backed agent."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Offline agent instead of a model: oracle or noop."),
     formats: str = typer.Option(ALL, "--formats", help="Memory formats for phase 3: all, none, or a comma list."),
     k: int = typer.Option(1, "--k", min=1, help="Pass@k."),
-    samples: Optional[int] = typer.Option(None, "--samples", min=1, help="Attempts per task and condition (>= k; default k)."),
+    samples: Optional[int] = typer.Option(
+        None, "--samples", min=1, help="Attempts per task and condition (>= k; default k)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Seeded sample of tasks per suite."),
     seed: int = typer.Option(42, "--seed", help="Seed of sampling and scaling subsets."),
-    pool_fractions: str = typer.Option("", "--pool-fractions", help="Scaling: pool fractions below 1, e.g. 0.25,0.5,0.75."),
+    pool_fractions: str = typer.Option(
+        "", "--pool-fractions", help="Scaling: pool fractions below 1, e.g. 0.25,0.5,0.75."),
     source_domains: str = typer.Option("", "--source-domains", help="Scaling: numbers of source domains, e.g. 1,2."),
-    source_model: Optional[str] = typer.Option(None, "--source-model", help="Cross-model: use only memories from this model's runs."),
+    source_model: Optional[str] = typer.Option(
+        None, "--source-model", help="Cross-model: use only memories from this model's runs."),
     holdout: bool = typer.Option(True, "--holdout/--no-holdout", help="Hold-one-out by domain."),
     top_k: int = typer.Option(3, "--top-k", min=1, help="Memories retrieved per run."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Runs in parallel."),

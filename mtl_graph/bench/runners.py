@@ -14,7 +14,7 @@ from typing import Callable, Collection, Mapping, Protocol, runtime_checkable
 from mtl_graph.bench.checks import open_sandbox, run_check, run_setup
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY
-from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.tasks import Task
 
 SolvePolicy = Callable[[Task, Condition, int], bool]
@@ -123,12 +123,36 @@ class ScriptedRunner(ReferenceRunner):
 OFFLINE_RUNNERS: dict[str, Callable[..., ReferenceRunner]] = {"oracle": OracleRunner, "noop": NoopRunner}
 
 
+def outcome_from_state(state: Mapping) -> RunOutcome:
+    """A RunOutcome from the MTL graph's final state (a dict in-process, JSON from a LangGraph server).
+
+    The state carries ``verdict``, ``trajectory``, ``retrieved`` (dicts with id, score, type, domains,
+    source_task_ids) and ``new_memory_ids``; tokens come from the trajectory.
+    """
+    trajectory = state.get("trajectory")
+    if trajectory is not None and not isinstance(trajectory, Trajectory):
+        trajectory = Trajectory.model_validate(trajectory)
+    verdict = state.get("verdict") or (trajectory.verdict if trajectory else None)
+    return RunOutcome(
+        verdict=verdict,
+        judge_verdict=state.get("judge_verdict"),
+        trajectory=trajectory,
+        retrieved=[m if isinstance(m, RetrievedMemory) else RetrievedMemory.model_validate(m)
+                   for m in state.get("retrieved") or []],
+        new_memory_ids=list(state.get("new_memory_ids") or []),
+        tokens=trajectory.tokens if trajectory else TokenUsage(),
+        error=state.get("error"),
+    )
+
+
 class RunnerUnavailable(RuntimeError):
     """The requested runner cannot be built in this installation."""
 
 
 # Module that will provide GraphRunner(model=..., sandbox=...), RemoteRunner(url=..., model=...) and
 # make_distiller(model=...) once the MTL graph exists; looked up lazily so the harness works without it.
+# Both runners pass the MemoryScope to the graph (retrieval filters, write_back off) and turn its final
+# state into a RunOutcome with outcome_from_state.
 GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
 
 

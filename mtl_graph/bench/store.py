@@ -68,7 +68,8 @@ class ResultStore:
                         f"the numbers meaningless: {'; '.join(diffs)}. Use another output directory, or "
                         "rerun with the stored options to resume.")
             elif (self.root / RESULTS_FILE).exists():
-                raise StoreError(f"{self.root}: has {RESULTS_FILE} but no {CONFIG_FILE}; refusing to guess its configuration")
+                raise StoreError(
+                    f"{self.root}: has {RESULTS_FILE} but no {CONFIG_FILE}; refusing to guess its configuration")
             _write_atomic(self.root / CONFIG_FILE, config.model_dump_json(indent=2))
             self.config = config
         self._repair_tail()

@@ -16,7 +16,8 @@ _ID_KEYS = ("id", "question_id", "task_id")
 _STATEMENT_KEYS = ("statement", "question_content", "prompt")
 _TEST_KEYS = ("tests", "public_test_cases", "private_test_cases")
 
-_STDIN_NOTE = "Write a complete Python program in `{file}` that reads from standard input and writes to standard output."
+_STDIN_NOTE = ("Write a complete Python program in `{file}` that reads from standard input "
+               "and writes to standard output.")
 _CALL_NOTE = "Implement `{fn}` in `{file}` (it already holds the starter code); it is called with the test inputs."
 
 
@@ -28,9 +29,11 @@ def _cases(item: dict, where: str) -> list[dict[str, str]]:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                raise SuiteError(f"{where}: {key} is neither a list nor JSON (compressed test data is not supported)") from None
+                raise SuiteError(
+                    f"{where}: {key} is neither a list nor JSON (compressed test data is not supported)") from None
         for case in value or []:
-            if not isinstance(case, dict) or not isinstance(case.get("input"), str) or not isinstance(case.get("output"), str):
+            if not (isinstance(case, dict) and isinstance(case.get("input"), str)
+                    and isinstance(case.get("output"), str)):
                 raise SuiteError(f"{where}: each test case needs string 'input' and 'output'")
             cases.append({"input": case["input"], "output": case["output"]})
     if not cases:
