@@ -163,3 +163,13 @@ def test_sentence_counting() -> None:
     assert count_sentences("Use a tool, e.g. grep, to search. Then edit.") == 2
     with pytest.raises(ValueError):
         InsightDraft(title="t" * 5, description="One. Two.", content="ok content here.")
+
+
+@pytest.mark.parametrize("fmt", ["insight", "workflow", "summary"])
+@pytest.mark.parametrize("variant", ["success", "failure"])
+def test_every_template_fills(fmt: str, variant: str) -> None:
+    from mtl_graph.experience.prompting import fill
+
+    text = fill(f"{fmt}_{variant}", trajectory="<RUN>", outcome="<OUTCOME>", verdict_reason="<WHY>")
+    assert "<RUN>" in text and "<OUTCOME>" in text and "$" not in text
+    assert ("<WHY>" in text) == (variant == "failure")

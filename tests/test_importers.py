@@ -197,6 +197,9 @@ def test_forced_format_mismatch_and_unknown_format_name() -> None:
         ({"trajectory": [], "info": {}}, "no problem statement"),
         ({"trajectory": ["x"], "replay_config": {"problem_statement": {"text": "t"}}}, "trajectory[0] is not an object"),
         ({"messages": [{"role": "system", "content": "s"}], "info": {}}, "no user message"),
+        ({"messages": [{"role": "user", "content": "x"}], "info": {"submission": 5}}, "invalid mini-swe-agent log"),
+        ({"trajectory": [{"action": "ls", "execution_time": "slow"}], "replay_config": {"problem_statement": {"text": "t"}}},
+         "invalid swe-agent log"),
     ],
 )
 def test_structurally_wrong_logs(tmp_path: Path, payload: dict, message: str) -> None:

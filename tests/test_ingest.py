@@ -191,3 +191,39 @@ def test_cli_missing_path_and_dry_run(tmp_path: Path) -> None:
                                         "--pool", str(tmp_path / "p")])
     assert result.exit_code == 0 and re.search(r"planned\s*│\s*7", result.output), result.output
     assert not (tmp_path / "p").exists()
+
+
+def test_cli_unusable_pool_and_model(tmp_path: Path) -> None:
+    blocker = tmp_path / "pool-is-a-file"
+    blocker.write_text("not a pool")
+    result = CliRunner().invoke(cli(), ["ingest", str(LOGS / "swe_agent"), "--pool", str(blocker),
+                                        "--formats", "trajectory"])
+    assert result.exit_code == 2 and "cannot open pool" in result.output, result.output
+    result = CliRunner().invoke(cli(), ["ingest", str(LOGS / "swe_agent"), "--pool", str(tmp_path / "p"),
+                                        "--model", "no-such-provider:model-x"])
+    assert result.exit_code == 2 and "cannot use model 'no-such-provider:model-x'" in result.output, result.output
+
+
+def test_ledger_survives_a_cut_line(tmp_path: Path) -> None:
+    path = tmp_path / LEDGER_FILE
+    path.write_text(json.dumps({"hash": "h1", "format": "summary", "task_id": "t", "memory_id": "m"}) + "\n"
+                    + '{"hash": "h2", "form')
+    ledger = Ledger(path)
+    assert ledger.done("h1") == {"summary"} and ledger.done("h2") == set()
+    ledger.record("h2", "t2", [("insight", "m2")])
+    assert Ledger(path).done("h2") == {"insight"}
+    assert Ledger.for_pool("http://localhost:6333").path is None
+    assert Ledger.for_pool(str(tmp_path)).path == path
+
+
+def test_custom_judge_protocol(pool: MemoryPool) -> None:
+    from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+
+    class TestsJudge:
+        def judge(self, trajectory):  # stands in for the graph's test-based judge
+            return Verdict(status=VerdictStatus.FAIL, reason="check exited 1", source="tests")
+
+    report = ingest([LOGS / "swe_agent"], pool, ScriptedChatModel(route=route),
+                    IngestConfig(formats=[MemoryType.TRAJECTORY], judge=True), judge=TestsJudge())
+    assert [r.outcome for r in report.runs] == ["failure"]
+    assert next(iter(pool)).outcome == Outcome.FAILURE

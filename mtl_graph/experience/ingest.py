@@ -151,8 +151,13 @@ class Ledger:
             self._done.setdefault(content_hash, set()).update(fmt for fmt, _ in entries)
             if self.path is not None and lines:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write("\n".join(lines) + "\n")
+                with self.path.open("a+b") as fh:
+                    fh.seek(0, 2)
+                    if fh.tell():  # a line cut by a crash must not swallow the next record
+                        fh.seek(-1, 2)
+                        if fh.read(1) != b"\n":
+                            fh.write(b"\n")
+                    fh.write(("\n".join(lines) + "\n").encode("utf-8"))
                     fh.flush()
 
 
