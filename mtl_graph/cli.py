@@ -277,6 +277,17 @@ def demo(
         raise typer.Exit(1)
 
 
+def _register_optional() -> None:
+    """Commands that live with their pipeline stage (their modules import only typer at the top)."""
+    from mtl_graph.bench.commands import eval_cmd, report_cmd
+
+    app.command("eval")(eval_cmd)
+    app.command("report")(report_cmd)
+
+
+_register_optional()
+
+
 def main() -> None:
     app()
 

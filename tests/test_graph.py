@@ -109,7 +109,7 @@ def seed(pool):
 
 
 def test_hold_one_out_and_same_task_guard(pool, tmp_path):
-    seed(pool)
+    memories = seed(pool)
     task = Task(id="task-x", domain="strings", instruction="Run the unit tests of the project and fix failures.",
                 check="true")
     model = ScriptedChatModel(responses=[AIMessage("I will run the tests and verify.")])
@@ -120,6 +120,8 @@ def test_hold_one_out_and_same_task_guard(pool, tmp_path):
     assert all("task-x" not in r["source_task_ids"] for r in retrieved)
     state = run(graph, task, exclude_domains=["math"])
     assert {tuple(r["domains"]) for r in state["retrieved"]} == {("strings",)}
+    state = run(graph, task, exclude_task_ids=["s1"], only_ids=[m.id for m in memories[:2]])
+    assert [r["source_task_ids"] for r in state["retrieved"]] == [["m1"]]
     assert state["new_memory_ids"] == []  # offline mode writes nothing
 
 

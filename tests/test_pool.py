@@ -206,3 +206,10 @@ def test_import_reports_bad_lines_and_keeps_good_ones(tmp_path, pool):
     assert f"{path}:4: invalid memory (insight.title" in report.errors[2]
     with pytest.raises(PoolError, match="cannot read"):
         pool.import_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_search_can_be_restricted_to_a_subset(pool):
+    pool.add_many([TESTING, UNRELATED, DATES])
+    hits = pool.search("run the tests", k=3, only_ids=[UNRELATED.id, DATES.id])
+    assert {h.memory.id for h in hits} == {UNRELATED.id, DATES.id}
+    assert pool.search("run the tests", k=3, only_ids=[]) == []

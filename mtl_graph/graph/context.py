@@ -28,6 +28,10 @@ class MTLConfig(BaseModel):
     """Never retrieve memories whose source domain is one of these."""
     hold_one_out: bool = False
     """Also exclude memories from the task's own domain (the research protocol's cross-domain setting)."""
+    exclude_task_ids: list[str] = Field(default_factory=list)
+    """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
+    only_ids: list[str] | None = None
+    """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
     sandbox: str = "auto"
     """Sandbox backend: auto, bwrap, local or docker."""
     run_log: Path | None = None
@@ -58,6 +62,10 @@ class MTLContext:
     """Domains whose memories are never retrieved."""
     hold_one_out: bool | None = None
     """Exclude memories from the task's own domain."""
+    exclude_task_ids: list[str] | None = None
+    """Never retrieve memories made from these tasks."""
+    only_ids: list[str] | None = None
+    """Retrieve only among these memory ids."""
 
 
 def effective(config: MTLConfig, context: Any) -> MTLConfig:
@@ -66,6 +74,6 @@ def effective(config: MTLConfig, context: Any) -> MTLConfig:
         return config
     if isinstance(context, dict):
         context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
-    updates = {name: getattr(context, name) for name in ("memory_type", "top_k", "online", "exclude_domains",
-                                                          "hold_one_out") if getattr(context, name, None) is not None}
+    names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids")
+    updates = {name: getattr(context, name) for name in names if getattr(context, name, None) is not None}
     return config.model_copy(update=updates) if updates else config

@@ -82,8 +82,8 @@ class MTLNodes:
         task = as_task(state["task"])
         exclude = list(cfg.exclude_domains) + ([task.domain] if cfg.hold_one_out else [])
         try:
-            hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k,
-                                       exclude_domains=exclude, exclude_task_ids=[task.id])
+            hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k, exclude_domains=exclude,
+                                       exclude_task_ids=[task.id, *cfg.exclude_task_ids], only_ids=cfg.only_ids)
         except Exception as exc:
             return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
         retrieved = [{"id": h.memory.id, "score": h.score, "similarity": h.similarity, "retriever": h.retriever,

@@ -276,11 +276,12 @@ class MemoryPool:
     def search(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
                exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
                outcome: Outcome | str | None = None, hybrid: bool = True,
-               min_score: float | None = None) -> list[SearchHit]:
+               min_score: float | None = None, only_ids: Iterable[str] | None = None) -> list[SearchHit]:
         """Top-k memories for a query. Hybrid (dense + BM25 fused with RRF) runs inside Qdrant.
 
         exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
-        the same-task contamination guard); min_score is a floor on cosine similarity."""
+        the same-task contamination guard); min_score is a floor on cosine similarity; only_ids restricts the
+        search to a subset of the pool (e.g. a seeded fraction for scaling experiments)."""
         if not query or not query.strip():
             raise ValueError("search query is empty")
         if k <= 0:
@@ -290,6 +291,7 @@ class MemoryPool:
                     (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value))
                     if value},
             excludes={"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)},
+            only_ids=list(only_ids) if only_ids is not None else None,
         )
         dense = self._embed([query])[0]
         sparse = self._sparse(query, query=True)

@@ -21,9 +21,11 @@ class Conditions:
 
     equals: dict[str, str] = field(default_factory=dict)
     excludes: dict[str, list[str]] = field(default_factory=dict)
+    only_ids: list[str] | None = None
+    """When set, only these point ids may match (pool subsets for scaling experiments)."""
 
     def is_empty(self) -> bool:
-        return not self.equals and not any(self.excludes.values())
+        return not self.equals and not any(self.excludes.values()) and self.only_ids is None
 
 
 @dataclass
@@ -91,7 +93,9 @@ class ClientStore:
         if where is None or where.is_empty():
             return None
         m = self._m
-        must = [m.FieldCondition(key=k, match=m.MatchValue(value=v)) for k, v in where.equals.items()]
+        must: list[Any] = [m.FieldCondition(key=k, match=m.MatchValue(value=v)) for k, v in where.equals.items()]
+        if where.only_ids is not None:
+            must.append(m.HasIdCondition(has_id=list(where.only_ids)))
         must_not = [m.FieldCondition(key=k, match=m.MatchAny(any=list(v))) for k, v in where.excludes.items() if v]
         return m.Filter(must=must or None, must_not=must_not or None)
 
@@ -194,7 +198,9 @@ class EdgeStore:
         if where is None or where.is_empty():
             return None
         q = self._q
-        must = [q.FieldCondition(key=k, match=q.MatchValue(v)) for k, v in where.equals.items()]
+        must: list[Any] = [q.FieldCondition(key=k, match=q.MatchValue(v)) for k, v in where.equals.items()]
+        if where.only_ids is not None:
+            must.append(q.HasIdCondition(set(where.only_ids)))
         must_not = [q.FieldCondition(key=k, match=q.MatchAny(list(v))) for k, v in where.excludes.items() if v]
         return q.Filter(must=must or None, must_not=must_not or None)
 
