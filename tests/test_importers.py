@@ -20,6 +20,7 @@ from mtl_graph.experience.importers import (
     task_text,
 )
 from mtl_graph.experience.trajectory import Trajectory, VerdictStatus
+from mtl_graph.tasks import TaskRef
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -229,3 +230,22 @@ def test_given_labels_are_read(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     [t] = load_file(path)
     assert t.verdict and t.verdict.status == VerdictStatus.PASS and t.verdict.source == "given"
+
+
+def test_trajectory_from_messages_objects_and_dicts() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    from mtl_graph.experience.importers import trajectory_from_messages
+
+    msgs = [SystemMessage("memories here"), HumanMessage("Fix the failing test."),
+            AIMessage("Look first.", tool_calls=[{"name": "bash", "args": {"command": "pytest -q"}, "id": "1"}],
+                      usage_metadata={"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}),
+            ToolMessage("exit code: 1\n1 failed", tool_call_id="1"), AIMessage("Cannot fix it.")]
+    task = TaskRef(id="t-9", domain="d", instruction="Fix the failing test.")
+    t = trajectory_from_messages(msgs, task=task)
+    assert t.task == task and t.steps[0].exit_code == 1 and t.steps[0].reasoning == "Look first."
+    assert t.submission == "Cannot fix it." and t.tokens.input == 10 and t.source_format == "langchain"
+    untasked = trajectory_from_messages([m.model_dump() for m in msgs])
+    assert untasked.task.instruction == "Fix the failing test." and untasked.steps == t.steps
+    with pytest.raises(TrajectoryImportError, match="no human message"):
+        trajectory_from_messages(msgs[2:])

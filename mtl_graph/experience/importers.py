@@ -247,16 +247,25 @@ def _to_messages(items: list[Any], path: Path) -> list[Any]:
     return out
 
 
-def _parse_langchain(data: Any, path: Path) -> list[Trajectory]:
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+def trajectory_from_messages(messages: Iterable[Any], task: TaskRef | None = None, *,
+                             path: str | Path = "<messages>") -> Trajectory:
+    """A run from LangChain messages (objects or dict dumps), e.g. a LangGraph thread's ``messages``.
 
-    messages = _to_messages(_message_list(data) or [], path)
-    human = next((m for m in messages if isinstance(m, HumanMessage)), None)
-    if human is None:
-        raise TrajectoryImportError(path, "no human message with the task")
-    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    AI tool calls with their ToolMessages become steps; the AI text before a call is its reasoning; the last
+    AI text without calls is the submission. Without a task, the first human message is the instruction.
+    """
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+    items = list(messages)
+    msgs = [m if isinstance(m, BaseMessage) else _to_messages([m], Path(path))[0] for m in items]
+    if task is None:
+        human = next((m for m in msgs if isinstance(m, HumanMessage)), None)
+        if human is None:
+            raise TrajectoryImportError(path, "no human message with the task")
+        task = TaskRef(id=_stem(Path(path)), instruction=task_text(_text(human.content)))
+    results = {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
     steps, tokens, model, submission = [], TokenUsage(), None, None
-    for msg in messages:
+    for msg in msgs:
         if not isinstance(msg, AIMessage):
             continue
         # dict dumps lose usage_metadata into additional_kwargs when converted back
@@ -272,13 +281,25 @@ def _parse_langchain(data: Any, path: Path) -> list[Trajectory]:
             thought = None
         if not msg.tool_calls and thought:
             submission = thought
+    return Trajectory(task=task, steps=steps, submission=submission, model=model, tokens=tokens,
+                      source_format=LANGCHAIN)
+
+
+def _parse_langchain(data: Any, path: Path) -> list[Trajectory]:
+    from langchain_core.messages import HumanMessage
+
+    messages = _to_messages(_message_list(data) or [], path)
+    human = next((m for m in messages if isinstance(m, HumanMessage)), None)
+    if human is None:
+        raise TrajectoryImportError(path, "no human message with the task")
     meta = data.get("metadata", {}) if isinstance(data, dict) else {}
     task_id = (data.get("task_id") if isinstance(data, dict) else None) or meta.get("task_id") or _stem(path)
     task = TaskRef(id=str(task_id), domain=str(meta.get("domain") or "default"),
-                   instruction=task_text(_text(human.content)), metadata={k: v for k, v in meta.items()
-                                                                           if k not in ("task_id", "domain")})
-    verdict = _given_verdict(data if isinstance(data, dict) else None, meta)
-    return [Trajectory(task=task, steps=steps, submission=submission, verdict=verdict, model=model, tokens=tokens)]
+                   instruction=task_text(_text(human.content)),
+                   metadata={k: v for k, v in meta.items() if k not in ("task_id", "domain")})
+    run = trajectory_from_messages(messages, task, path=path)
+    run.verdict = _given_verdict(data if isinstance(data, dict) else None, meta)
+    return [run]
 
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n?```", re.S)
