@@ -280,7 +280,9 @@ def demo(
 def _register_optional() -> None:
     """Commands that live with their pipeline stage (their modules import only typer at the top)."""
     from mtl_graph.bench.commands import eval_cmd, report_cmd
+    from mtl_graph.experience.commands import ingest
 
+    app.command("ingest")(ingest)
     app.command("eval")(eval_cmd)
     app.command("report")(report_cmd)
 

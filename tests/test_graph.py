@@ -190,3 +190,48 @@ def test_unreachable_pool_is_reported_and_logged(tmp_path, embeddings):
         del os.environ["MTL_POOL"]
     assert "cannot reach the Qdrant server" in state["error"]
     assert "cannot reach" in json.loads(log.read_text())["error"]
+
+
+def test_with_memory_transfer_wraps_create_agent_and_reports_its_failures(pool, tmp_path):
+    from langchain.agents import create_agent
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import tool
+
+    from mtl_graph.graph import with_memory_transfer
+
+    seen = {}
+
+    @tool
+    def write(path: str, text: str, config: RunnableConfig) -> str:
+        """Write a file in the workspace."""
+        seen["workspace"] = config["configurable"]["mtl_workspace"]
+        (Path(seen["workspace"]) / path).write_text(text)
+        return "written"
+
+    seed(pool)
+    task = Task(id="wrapped", domain="shell", instruction="Write ok.txt containing yes.", check="grep -qx yes ok.txt")
+    model = RecordingModel(prompts=[], responses=[
+        AIMessage("I will write the file and check it."),
+        AIMessage("", tool_calls=[{"name": "write", "args": {"path": "ok.txt", "text": "yes\n"}, "id": "w1"}]),
+        AIMessage("Done: ok.txt contains yes."),
+    ])
+    graph = with_memory_transfer(create_agent(model, tools=[write]), pool, model=model, online=False,
+                                 run_log=tmp_path / "l.jsonl")
+    state = run(graph, task)
+    assert state["verdict"] == {"status": "pass", "source": "tests", "reason": state["verdict"]["reason"]}
+    assert state["trajectory"]["steps"][0]["tool"] == "write" and state["trajectory"]["submission"]
+    agent_prompt = model.prompts[1]
+    assert agent_prompt[0].type == "system" and "Memories from past runs" in agent_prompt[0].content
+    assert seen["workspace"] in agent_prompt[1].content and len(state["retrieved"]) == 3
+
+    class Broken(RecordingModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            if any("working directory" in str(m.content) for m in messages):
+                raise RuntimeError("rate limited")
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    broken = Broken(prompts=[], responses=[AIMessage("plan")])
+    state = run(with_memory_transfer(create_agent(broken, tools=[write]), pool, model=broken,
+                                     run_log=tmp_path / "l.jsonl"), task)
+    assert state["error"].startswith("wrapped agent failed: RuntimeError: rate limited")
+    assert len((tmp_path / "l.jsonl").read_text().splitlines()) == 2

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.state import MTLInput, MTLState
-from mtl_graph.graph.support import as_task, model_name, timed
+from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
 
 PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
@@ -90,8 +90,10 @@ def with_memory_transfer(
 ) -> Any:
     """Wrap any compiled LangGraph agent whose state has `messages` (e.g. `create_agent(...)`) with memory transfer.
 
-    Memories go into a system message before the task; the agent's messages become the trajectory. `model` is
-    used for planning, judging (when the task has no check) and distillation."""
+    Memories go into a system message before the task; the agent's messages become the trajectory. The task's
+    files are materialised in a fresh workspace whose path is in the task message and in the agent's
+    `config["configurable"]["mtl_workspace"]` (for its tools); the task's check runs there. `model` is used for
+    planning, judging (when the task has no check) and distillation."""
     cfg = MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
                     distill_formats=list(distill_formats) if distill_formats else None,
                     exclude_domains=list(exclude_domains or []), **config)
@@ -104,15 +106,22 @@ def with_memory_transfer(
         from mtl_graph.experience.importers import trajectory_from_messages
 
         task = as_task(state["task"])
-        messages = ([SystemMessage(state["memory_block"])] if state.get("memory_block") else [])
-        messages.append(HumanMessage(task.instruction))
+        workspace = nodes.new_workspace(task)
         try:
-            result = agent_graph.invoke({"messages": messages})
+            task.materialize(workspace)
         except Exception as exc:
-            return {"error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
+            return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}"}
+        messages = ([SystemMessage(state["memory_block"])] if state.get("memory_block") else [])
+        messages.append(HumanMessage(prompt("wrapped_task", instruction=task.instruction, workspace=str(workspace))))
+        try:
+            # Tools of the wrapped agent find the workspace in their RunnableConfig.
+            result = agent_graph.invoke({"messages": messages},
+                                        config={"configurable": {"mtl_workspace": str(workspace)}})
+        except Exception as exc:
+            return {"workspace": str(workspace), "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
         out = result["messages"]
         trajectory = trajectory_from_messages(out, task=task.ref())
         trajectory.model = trajectory.model or model_name(agent_graph)
-        return {"messages": out, "trajectory": trajectory.model_dump(mode="json")}
+        return {"workspace": str(workspace), "messages": out, "trajectory": trajectory.model_dump(mode="json")}
 
     return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")

@@ -51,6 +51,13 @@ class MTLNodes:
     def _sandbox(self, workspace: str):
         return make_sandbox(self.config.sandbox, Path(workspace))
 
+    def new_workspace(self, task: Task) -> Path:
+        """A fresh directory for one run (removed after write back unless keep_workspaces)."""
+        root = self.config.workspace_root
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"mtl-{_safe(task.id)}-", dir=root))
+
     # ------------------------------------------------------------------ nodes
     @timed("plan")
     def plan(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
@@ -102,10 +109,7 @@ class MTLNodes:
         if state.get("error"):
             return {}
         task = as_task(state["task"])
-        root = self.config.workspace_root
-        if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-        workspace = Path(tempfile.mkdtemp(prefix=f"mtl-{_safe(task.id)}-", dir=root))
+        workspace = self.new_workspace(task)
         update: dict[str, Any] = {"workspace": str(workspace)}
         try:
             task.materialize(workspace)
@@ -133,7 +137,7 @@ class MTLNodes:
             return {}
         task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
         try:
-            if task.check:
+            if task.check and state.get("workspace"):
                 sandbox = self._sandbox(state["workspace"])
                 try:
                     verdict = CheckJudge(task, sandbox).judge(trajectory)

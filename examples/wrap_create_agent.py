@@ -1,0 +1,57 @@
+"""Wrap an existing `create_agent` agent with memory transfer.
+
+    python examples/wrap_create_agent.py        # offline: a scripted model drives the agent's real tool calls
+
+With a real model, replace `ScriptedChatModel(...)` by e.g. "openai:gpt-5-mini" in both places.
+"""
+
+import subprocess
+
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+
+from mtl_graph.agent import ScriptedChatModel
+from mtl_graph.graph import with_memory_transfer
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.tasks import Task
+
+
+@tool
+def shell(command: str, config: RunnableConfig) -> str:
+    """Run a shell command in the task's workspace and return its output."""
+    workspace = config["configurable"]["mtl_workspace"]  # set by with_memory_transfer
+    done = subprocess.run(command, shell=True, cwd=workspace, capture_output=True, text=True, timeout=60)
+    return f"exit code {done.returncode}\n{done.stdout}{done.stderr}"
+
+
+def call(name: str, **args) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call-{name}-{len(str(args))}"}])
+
+
+def main() -> None:
+    task = Task(id="greet", domain="python", instruction="Create greet.py printing 'hello'.",
+                check="python3 greet.py | grep -qx hello")
+    model = ScriptedChatModel(responses=[
+        AIMessage("Plan: write greet.py with one print call, run it, and check its output."),  # the HyDE plan
+        call("shell", command="echo \"print('hello')\" > greet.py"),
+        call("shell", command="python3 greet.py"),
+        AIMessage("greet.py prints hello; verified by running it."),
+    ])
+    agent = create_agent(model, tools=[shell])  # your existing agent, unchanged
+    with MemoryPool.open(":memory:") as pool:
+        pool.add(InsightMemory(title="Run what you wrote", description="Before finishing a scripting task.",
+                               content="Execute the script once and compare its output with the request.",
+                               sources=[Provenance(domain="shell", source_task_id="older-task")]))
+        graph = with_memory_transfer(agent, pool, model=model, distill_formats=["trajectory"])
+        state = graph.invoke({"task": task})
+    print("verdict:", state["verdict"]["status"], "by", state["verdict"]["source"])
+    print("retrieved:", [(r["type"], r["domains"], round(r["similarity"], 2)) for r in state["retrieved"]])
+    print("steps:", [s["action"] for s in state["trajectory"]["steps"]])
+    print("new memories:", len(state["new_memory_ids"]))
+
+
+if __name__ == "__main__":
+    main()
