@@ -24,6 +24,13 @@ def _default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatM
     return distill(trajectory, list(formats), model)
 
 
+def _config(memory_type: str, top_k: int, online: bool, hold_one_out: bool, distill_formats: Sequence[str] | None,
+            exclude_domains: Sequence[str] | None, **extra: Any) -> MTLConfig:
+    return MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
+                     distill_formats=list(distill_formats) if distill_formats else None,
+                     exclude_domains=list(exclude_domains or []), **extra)
+
+
 def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
     graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput)
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
@@ -64,9 +71,8 @@ def build_mtl_graph(
         from mtl_graph.agent import DefaultAgent
 
         agent = DefaultAgent()
-    cfg = MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
-                    distill_formats=list(distill_formats) if distill_formats else None,
-                    exclude_domains=list(exclude_domains or []), sandbox=sandbox, **config)
+    cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, sandbox=sandbox,
+                  **config)
     nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg, on_event)
     return _wire(nodes, nodes.execute, checkpointer, store, "mtl_graph")
 
@@ -94,9 +100,7 @@ def with_memory_transfer(
     files are materialised in a fresh workspace whose path is in the task message and in the agent's
     `config["configurable"]["mtl_workspace"]` (for its tools); the task's check runs there. `model` is used for
     planning, judging (when the task has no check) and distillation."""
-    cfg = MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
-                    distill_formats=list(distill_formats) if distill_formats else None,
-                    exclude_domains=list(exclude_domains or []), **config)
+    cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
     nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
 
     @timed("execute")

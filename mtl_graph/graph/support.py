@@ -56,11 +56,10 @@ def resolve_model(default: BaseChatModel | str | None, override: str | None) -> 
 
 
 def model_name(model: Any) -> str:
-    for attr in ("model_name", "model", "model_id"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
+    """The model's name for provenance (the same rule as the distillers use)."""
+    from mtl_graph.experience.structured import model_label
+
+    return model_label(model) or "unknown"
 
 
 def as_task(value: Any) -> Task:
