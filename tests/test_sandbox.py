@@ -173,7 +173,7 @@ def test_network_is_cut_only_in_bwrap(tmp_path, kind):
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
     try:
         with make_sandbox(kind, tmp_path) as sb:
-            result = sb.run(f"{sys.executable} -c \"{code}\"")
+            result = sb.run(f"python3 -c \"{code}\"")  # the host interpreter: a venv may sit under the private /tmp
     finally:
         listener.close()
     if kind == "bwrap":

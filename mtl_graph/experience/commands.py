@@ -115,10 +115,9 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
     console.print(summary)
     problems = [(r.status, r.path, r.task_id, r.reason) for r in report.runs if r.status in ("failed", "skipped")]
     problems += [("bad file", f.path, "", f.reason) for f in report.file_failures]
-    if problems:
-        detail = Table(title="skipped and failed")
-        for col in ("status", "file", "task", "reason"):
-            detail.add_column(col, overflow="fold")
-        for row in problems:
-            detail.add_row(*row)
-        console.print(detail)
+    from rich.markup import escape
+
+    # One line per problem, never folded, so a path can be copied (and grepped) whole.
+    for status, path, task_id, reason in problems:
+        where = "" if reason.startswith(str(path)) else f"{path}{f' [{task_id}]' if task_id else ''}: "
+        console.print(f"[red]{status}[/]: {escape(where + reason)}", soft_wrap=True)
