@@ -13,6 +13,8 @@ from typing import Any, Iterator, Protocol
 DENSE = "dense"
 SPARSE = "bm25"
 INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models")
+RRF_K = 60
+"""Reciprocal rank fusion constant: a point at 0-based rank r of a fused list contributes 1 / (RRF_K + r)."""
 
 
 @dataclass
@@ -68,6 +70,8 @@ class QuerySpec:
     sparse: tuple[list[int], list[float]] | None = None
     prefetch_limit: int = 20
     with_dense: bool = False
+    with_payload: bool = True
+    """False for id-only lists (e.g. retriever attribution): reading payloads is most of a small query's cost."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,12 +150,13 @@ class ClientStore:
                 m.Prefetch(query=sparse, using=SPARSE, limit=spec.prefetch_limit, filter=flt),
             ]
             return m.QueryRequest(
-                prefetch=prefetch, query=m.RrfQuery(rrf=m.Rrf(k=60)), limit=spec.limit,
-                with_payload=True, with_vector=with_vectors,
+                prefetch=prefetch, query=m.RrfQuery(rrf=m.Rrf(k=RRF_K)), limit=spec.limit,
+                with_payload=spec.with_payload, with_vector=with_vectors,
             )
         query, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
         return m.QueryRequest(
-            query=query, using=using, filter=flt, limit=spec.limit, with_payload=True, with_vector=with_vectors
+            query=query, using=using, filter=flt, limit=spec.limit, with_payload=spec.with_payload,
+            with_vector=with_vectors,
         )
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
@@ -182,16 +187,24 @@ class EdgeStore:
         from pathlib import Path
 
         exists = (Path(path) / "edge_config.json").exists() or any(Path(path).glob("segments*"))
-        if dim is not None and not exists:
-            config = q.EdgeConfig(
-                vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
-                sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
-            )
+        # Payloads in the page cache ("Cached"), not read from disk per query ("Cold", Edge's default): with
+        # Cold payloads a filtered top-20 query spends most of its time in I/O (measured in benchmarks/).
+        config = None if dim is None else q.EdgeConfig(
+            vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
+            sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+            payload_memory=q.Memory.Cached,
+        )
+        if config is not None and not exists:
             self.shard = q.EdgeShard.create(path, config)
             for name in INDEXED_FIELDS:
                 self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
         else:
-            self.shard = q.EdgeShard.load(path)
+            try:
+                self.shard = q.EdgeShard.load(path, config)  # upgrades shards made with Cold payloads
+            except Exception:
+                if config is None:
+                    raise
+                self.shard = q.EdgeShard.load(path)
         self._dirty = 0
 
     def _filter(self, where: Conditions | None) -> Any:
@@ -247,13 +260,13 @@ class EdgeStore:
                 q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(sparse, using=SPARSE), filter=flt),
             ]
             return q.QueryRequest(
-                limit=spec.limit, prefetches=prefetches, query=q.Fusion.Rrf(k=60),
-                with_payload=True, with_vector=with_vector,
+                limit=spec.limit, prefetches=prefetches, query=q.Fusion.Rrf(k=RRF_K),
+                with_payload=spec.with_payload, with_vector=with_vector,
             )
         vector, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
         return q.QueryRequest(
             limit=spec.limit, query=q.Query.Nearest(vector, using=using), filter=flt,
-            with_payload=True, with_vector=with_vector,
+            with_payload=spec.with_payload, with_vector=with_vector,
         )
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:

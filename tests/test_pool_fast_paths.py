@@ -1,0 +1,68 @@
+"""The pool's fast paths give the same answers as the slow ones they replaced."""
+
+import pytest
+
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.storage import Conditions, QuerySpec
+
+TEXTS = [
+    ("Run the tests after every edit", "Verification catches regressions before submitting."),
+    ("Quote shell variables", "Unquoted expansions split file names with spaces."),
+    ("Check the output format", "Graders compare the exact output, whitespace included."),
+    ("Reproduce before fixing", "A minimal script shows the bug and later proves the fix."),
+    ("Read call sites first", "Changing a signature breaks callers the tests do not cover."),
+    ("Use UTC timestamps", "Naive datetimes break across daylight-saving changes."),
+    ("Parse CSV with a real parser", "Quoted commas break a naive split on commas."),
+    ("Fix seeds for reproducibility", "Unseeded runs make validation scores drift."),
+    ("Count rows after each join", "A join fan-out silently duplicates rows in totals."),
+    ("Prefer the smallest change", "Small patches are easier to verify and review."),
+]
+# More memories than a prefetch list holds (20), so a hit can be in one list and not the other.
+SUBJECTS = ["Users", "Admins", "Guests", "New accounts", "Service accounts", "Customers", "Mobile users"]
+CAUSES = ["an expired password", "a clock skew", "a cached session", "an unverified email", "a locked account",
+          "a revoked token"]
+TEXTS += [(f"Login trouble {i}", f"{s} are unable to log into their accounts because of {c}.")
+          for i, (s, c) in enumerate((s, c) for s in SUBJECTS for c in CAUSES)]
+TEXTS.insert(0, ("Numeric parsing", "The parser in check_id_42 expected an int but got a string."))  # domain d0
+QUERIES = ["cannot sign in: error in check_id_42", "how do I verify my change works", "file names with spaces break my script", "check_output exact format",
+           "totals are wrong after a join", "csv split on commas", "daylight saving bug in timestamps"]
+
+
+@pytest.fixture(params=["edge", "client"])
+def pool(request, embeddings):
+    p = MemoryPool.open(":memory:", embeddings, engine=request.param)
+    p.add_many([InsightMemory(title=t, description=d, content=d, sources=[Provenance(domain=f"d{i % 3}")])
+                for i, (t, d) in enumerate(TEXTS)])
+    yield p
+    p.close()
+
+
+def test_retriever_matches_the_separate_dense_and_bm25_lists(pool):
+    seen = set()
+    for query in QUERIES:
+        hits = pool.search(query, k=5, exclude_domains=["d1"])
+        where = Conditions(excludes={"domains": ["d1"], "source_task_ids": []})
+        dense, sparse = pool.store.query([
+            QuerySpec(limit=20, where=where, dense=pool.embeddings.embed_query(query)),
+            QuerySpec(limit=20, where=where, sparse=pool._sparse(query, query=True)),
+        ])
+        dense_ids, sparse_ids = {h.id for h in dense}, {h.id for h in sparse}
+        for hit in hits:
+            in_dense, in_sparse = hit.memory.id in dense_ids, hit.memory.id in sparse_ids
+            expected = "both" if in_dense and in_sparse else "bm25" if in_sparse else "dense"
+            assert hit.retriever == expected, (query, hit.memory.title)
+            seen.add(hit.retriever)
+    assert seen == {"dense", "bm25", "both"}
+
+
+NEW = InsightMemory(title="Something new", description="A memory not seen before.", content="Nothing like it.")
+
+
+def test_writes_ask_the_engine_to_index(pool, monkeypatch):
+    calls = []
+    monkeypatch.setattr(pool.store, "optimize", lambda: calls.append(1))
+    pool.add(NEW)
+    assert calls == [1]
+    pool.add(NEW)
+    assert calls == [1]  # nothing written, nothing to index
