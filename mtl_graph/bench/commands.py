@@ -50,6 +50,9 @@ def eval_cmd(
     top_k: int = typer.Option(3, "--top-k", min=1, help="Memories retrieved per run."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Runs in parallel."),
     server: Optional[str] = typer.Option(None, "--server", help="URL of a LangGraph server running the MTL graph."),
+    pool: Optional[str] = typer.Option(
+        None, "--pool", help="Memory pool of phases 2-3 (default OUT/pool; with --server, the pool the server "
+                             "reads, MTL_POOL by default: a Qdrant URL or a directory the server has not opened)."),
     sandbox: str = typer.Option("local", "--sandbox", help="Sandbox backend for checks: local, bwrap, docker, auto."),
     price_in: float = typer.Option(0.0, "--price-in", help="USD per million input tokens."),
     price_out: float = typer.Option(0.0, "--price-out", help="USD per million output tokens."),
@@ -64,16 +67,24 @@ def eval_cmd(
     from mtl_graph.bench.runners import RunnerUnavailable, make_runner
     from mtl_graph.bench.store import StoreError
     from mtl_graph.bench.suites import SuiteError
+    from mtl_graph.memory.location import PoolError
 
     try:
-        runner, distill = make_runner(agent=agent, model=model, server=server, sandbox=sandbox)
         config = EvalConfig(
             suites=_split(suites), runner=agent or "graph", model=model, formats=_formats(formats), k=k,
             samples=samples, seed=seed, limit=limit, pool_fractions=[float(x) for x in _split(pool_fractions)],
             source_domain_counts=[int(x) for x in _split(source_domains)], source_model=source_model,
             holdout=holdout, top_k=top_k, price_input_per_mtok=price_in, price_output_per_mtok=price_out)
-        summary = run_eval(config, runner, str(out), distill=distill, concurrency=concurrency, progress=progress)
-    except (RunnerUnavailable, SuiteError, StoreError) as exc:
+        # A local eval keeps its own pool next to its results, so a resumed phase 3 finds phase 2's memories.
+        pool = pool or (None if server else str(out / "pool"))
+        runner, distill = make_runner(agent=agent, model=model, server=server, sandbox=sandbox, pool=pool,
+                                      run_log=out / "runs.jsonl", formats=[f.value for f in config.formats])
+        try:
+            summary = run_eval(config, runner, str(out), distill=distill, concurrency=concurrency,
+                               progress=progress)
+        finally:
+            getattr(runner, "close", lambda: None)()  # the graph runner's pool handle
+    except (RunnerUnavailable, SuiteError, StoreError, PoolError) as exc:
         raise _fail(str(exc)) from None
     except ValidationError as exc:
         raise _fail("invalid options: " + "; ".join(e["msg"] for e in exc.errors())) from None

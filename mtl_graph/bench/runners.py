@@ -15,6 +15,7 @@ from mtl_graph.bench.checks import open_sandbox, run_check, run_setup
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY
 from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
+from mtl_graph.memory.models import MemoryType
 from mtl_graph.tasks import Task
 
 SolvePolicy = Callable[[Task, Condition, int], bool]
@@ -149,16 +150,18 @@ class RunnerUnavailable(RuntimeError):
     """The requested runner cannot be built in this installation."""
 
 
-# Module that will provide GraphRunner(model=..., sandbox=...), RemoteRunner(url=..., model=...) and
-# make_distiller(model=...) once the MTL graph exists; looked up lazily so the harness works without it.
-# Both runners pass the MemoryScope to the graph (retrieval filters, write_back off) and turn its final
-# state into a RunOutcome with outcome_from_state.
+# Provides GraphRunner (in-process MTL graph), RemoteRunner (a LangGraph server) and make_distiller (phase 2);
+# imported lazily so the offline harness works without the graph's dependencies loaded.
 GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
 
 
 def make_runner(agent: str | None = None, model: str | None = None, server: str | None = None,
-                sandbox: str = "local") -> tuple[Runner, Callable | None]:
-    """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners)."""
+                sandbox: str = "local", pool: str | None = None, run_log: str | Path | None = None,
+                formats: Collection[str] | None = None) -> tuple[Runner, Callable | None]:
+    """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners).
+
+    pool is where phase 2 writes and phase 3 retrieves (with server, the pool that server reads); formats
+    are the ones phase 2 distils (default: all)."""
     if agent and model:
         raise RunnerUnavailable("give either --agent (offline runner) or --model (graph runner), not both")
     if agent:
@@ -171,13 +174,10 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
         raise RunnerUnavailable("give --model PROVIDER:MODEL (graph runner) or --agent oracle|noop (offline)")
     import importlib
 
-    try:
-        module = importlib.import_module(GRAPH_RUNNER_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != GRAPH_RUNNER_MODULE:
-            raise
-        raise RunnerUnavailable(
-            "the graph-backed runner is not available in this installation yet; "
-            "run offline with --agent oracle or --agent noop") from None
-    runner = module.RemoteRunner(url=server, model=model) if server else module.GraphRunner(model=model, sandbox=sandbox)
-    return runner, module.make_distiller(model=model)
+    module = importlib.import_module(GRAPH_RUNNER_MODULE)
+    if server:
+        runner = module.RemoteRunner(url=server, model=model)
+    else:
+        runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, run_log=run_log)
+    kinds = list(formats) if formats is not None else list(MemoryType)
+    return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds)

@@ -1,0 +1,251 @@
+"""Graph-backed runners for the harness: the MTL graph in-process, or on a LangGraph server; and phase 2.
+
+Both runners turn the harness's MemoryScope into the graph's run context (retrieval filters, write back off)
+and its final state into a RunOutcome. ``make_distiller`` distils the zero-shot runs into the real pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Union
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict
+
+from mtl_graph.bench.models import Condition, MemoryRef, MemoryScope, Pool, RunOutcome, TaskResult
+from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
+from mtl_graph.bench.suites.base import REFERENCE_KEY
+from mtl_graph.memory.models import MemoryType
+from mtl_graph.tasks import Task
+
+log = logging.getLogger(__name__)
+
+ModelFactory = Callable[[Task], BaseChatModel]
+ModelSpec = Union[str, BaseChatModel, ModelFactory]
+"""``provider:model``, ``scripted:FILE.json`` (a fresh replay per run), a chat model, or a factory per task."""
+
+DEFAULT_GRAPH_ID = "mtl"
+
+
+def run_context(scope: MemoryScope | None, model: str | None = None) -> dict[str, Any]:
+    """The graph's run context (MTLContext fields) for a scope; None is zero-shot.
+
+    hold_one_out stays off: the scope already lists the task's domain in exclude_domains when the condition
+    holds it out, and a no-holdout condition must not get it back from the graph's default."""
+    if scope is None:
+        ctx: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False}
+    else:
+        ctx = {"memory_type": scope.memory_type.value, "top_k": scope.top_k, "online": scope.write_back,
+               "hold_one_out": False, "exclude_domains": list(scope.exclude_domains),
+               "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.allowed_ids}
+    return {**ctx, "model": model} if model else ctx
+
+
+def agent_task(task: Task) -> Task:
+    """The task as the agent may see it: the reference solution is for the oracle, never for the agent."""
+    if REFERENCE_KEY not in task.metadata:
+        return task
+    return task.model_copy(update={"metadata": {k: v for k, v in task.metadata.items() if k != REFERENCE_KEY}})
+
+
+class GraphRunnerSettings(BaseModel):
+    """Where the in-process graph runs and what it writes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: str = "auto"
+    """Sandbox backend of the agent and the checks: auto, bwrap, local or docker."""
+    pool_location: str | None = None
+    """Memory pool phase 3 retrieves from (a directory, ":memory:" or a Qdrant URL); None: MTL_POOL."""
+    run_log: Path | None = None
+    """JSONL log every run is appended to; None: MTL_RUN_LOG."""
+    workspace_root: Path | None = None
+    """Where run workspaces are created; None: a temporary directory."""
+
+
+def _pool_location(location: str | None) -> str:
+    from mtl_graph.settings import get_settings
+
+    return str(location) if location is not None else get_settings().pool
+
+
+def _model_factory(model: ModelSpec) -> ModelFactory:
+    """One chat model per run: replays and factories start fresh for every task; a real model is shared."""
+    from mtl_graph.graph.support import ModelNotConfigured, resolve_model
+
+    if not isinstance(model, (str, BaseChatModel)):
+        if callable(model):
+            return model
+        raise TypeError(f"model must be a provider:model string, a chat model or a factory, not "
+                        f"{type(model).__name__}")
+    try:
+        chat = resolve_model(model, None)  # fail now (missing key, package or script), not once per run
+    except ModelNotConfigured as exc:
+        raise RunnerUnavailable(str(exc)) from None
+    if isinstance(model, str) and model.startswith("scripted:"):
+        return lambda task: resolve_model(model, None)  # a replay starts from its first action every run
+    return lambda task: chat
+
+
+class GraphRunner:
+    """Runs each attempt through ``build_mtl_graph`` (our DefaultAgent inside) in this process.
+
+    One MemoryPool handle serves every thread; it is opened on the first memory run (zero-shot needs none)."""
+
+    name = "graph"
+
+    def __init__(self, model: ModelSpec, **settings: Any) -> None:
+        self.settings = GraphRunnerSettings(**settings)
+        self._model_for = _model_factory(model)
+        self._pool: Any = None
+        self._pool_lock = threading.Lock()
+
+    def pool(self) -> Any:
+        """The shared pool handle (opened once)."""
+        with self._pool_lock:
+            if self._pool is None:
+                from mtl_graph.memory.pool import MemoryPool
+
+                self._pool = MemoryPool.open(_pool_location(self.settings.pool_location))
+            return self._pool
+
+    def close(self) -> None:
+        """Release the pool handle."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
+        from mtl_graph.graph import build_mtl_graph
+
+        start = time.monotonic()
+        # Compiling the six-node graph per run is cheap, and lets a factory hand every task its own model.
+        graph = build_mtl_graph(self._model_for(task), self.pool() if scope is not None else None,
+                                sandbox=self.settings.sandbox, run_log=self.settings.run_log,
+                                workspace_root=self.settings.workspace_root)
+        from mtl_graph.graph.context import MTLContext
+
+        state = graph.invoke({"task": agent_task(task)}, context=MTLContext(**run_context(scope)))
+        outcome = outcome_from_state(state)
+        outcome.duration_s = time.monotonic() - start
+        return outcome
+
+
+class RemoteRunner:
+    """Sends each attempt to a LangGraph server serving the MTL graph (``langgraph dev`` or a deployment)."""
+
+    name = "remote"
+
+    def __init__(self, url: str, model: str | None = None, graph_id: str = DEFAULT_GRAPH_ID,
+                 timeout: float = 3600.0) -> None:
+        from langgraph_sdk import get_sync_client
+
+        self.url, self.model, self.graph_id = url.rstrip("/"), model, graph_id
+        self.client = get_sync_client(url=self.url, timeout=timeout)
+        self._check()
+
+    def _check(self) -> None:
+        """Fail before the first run when the server is down or does not serve the graph."""
+        import httpx
+
+        try:  # one plain attempt first: the SDK's client retries a refused connection for several seconds
+            httpx.get(f"{self.url}/ok", timeout=10)
+        except httpx.TransportError as exc:
+            raise RunnerUnavailable(f"cannot reach the LangGraph server at {self.url}: "
+                                    f"{type(exc).__name__}: {exc}") from None
+        try:
+            assistants = self.client.assistants.search(limit=100)
+        except Exception as exc:  # connection refused, DNS, TLS, HTTP errors: all mean "cannot use it"
+            raise RunnerUnavailable(f"cannot reach the LangGraph server at {self.url}: "
+                                    f"{type(exc).__name__}: {exc}") from None
+        known = {a["graph_id"] for a in assistants} | {a["assistant_id"] for a in assistants}
+        if self.graph_id not in known:
+            graphs = ", ".join(sorted({a["graph_id"] for a in assistants})) or "none"
+            raise RunnerUnavailable(f"the LangGraph server at {self.url} has no graph or assistant "
+                                    f"{self.graph_id!r} (graphs there: {graphs})")
+
+    def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
+        start = time.monotonic()
+        thread = self.client.threads.create()
+        try:
+            state = self.client.runs.wait(thread["thread_id"], self.graph_id,
+                                          input={"task": agent_task(task).model_dump(mode="json")},
+                                          context=run_context(scope, self.model))
+        finally:
+            try:  # a long evaluation should not leave thousands of threads on the server
+                self.client.threads.delete(thread["thread_id"])
+            except Exception:
+                log.debug("could not delete thread %s", thread["thread_id"], exc_info=True)
+        if not isinstance(state, dict):
+            raise RuntimeError(f"unexpected answer from {self.url}: {type(state).__name__}")
+        outcome = outcome_from_state(state)
+        outcome.duration_s = time.monotonic() - start
+        return outcome
+
+
+class PoolDistiller:
+    """Phase 2: every zero-shot trajectory, with its verdict, distilled into the real pool.
+
+    Failures (runs without a trajectory, formats that could not be distilled) are kept in ``failures``,
+    logged, and summarised in the returned Pool's note."""
+
+    def __init__(self, model: str | BaseChatModel | None, pool_location: str | None,
+                 formats: Iterable[MemoryType | str], concurrency: int = 4) -> None:
+        self.model, self.pool_location = model, pool_location
+        self.formats = [MemoryType(f) for f in formats]
+        self.concurrency = max(1, concurrency)
+        self.failures: list[str] = []
+
+    def _chat(self) -> BaseChatModel | None:
+        if all(f == MemoryType.TRAJECTORY for f in self.formats) or self.model is None:
+            return None  # trajectories are built without a model; no model means recorded failures instead
+        from mtl_graph.graph.support import resolve_model
+
+        return resolve_model(self.model, None)
+
+    def _distill(self, result: TaskResult, chat: BaseChatModel | None) -> tuple[list[Any], list[str]]:
+        from mtl_graph.experience.distill import distill
+
+        where = f"{result.task_id} #{result.attempt}"
+        if result.trajectory is None:
+            return [], [f"{where}: no trajectory to distil ({result.error or 'the run recorded none'})"]
+        trajectory = result.trajectory
+        if result.verdict is not None:  # the harness's verdict (tests or judge) picks the success/failure prompt
+            trajectory = trajectory.model_copy(update={"verdict": result.verdict})
+        label = self.model if isinstance(self.model, str) else None
+        made = distill(trajectory, self.formats, chat, distill_model=label)
+        return made.memories, [f"{where}: {f.format.value}: {f.reason}" for f in made.failures]
+
+    def __call__(self, results: list[TaskResult]) -> Pool:
+        from mtl_graph.memory.pool import MemoryPool
+
+        chat = self._chat()
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="mtl-distill") as executor:
+            made = list(executor.map(lambda r: self._distill(r, chat), results))
+        memories = [m for ms, _ in made for m in ms]
+        self.failures = [f for _, fs in made for f in fs]
+        for failure in self.failures:
+            log.warning("not distilled: %s", failure)
+        with MemoryPool.open(_pool_location(self.pool_location)) as pool:
+            added = pool.add_many(memories)
+            refs = [MemoryRef(id=m.id, type=MemoryType(m.type), domains=m.domains,
+                              source_task_ids=m.source_task_ids,
+                              task_models=sorted({s.task_model for s in m.sources if s.task_model}))
+                    for m in pool]
+        new = sum(r.status == "added" for r in added)
+        note = (f"distilled {len(results)} zero-shot runs into {len(memories)} memories "
+                f"({new} new, {len(added) - new} merged or existing) of {', '.join(f.value for f in self.formats)}")
+        if self.failures:
+            note += f"; {len(self.failures)} not distilled: " + "; ".join(self.failures)
+        return Pool(memories=refs, note=note)
+
+
+def make_distiller(model: str | BaseChatModel | None = None, pool_location: str | None = None,
+                   formats: Iterable[MemoryType | str] = tuple(MemoryType), concurrency: int = 4) -> PoolDistiller:
+    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location."""
+    return PoolDistiller(model, pool_location, formats, concurrency)
