@@ -148,6 +148,9 @@ def test_distiller_records_every_failure(tmp_path):
     assert "2 not distilled" in pool.note and "sandbox died" in pool.note
     with MemoryPool.open(tmp_path / "pool") as real:  # the verdict given by the harness picked the outcome
         assert [m.outcome for m in real] == ["failure"]
+    with pytest.raises(RunnerUnavailable, match="phase 2 distils here.*cannot load scripted model"):
+        make_distiller(f"scripted:{tmp_path / 'missing.json'}", None, ["insight"])
+    assert make_distiller(f"scripted:{tmp_path / 'missing.json'}", None, ["trajectory"]).chat is None
 
 
 def test_make_runner_builds_the_graph_runner_and_the_cli_runs_it(tmp_path):

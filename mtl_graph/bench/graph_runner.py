@@ -11,7 +11,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +21,9 @@ from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
 from mtl_graph.bench.suites.base import REFERENCE_KEY
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.tasks import Task
+
+if TYPE_CHECKING:
+    from mtl_graph.memory.pool import MemoryPool
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +104,10 @@ class GraphRunner:
     def __init__(self, model: ModelSpec, **settings: Any) -> None:
         self.settings = GraphRunnerSettings(**settings)
         self._model_for = _model_factory(model)
-        self._pool: Any = None
+        self._pool: MemoryPool | None = None
         self._pool_lock = threading.Lock()
 
-    def pool(self) -> Any:
+    def pool(self) -> "MemoryPool":
         """The shared pool handle (opened once)."""
         with self._pool_lock:
             if self._pool is None:
@@ -122,14 +125,13 @@ class GraphRunner:
 
     def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
         from mtl_graph.graph import build_mtl_graph
+        from mtl_graph.graph.context import MTLContext
 
         start = time.monotonic()
         # Compiling the six-node graph per run is cheap, and lets a factory hand every task its own model.
         graph = build_mtl_graph(self._model_for(task), self.pool() if scope is not None else None,
                                 sandbox=self.settings.sandbox, run_log=self.settings.run_log,
                                 workspace_root=self.settings.workspace_root)
-        from mtl_graph.graph.context import MTLContext
-
         state = graph.invoke({"task": agent_task(task)}, context=MTLContext(**run_context(scope)))
         outcome = outcome_from_state(state)
         outcome.duration_s = time.monotonic() - start
@@ -200,13 +202,18 @@ class PoolDistiller:
         self.formats = [MemoryType(f) for f in formats]
         self.concurrency = max(1, concurrency)
         self.failures: list[str] = []
+        self.chat = self._chat()
 
     def _chat(self) -> BaseChatModel | None:
+        """The distilling model, loaded now so a missing key fails before phase 1, not after it."""
         if all(f == MemoryType.TRAJECTORY for f in self.formats) or self.model is None:
             return None  # trajectories are built without a model; no model means recorded failures instead
-        from mtl_graph.graph.support import resolve_model
+        from mtl_graph.graph.support import ModelNotConfigured, resolve_model
 
-        return resolve_model(self.model, None)
+        try:
+            return resolve_model(self.model, None)
+        except ModelNotConfigured as exc:
+            raise RunnerUnavailable(f"phase 2 distils here, in this process: {exc}") from None
 
     def _distill(self, result: TaskResult, chat: BaseChatModel | None) -> tuple[list[Any], list[str]]:
         from mtl_graph.experience.distill import distill
@@ -224,9 +231,8 @@ class PoolDistiller:
     def __call__(self, results: list[TaskResult]) -> Pool:
         from mtl_graph.memory.pool import MemoryPool
 
-        chat = self._chat()
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="mtl-distill") as executor:
-            made = list(executor.map(lambda r: self._distill(r, chat), results))
+            made = list(executor.map(lambda r: self._distill(r, self.chat), results))
         memories = [m for ms, _ in made for m in ms]
         self.failures = [f for _, fs in made for f in fs]
         for failure in self.failures:
