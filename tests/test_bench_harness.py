@@ -221,3 +221,14 @@ def test_outcome_from_a_graph_final_state():
     assert outcome.passed and outcome.tokens == TokenUsage(input=7, output=3)
     assert outcome.retrieved[0].domains == ["x"] and outcome.new_memory_ids == ["n1"]
     assert outcome_from_state({"trajectory": traj}).verdict == verdict
+
+
+def test_phase_two_waits_until_every_zero_shot_run_finished(tmp_path):
+    cfg = EvalConfig(suites=[TASKS], runner="flaky", formats=[MemoryType.TRAJECTORY])
+    flaky, distilled = _FlakyRunner(), []
+    distill = lambda rs: distilled.append(len(rs)) or Pool(note="test")  # noqa: E731
+    first = Harness(cfg, flaky, ResultStore(tmp_path, cfg), distill, progress=False).run()
+    assert first.errors == 1 and "1 zero-shot run(s) ended with an error" in first.stopped
+    assert distilled == [] and ResultStore(tmp_path).load_pool() is None
+    second = Harness(cfg, flaky, ResultStore(tmp_path, cfg), distill, progress=False).run()
+    assert second.stopped is None and distilled == [2] and "phase 3: memory transfer" in second.ran

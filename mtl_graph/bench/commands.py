@@ -95,6 +95,8 @@ def eval_cmd(
         raise typer.Exit(code=130) from None
     for spec, reason in summary.skipped_suites.items():
         typer.echo(f"skipped suite {spec}: {reason}")
+    if summary.stopped:
+        typer.echo(f"stopped before distillation: {summary.stopped}", err=True)
     paths = render_report(out)
     ran = sum(summary.ran.values())
     typer.echo(f"{ran} runs ({sum(summary.resumed.values())} resumed, {summary.errors} errors, "

@@ -36,6 +36,8 @@ class EvalSummary(BaseModel):
     """Suites that cannot run here, with the reason."""
     pool_size: int = 0
     """Memories in the phase-2 pool."""
+    stopped: str | None = None
+    """Why the protocol stopped before phase 2 (it needs every zero-shot run to have finished)."""
 
 
 def build_scope(task: Task, condition: Condition, pool: Pool, config: EvalConfig) -> MemoryScope | None:
@@ -113,11 +115,24 @@ class Harness:
         tasks = [(s.name, t) for s in suites for t in s.tasks]
         zero, *memory_conditions = self.config.conditions()
         self._phase("phase 1: zero-shot", tasks, [zero], Pool(), summary)
+        missing = self._unfinished_zero_shot(tasks)
+        if memory_conditions and missing:
+            # Distilling now would freeze a pool without these runs' memories for every later resume.
+            summary.stopped = (f"{missing} zero-shot run(s) ended with an error; rerun the same command to retry "
+                               "them before the pool is distilled")
+            log.warning(summary.stopped)
+            return summary
         if memory_conditions:
             pool = self._pool()
             summary.pool_size = len(pool.memories)
             self._phase("phase 3: memory transfer", tasks, memory_conditions, pool, summary)
         return summary
+
+    def _unfinished_zero_shot(self, tasks: list[tuple[str, Task]]) -> int:
+        zero = self.config.conditions()[0]
+        done = self.store.done()
+        return sum((suite, task.id, zero.key, a) not in done for suite, task in tasks
+                   for a in range(self.config.n_samples))
 
     def _pool(self) -> Pool:
         """Phase 2, once per results directory: distill zero-shot runs; a saved pool is reused on resume."""
