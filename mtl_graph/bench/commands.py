@@ -53,7 +53,7 @@ def eval_cmd(
     pool: Optional[str] = typer.Option(
         None, "--pool", help="Memory pool of phases 2-3 (default OUT/pool; with --server, the pool the server "
                              "reads, MTL_POOL by default: a Qdrant URL or a directory the server has not opened)."),
-    sandbox: str = typer.Option("local", "--sandbox", help="Sandbox backend for checks: local, bwrap, docker, auto."),
+    sandbox: str = typer.Option("auto", "--sandbox", help="Where agent commands and checks run: auto (bwrap when available), bwrap, local, docker."),
     price_in: float = typer.Option(0.0, "--price-in", help="USD per million input tokens."),
     price_out: float = typer.Option(0.0, "--price-out", help="USD per million output tokens."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars per phase."),

@@ -156,7 +156,7 @@ GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
 
 
 def make_runner(agent: str | None = None, model: str | None = None, server: str | None = None,
-                sandbox: str = "local", pool: str | None = None, run_log: str | Path | None = None,
+                sandbox: str = "auto", pool: str | None = None, run_log: str | Path | None = None,
                 formats: Collection[str] | None = None) -> tuple[Runner, Callable | None]:
     """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners).
 
