@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from mtl_graph.experience.distill import DistillConfig, InsightDraft, count_sentences, distill
 from mtl_graph.experience.importers import load_file
 from mtl_graph.experience.leaks import find_leaks, task_specifics
-from mtl_graph.experience.testing import ScriptedChatModel, ScriptedTextModel
+from mtl_graph.experience.testing import RoutedChatModel, RoutedTextModel
 from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import InsightMemory, MemoryType, Outcome, SummaryMemory, TrajectoryMemory, WorkflowMemory
 from mtl_graph.tasks import TaskRef
@@ -39,7 +39,7 @@ def run() -> Trajectory:
 
 
 def test_all_four_formats_with_provenance(run: Trajectory) -> None:
-    model = ScriptedChatModel(route=by_schema, model_name="gpt-test")
+    model = RoutedChatModel(route=by_schema, model_name="gpt-test")
     result = distill(run, ["insight", "workflow", "summary", "trajectory"], model)
     assert not result.failures and result.outcome == Outcome.SUCCESS
     kinds = {type(m) for m in result.memories}
@@ -56,7 +56,7 @@ def test_all_four_formats_with_provenance(run: Trajectory) -> None:
 
 
 def test_success_and_failure_prompts_differ(run: Trajectory) -> None:
-    model = ScriptedChatModel(route=by_schema)
+    model = RoutedChatModel(route=by_schema)
     distill(run, ["insight"], model)
     failed = run.model_copy(update={"verdict": Verdict(status=VerdictStatus.FAIL, reason="nested keys lost")})
     distill(failed, ["insight"], model)
@@ -68,7 +68,7 @@ def test_success_and_failure_prompts_differ(run: Trajectory) -> None:
 
 def test_uncertain_verdict_gives_unknown_outcome(run: Trajectory) -> None:
     unsure = run.model_copy(update={"verdict": Verdict(status=VerdictStatus.UNCERTAIN)})
-    model = ScriptedChatModel(route=by_schema)
+    model = RoutedChatModel(route=by_schema)
     result = distill(unsure, ["summary"], model)
     assert result.memories[0].outcome == Outcome.UNKNOWN
     assert "not verified" in model.calls[0][-1].content
@@ -77,7 +77,7 @@ def test_uncertain_verdict_gives_unknown_outcome(run: Trajectory) -> None:
 def test_json_mode_fallback(run: Trajectory) -> None:
     import json
 
-    model = ScriptedTextModel(script=[f"Sure!\n{json.dumps(INSIGHT)}"])
+    model = RoutedTextModel(script=[f"Sure!\n{json.dumps(INSIGHT)}"])
     result = distill(run, ["insight"], model)
     assert result.memories and result.memories[0].title == INSIGHT["title"]
 
@@ -95,14 +95,14 @@ def test_json_mode_fallback(run: Trajectory) -> None:
     ids=["malformed", "empty", "refusal", "missing", "overlong", "two-sentences"],
 )
 def test_bad_answers_are_retried_with_the_error(run: Trajectory, bad: object) -> None:
-    model = ScriptedChatModel(script=[bad, INSIGHT])
+    model = RoutedChatModel(script=[bad, INSIGHT])
     result = distill(run, ["insight"], model)
     assert [m.title for m in result.memories] == [INSIGHT["title"]]
     assert "could not be used" in model.calls[1][-1].content
 
 
 def test_not_distilled_after_bounded_retries_is_reported(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[{"title": "t"}], model_name="m")
+    model = RoutedChatModel(script=[{"title": "t"}], model_name="m")
     result = distill(run, ["insight", "trajectory"], model, config=DistillConfig(max_attempts=2))
     assert [type(m) for m in result.memories] == [TrajectoryMemory]
     [failure] = result.failures
@@ -112,7 +112,7 @@ def test_not_distilled_after_bounded_retries_is_reported(run: Trajectory) -> Non
 
 def test_leak_is_detected_and_retried_once(run: Trajectory) -> None:
     leaky = {**INSIGHT, "content": "Open src/flask/config.py and change from_file first. Then run the tests."}
-    model = ScriptedChatModel(script=[leaky, INSIGHT])
+    model = RoutedChatModel(script=[leaky, INSIGHT])
     result = distill(run, ["insight"], model)
     assert result.memories and not result.failures
     assert "src/flask/config.py" in model.calls[1][-1].content and "general version" in model.calls[1][-1].content
@@ -121,22 +121,22 @@ def test_leak_is_detected_and_retried_once(run: Trajectory) -> None:
 
 def test_persistent_leak_fails_or_is_kept_by_configuration(run: Trajectory) -> None:
     leaky = {**WORKFLOW, "actions": ["Edit src/flask/config.py.", "Run tests/test_config.py."]}
-    result = distill(run, ["workflow"], ScriptedChatModel(script=[leaky]))
+    result = distill(run, ["workflow"], RoutedChatModel(script=[leaky]))
     assert not result.memories and "leaks task specifics after a retry" in result.failures[0].reason
-    kept = distill(run, ["workflow"], ScriptedChatModel(script=[leaky]), config=DistillConfig(on_leak="keep"))
+    kept = distill(run, ["workflow"], RoutedChatModel(script=[leaky]), config=DistillConfig(on_leak="keep"))
     assert kept.memories and "still leaks" in kept.warnings[0]
 
 
 def test_summaries_may_name_specifics(run: Trajectory) -> None:
     specific = {**SUMMARY, "task_summary": "Add a text flag to flask.Config.from_file(). Binary parsers need it."}
-    model = ScriptedChatModel(script=[specific])
+    model = RoutedChatModel(script=[specific])
     assert distill(run, ["summary"], model).memories
 
 
 def test_token_usage_is_recorded_per_format(run: Trajectory) -> None:
     msg = AIMessage("", tool_calls=[{"name": "InsightDraft", "args": INSIGHT, "id": "1"}],
                     usage_metadata={"input_tokens": 1200, "output_tokens": 80, "total_tokens": 1280})
-    result = distill(run, ["insight", "trajectory"], ScriptedChatModel(script=["nope", msg]))
+    result = distill(run, ["insight", "trajectory"], RoutedChatModel(script=["nope", msg]))
     assert result.usage["insight"].input == 1200 and result.usage["trajectory"].input == 0
     assert result.total_usage.output == 80
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from mtl_graph.experience.commands import ingest as ingest_command
 from mtl_graph.experience.ingest import LEDGER_FILE, IngestConfig, Ledger, ingest
-from mtl_graph.experience.testing import ScriptedChatModel
+from mtl_graph.experience.testing import RoutedChatModel
 from mtl_graph.memory.models import MemoryType, Outcome, SummaryMemory
 from mtl_graph.memory.pool import MemoryPool
 
@@ -58,7 +58,7 @@ def config(**kw: object) -> IngestConfig:
 
 
 def test_ingest_then_search_finds_the_new_memories(pool: MemoryPool) -> None:
-    model = ScriptedChatModel(route=route, model_name="scripted-1")
+    model = RoutedChatModel(route=route, model_name="scripted-1")
     report = ingest(GOOD, pool, model, config(concurrency=3))
     assert report.ok and report.count("ingested") == 7, report
     assert pool.count() == 14
@@ -86,14 +86,14 @@ def test_resume_after_interrupted_ingest(pool: MemoryPool) -> None:
         return route(tool, messages)
 
     with pytest.raises(KeyboardInterrupt):
-        ingest(GOOD, pool, ScriptedChatModel(route=interrupting), config(concurrency=1))
+        ingest(GOOD, pool, RoutedChatModel(route=interrupting), config(concurrency=1))
     assert pool.count() == 4  # two runs finished before the interruption
     calls.clear()
-    report = ingest(GOOD, pool, ScriptedChatModel(route=interrupting), config(concurrency=2))
+    report = ingest(GOOD, pool, RoutedChatModel(route=interrupting), config(concurrency=2))
     assert report.count("skipped") == 2 and report.count("ingested") == 5 and report.ok
     assert all(r.reason == "already ingested" for r in report.runs if r.status == "skipped")
     assert len(calls) == 5 and pool.count() == 14
-    again = ingest(GOOD, pool, ScriptedChatModel(route=interrupting), config())
+    again = ingest(GOOD, pool, RoutedChatModel(route=interrupting), config())
     assert again.count("skipped") == 7 and pool.count() == 14
 
 
@@ -101,11 +101,11 @@ def test_failed_format_is_reported_and_retried_on_resume(pool: MemoryPool) -> No
     def bad_summaries(tool: str | None, messages: list) -> object:
         return {"task_summary": "x"} if tool == "SummaryDraft" else route(tool, messages)
 
-    report = ingest([LOGS / "swe_agent"], pool, ScriptedChatModel(route=bad_summaries), config())
+    report = ingest([LOGS / "swe_agent"], pool, RoutedChatModel(route=bad_summaries), config())
     [run] = report.runs
     assert run.status == "failed" and run.reason.startswith("summary: no valid answer") and not report.ok
     assert pool.count() == 1  # the trajectory memory is kept and recorded
-    fixed = ScriptedChatModel(route=route)
+    fixed = RoutedChatModel(route=route)
     report = ingest([LOGS / "swe_agent"], pool, fixed, config())
     assert report.count("ingested") == 1 and pool.count() == 2
     # only the missing format was redone: one judge call and one summary call, no new trajectory memory
@@ -113,7 +113,7 @@ def test_failed_format_is_reported_and_retried_on_resume(pool: MemoryPool) -> No
 
 
 def test_bad_files_do_not_stop_the_batch(pool: MemoryPool) -> None:
-    report = ingest([LOGS / "bad", LOGS / "swe_agent"], pool, ScriptedChatModel(route=route), config())
+    report = ingest([LOGS / "bad", LOGS / "swe_agent"], pool, RoutedChatModel(route=route), config())
     assert report.count("ingested") == 1 and len(report.file_failures) == 6 and not report.ok
     reasons = " | ".join(f.reason for f in report.file_failures)
     for name in ("empty.json", "malformed.traj.json", "unknown.json", "binary.traj", "latin1.json", "bad_line.jsonl:2"):
@@ -124,7 +124,7 @@ def test_dry_run_and_uncertain_runs(tmp_path: Path, pool: MemoryPool) -> None:
     plan = ingest(GOOD, None, None, config(dry_run=True), ledger=Ledger(None))
     assert plan.count("planned") == 7 and plan.ok
     unsure = dict(DECISION, verdict="uncertain")
-    model = ScriptedChatModel(route=lambda tool, m: unsure if tool == "JudgeDecision" else route(tool, m))
+    model = RoutedChatModel(route=lambda tool, m: unsure if tool == "JudgeDecision" else route(tool, m))
     report = ingest([LOGS / "swe_agent", LOGS / "runlog"], pool, model, config(skip_uncertain=True))
     statuses = {r.task_id: (r.status, r.outcome) for r in report.runs}
     assert statuses["django__django-11099"] == ("skipped", "unknown")  # unlabelled, judged uncertain
@@ -153,7 +153,7 @@ def cli() -> typer.Typer:
 def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddings) -> None:
     import mtl_graph.experience.structured as structured
 
-    model = ScriptedChatModel(route=route)
+    model = RoutedChatModel(route=route)
     monkeypatch.setattr(structured, "resolve_model", lambda name: model)
     location = str(tmp_path / "cli-pool")
     args = ["ingest", *map(str, GOOD), str(LOGS / "bad"), "--pool", location, "--model", "openai:gpt-x",
@@ -223,7 +223,7 @@ def test_custom_judge_protocol(pool: MemoryPool) -> None:
         def judge(self, trajectory):  # stands in for the graph's test-based judge
             return Verdict(status=VerdictStatus.FAIL, reason="check exited 1", source="tests")
 
-    report = ingest([LOGS / "swe_agent"], pool, ScriptedChatModel(route=route),
+    report = ingest([LOGS / "swe_agent"], pool, RoutedChatModel(route=route),
                     IngestConfig(formats=[MemoryType.TRAJECTORY], judge=True), judge=TestsJudge())
     assert [r.outcome for r in report.runs] == ["failure"]
     assert next(iter(pool)).outcome == Outcome.FAILURE

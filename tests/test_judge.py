@@ -13,7 +13,7 @@ from mtl_graph.experience.judge import Judge, JudgeConfig, LabelJudge, LLMJudge
 from mtl_graph.experience.prompting import load_prompt, render_trajectory
 from mtl_graph.experience.structured import (StructuredCallError, extract_json_object, model_label,
                                              structured_call)
-from mtl_graph.experience.testing import ScriptedChatModel, ScriptedTextModel
+from mtl_graph.experience.testing import RoutedChatModel, RoutedTextModel
 from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.tasks import TaskRef
 
@@ -32,7 +32,7 @@ def run() -> Trajectory:
 
 
 def test_pass_through_tool_calls(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[AIMessage("", tool_calls=[{"name": "JudgeDecision", "args": decision(), "id": "1"}],
+    model = RoutedChatModel(script=[AIMessage("", tool_calls=[{"name": "JudgeDecision", "args": decision(), "id": "1"}],
                                                 usage_metadata={"input_tokens": 900, "output_tokens": 60, "total_tokens": 960})])
     verdict, usage = LLMJudge(model).judge_with_usage(run)
     assert verdict == Verdict(status=VerdictStatus.PASS, reason="The tests ran and passed after the edit.", source="judge")
@@ -43,7 +43,7 @@ def test_pass_through_tool_calls(run: Trajectory) -> None:
 
 
 def test_pass_with_a_failed_criterion_becomes_fail(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[decision("pass", verified_with_evidence=False)])
+    model = RoutedChatModel(script=[decision("pass", verified_with_evidence=False)])
     verdict = LLMJudge(model).judge(run)
     assert verdict.status == VerdictStatus.FAIL
     assert "pass overruled" in verdict.reason and "verified_with_evidence" in verdict.reason
@@ -52,7 +52,7 @@ def test_pass_with_a_failed_criterion_becomes_fail(run: Trajectory) -> None:
 def test_json_mode_for_models_without_tools(run: Trajectory) -> None:
     import json
 
-    model = ScriptedTextModel(script=["Here is my verdict:\n```json\n" + json.dumps(decision("fail", spec_satisfied=False)) + "\n```"])
+    model = RoutedTextModel(script=["Here is my verdict:\n```json\n" + json.dumps(decision("fail", spec_satisfied=False)) + "\n```"])
     verdict = LLMJudge(model).judge(run)
     assert verdict.status == VerdictStatus.FAIL and "spec_satisfied" in verdict.reason
     assert "JSON Schema" in model.calls[0][-1].content
@@ -71,7 +71,7 @@ def test_json_mode_for_models_without_tools(run: Trajectory) -> None:
     ids=["malformed", "empty", "refusal", "missing", "overlong", "bad-enum"],
 )
 def test_bad_answer_then_retry_succeeds(run: Trajectory, bad: object) -> None:
-    model = ScriptedChatModel(script=[bad, decision("fail", no_regressions=False)])
+    model = RoutedChatModel(script=[bad, decision("fail", no_regressions=False)])
     verdict = LLMJudge(model).judge(run)
     assert verdict.status == VerdictStatus.FAIL
     assert len(model.calls) == 2
@@ -80,7 +80,7 @@ def test_bad_answer_then_retry_succeeds(run: Trajectory, bad: object) -> None:
 
 
 def test_overlong_feedback_names_field_and_length(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[decision(reasoning="y" * 2500), decision()])
+    model = RoutedChatModel(script=[decision(reasoning="y" * 2500), decision()])
     LLMJudge(model).judge(run)
     feedback = model.calls[1][-1]
     assert isinstance(feedback, ToolMessage)  # answers the tool call, as tool-calling APIs require
@@ -88,25 +88,25 @@ def test_overlong_feedback_names_field_and_length(run: Trajectory) -> None:
 
 
 def test_judge_gives_up_as_uncertain(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=["no", "still no", "never"])
+    model = RoutedChatModel(script=["no", "still no", "never"])
     verdict, _ = LLMJudge(model, JudgeConfig(max_attempts=3)).judge_with_usage(run)
     assert verdict.status == VerdictStatus.UNCERTAIN and "no usable verdict" in verdict.reason
     assert len(model.calls) == 3
 
 
 def test_model_errors_count_as_attempts(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[TimeoutError("read timed out"), decision()])
+    model = RoutedChatModel(script=[TimeoutError("read timed out"), decision()])
     assert LLMJudge(model).judge(run).status == VerdictStatus.PASS
 
 
 def test_uncertain_is_kept(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[decision("uncertain", reasoning="The log is cut before the submission.")])
+    model = RoutedChatModel(script=[decision("uncertain", reasoning="The log is cut before the submission.")])
     assert LLMJudge(model).judge(run).status == VerdictStatus.UNCERTAIN
 
 
 def test_judge_prompt_is_redacted(run: Trajectory) -> None:
     leaky = run.model_copy(update={"steps": [*run.steps, Step(action="env", observation="DB_PASSWORD=hunter2-prod-77")]})
-    model = ScriptedChatModel(script=[decision()])
+    model = RoutedChatModel(script=[decision()])
     LLMJudge(model).judge(leaky)
     text = model.calls[0][-1].content
     assert "hunter2-prod-77" not in text and "DB_PASSWORD=[REDACTED:password]" in text
@@ -131,7 +131,7 @@ def test_long_runs_are_trimmed_deterministically() -> None:
 
 
 def test_judge_marks_the_cut(run: Trajectory) -> None:
-    model = ScriptedChatModel(script=[decision()])
+    model = RoutedChatModel(script=[decision()])
     LLMJudge(model, JudgeConfig(budget_tokens=2_000)).judge(long_run())
     assert "shortened to fit" in model.calls[0][-1].content
 
@@ -147,17 +147,17 @@ class Small(BaseModel):
 
 
 def test_structured_call_check_and_exhaustion() -> None:
-    model = ScriptedChatModel(script=[{"name": "bad"}, {"name": "good"}])
+    model = RoutedChatModel(script=[{"name": "bad"}, {"name": "good"}])
     result = structured_call(model, Small, [HumanMessage("go")], check=lambda v: "say good" if v.name == "bad" else None)
     assert result.value.name == "good" and result.attempts == 2 and result.errors == ["say good"]
     with pytest.raises(StructuredCallError) as info:
-        structured_call(ScriptedTextModel(script=["{}"]), Small, [HumanMessage("go")], max_attempts=2)
+        structured_call(RoutedTextModel(script=["{}"]), Small, [HumanMessage("go")], max_attempts=2)
     assert len(info.value.errors) == 2 and "field 'name'" in info.value.errors[0]
 
 
 def test_invalid_tool_call_arguments_are_fed_back() -> None:
     broken = AIMessage("", invalid_tool_calls=[{"name": "Small", "args": "{name: ", "id": "1", "error": "bad json"}])
-    model = ScriptedChatModel(script=[broken, {"name": "ok"}])
+    model = RoutedChatModel(script=[broken, {"name": "ok"}])
     result = structured_call(model, Small, [HumanMessage("go")])
     assert result.value.name == "ok" and "not valid JSON" in result.errors[0]
 
@@ -168,6 +168,6 @@ def test_json_helpers_and_labels() -> None:
     with pytest.raises(ValueError, match="no JSON object"):
         extract_json_object("[1, 2]")
     assert model_label("openai:gpt-4o-mini") == "openai:gpt-4o-mini"
-    assert model_label(ScriptedChatModel(model_name="fake-1")) == "fake-1"
+    assert model_label(RoutedChatModel(model_name="fake-1")) == "fake-1"
     with pytest.raises(FileNotFoundError, match="no prompt template"):
         load_prompt("does_not_exist")

@@ -1,7 +1,7 @@
 """Scripted chat models: deterministic stand-ins for an LLM in tests and offline demos.
 
-`ScriptedChatModel` supports tool calling (so structured output goes through tool calls);
-`ScriptedTextModel` does not (structured output falls back to JSON text). Replies are taken from a script in
+`RoutedChatModel` (unlike `mtl_graph.agent.ScriptedChatModel`, which replays agent actions) supports tool calling (so structured output goes through tool calls);
+`RoutedTextModel` does not (structured output falls back to JSON text). Replies are taken from a script in
 order, or chosen by a route function from the requested tool name and the messages (thread-safe, so
 concurrent callers work). A reply may be a str (text), a dict (the tool-call arguments, or JSON text for the
 text model), an AIMessage (as is) or an exception (raised).
@@ -28,7 +28,7 @@ class _State:
         self.calls: list[list[BaseMessage]] = []
 
 
-class ScriptedTextModel(BaseChatModel):
+class RoutedTextModel(BaseChatModel):
     """A chat model without tool calling that replies from a script or a route."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -79,10 +79,10 @@ class ScriptedTextModel(BaseChatModel):
         return AIMessage(content=str(reply))
 
 
-class ScriptedChatModel(ScriptedTextModel):
+class RoutedChatModel(RoutedTextModel):
     """A scripted chat model with tool calling."""
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "ScriptedChatModel":
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> "RoutedChatModel":
         tool = tools[0] if tools else None
         if isinstance(tool, dict):
             name = tool.get("function", tool).get("name") or tool.get("title")
