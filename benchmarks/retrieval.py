@@ -398,7 +398,7 @@ def machine() -> dict[str, str]:
     libs = ", ".join(f"{p} {version(p)}" for p in ("qdrant-edge-py", "qdrant-client", "langgraph", "numpy", "fastembed"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return {"cpus": str(os.cpu_count()), "cpu": cpu, "ram": ram, "python": platform.python_version(), "load": load,
-            "os": f"{platform.system()} {platform.release()}", "libraries": libs}
+            "os": platform.system(), "libraries": libs}
 
 
 def fmt_ms(v: float | None) -> str:
