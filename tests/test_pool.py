@@ -213,3 +213,12 @@ def test_search_can_be_restricted_to_a_subset(pool):
     hits = pool.search("run the tests", k=3, only_ids=[UNRELATED.id, DATES.id])
     assert {h.memory.id for h in hits} == {UNRELATED.id, DATES.id}
     assert pool.search("run the tests", k=3, only_ids=[]) == []
+
+
+def test_import_survives_non_utf8_lines_and_directories(tmp_path, pool):
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\xff\xfe not text\n" + TESTING.model_dump_json().encode() + b"\n")
+    report = pool.import_jsonl(path)
+    assert report.errors == [f"{path}:1: not UTF-8 text"] and [r.status for r in report.results] == ["added"]
+    with pytest.raises(PoolError, match="cannot read"):
+        pool.import_jsonl(tmp_path)

@@ -376,22 +376,22 @@ class MemoryPool:
         report = ImportReport()
         batch: list[Memory] = []
         try:
-            fh = open(path, encoding="utf-8")
+            fh = open(path, "rb")  # decoded line by line: one bad line must not cost the good ones
         except OSError as exc:
             raise PoolError(f"cannot read {path}: {exc.strerror}") from None
         with fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
+            for lineno, raw in enumerate(fh, 1):
                 try:
+                    line = raw.decode("utf-8")
+                    if not line.strip():
+                        continue
                     batch.append(parse_memory(json.loads(line)))
+                except UnicodeDecodeError:
+                    report.errors.append(f"{path}:{lineno}: not UTF-8 text")
                 except json.JSONDecodeError as exc:
                     report.errors.append(f"{path}:{lineno}: malformed JSON ({exc.msg})")
                 except ValidationError as exc:
                     report.errors.append(f"{path}:{lineno}: invalid memory ({_first_error(exc)})")
-                except UnicodeDecodeError:
-                    report.errors.append(f"{path}:{lineno}: not UTF-8 text")
-                    break
                 if len(batch) >= batch_size:
                     report.results += self.add_many(batch, keep_stats=keep_stats)
                     batch = []
