@@ -223,6 +223,7 @@ def run_task(
     online: Annotated[bool, typer.Option("--online/--no-online", help="Distil the run and write memories back.")] = True,
     hold_one_out: Annotated[bool, typer.Option("--hold-one-out", help="Never retrieve memories from the task's own domain.")] = False,
     exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Never retrieve memories from this domain (repeatable).")] = None,
+    re_retrieve: Annotated[bool, typer.Option("--re-retrieve", help="Retrieve once more, matched to the error, when a test run fails mid-task.")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress."""
@@ -248,10 +249,11 @@ def run_task(
     with open_pool(pool) as opened:
         graph = build_mtl_graph(model, opened, memory_type=memory, top_k=k, online=online, hold_one_out=hold_one_out,
                                 exclude_domains=exclude_domain or [], sandbox=sandbox or settings.sandbox,
+                                re_retrieve=re_retrieve,
                                 on_event=None if json_out else RichProgress())
         state = graph.invoke({"task": loaded})
     if json_out:
-        keys = ("run_id", "query", "retrieved", "verdict", "new_memory_ids", "distill_failures", "timings", "error")
+        keys = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "distill_failures", "timings", "error")
         typer.echo(json.dumps({key: state.get(key) for key in keys}, indent=2, default=str))
     if state.get("error"):
         fail(state["error"])

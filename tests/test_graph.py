@@ -235,3 +235,34 @@ def test_with_memory_transfer_wraps_create_agent_and_reports_its_failures(pool, 
                                      run_log=tmp_path / "l.jsonl"), task)
     assert state["error"].startswith("wrapped agent failed: RuntimeError: rate limited")
     assert len((tmp_path / "l.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_failing_test_run_re_retrieves_once_with_the_error(pool, tmp_path):
+    csv = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                        content="Round each total to two decimals before comparing.",
+                        sources=[Provenance(domain="finance", source_task_id="f1")])
+    seed(pool)
+    pool.add(csv)
+    task = Task(id="t-refresh", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check="python3 -m unittest -q test_sum")
+    model = RecordingModel(prompts=[], responses=[
+        AIMessage("I will run the tests and fix what fails."),
+        bash_call("python3 -m unittest -q test_sum"),
+        bash_call("python3 -m unittest -q test_sum"),
+        submit_call("gave up"),
+    ])
+    graph = build_mtl_graph(model, pool, top_k=1, online=False, run_log=tmp_path / "l.jsonl")
+    state = run(graph, task, re_retrieve=True)
+    first = state["retrieved"][0]["id"]
+    [again] = state["re_retrieved"]
+    assert again["id"] == csv.id != first
+    observations = [m.content for m in model.prompts[-1] if m.type == "tool"]
+    assert "More memories, retrieved because that test run failed" in observations[0]
+    assert "## Memory 2: Round money sums" in observations[0]
+    assert "More memories" not in observations[1]  # only once
+    assert json.loads((tmp_path / "l.jsonl").read_text())["re_retrieved"][0]["id"] == csv.id
+    off = run(build_mtl_graph(RecordingModel(prompts=[], responses=list(model.responses)), pool, top_k=1,
+                              online=False, run_log=tmp_path / "l.jsonl"), task)
+    assert "re_retrieved" not in off

@@ -17,7 +17,8 @@ from mtl_graph.sandbox.base import Sandbox, SandboxError
 from mtl_graph.sandbox.process import cap_text
 from mtl_graph.tasks import Task
 
-OnStep = Callable[[Step], None]
+OnStep = Callable[[Step], "str | None"]
+"""Called after every action; text it returns is shown to the model with that action's observation."""
 
 
 class DefaultAgent:
@@ -61,12 +62,12 @@ class DefaultAgent:
                 step = self._act(item, sandbox, started, reasoning)
                 reasoning = None  # the thought belongs to the first action of the reply
                 result.steps.append(step)
-                if on_step is not None:
-                    on_step(step)
+                note = on_step(step) if on_step is not None else None
                 if item.tool == "submit":
                     result.messages.append(self.format.observation(item, "Submitted."))
                     return _end(result, "submitted", submission=item.text)
-                result.messages.append(self.format.observation(item, self._render_observation(step)))
+                observation = self._render_observation(step) + (f"\n\n{note}" if note else "")
+                result.messages.append(self.format.observation(item, observation))
             if format_errors >= self.config.max_consecutive_format_errors:
                 return _end(result, "format_errors")
         return _end(result, "step_limit")

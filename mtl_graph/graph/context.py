@@ -32,6 +32,8 @@ class MTLConfig(BaseModel):
     """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
     only_ids: list[str] | None = None
     """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
+    re_retrieve: bool = False
+    """Retrieve once more, matched to the error, when a test run fails mid-task (off: the paper's protocol)."""
     sandbox: str = "auto"
     """Sandbox backend: auto, bwrap, local or docker."""
     run_log: Path | None = None
@@ -66,6 +68,8 @@ class MTLContext:
     """Never retrieve memories made from these tasks."""
     only_ids: list[str] | None = None
     """Retrieve only among these memory ids."""
+    re_retrieve: bool | None = None
+    """Retrieve once more when a test run fails mid-task."""
 
 
 def effective(config: MTLConfig, context: Any) -> MTLConfig:
@@ -74,6 +78,7 @@ def effective(config: MTLConfig, context: Any) -> MTLConfig:
         return config
     if isinstance(context, dict):
         context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
-    names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids")
+    names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids",
+             "re_retrieve")
     updates = {name: getattr(context, name) for name in names if getattr(context, name, None) is not None}
     return config.model_copy(update=updates) if updates else config

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
+from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import CheckJudge, RunLog, as_task, model_name, prompt, resolve_model, timed
 from mtl_graph.memory.models import render_memories
@@ -87,15 +88,11 @@ class MTLNodes:
         if state.get("error") or cfg.memory_type == "none" or cfg.top_k == 0:
             return {"retrieved": [], "memory_block": ""}
         task = as_task(state["task"])
-        exclude = list(cfg.exclude_domains) + ([task.domain] if cfg.hold_one_out else [])
         try:
-            hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k, exclude_domains=exclude,
-                                       exclude_task_ids=[task.id, *cfg.exclude_task_ids], only_ids=cfg.only_ids)
+            hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k, **exclusions(task, cfg))
         except Exception as exc:
             return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
-        retrieved = [{"id": h.memory.id, "score": h.score, "similarity": h.similarity, "retriever": h.retriever,
-                      "type": h.memory.type, "domains": h.memory.domains,
-                      "source_task_ids": h.memory.source_task_ids} for h in hits]
+        retrieved = [retrieved_record(h) for h in hits]
         self.on_event("retrieved", retrieved)
         block = ""
         if hits:
@@ -117,18 +114,29 @@ class MTLNodes:
             sandbox = self._sandbox(str(workspace))
         except Exception as exc:
             return {**update, "error": f"{type(exc).__name__}: {exc}"}
+        refresh = None
         try:
             if task.setup:
                 setup = sandbox.run(task.setup, timeout=task.check_timeout)
                 if setup.exit_code != 0:
                     return {**update, "error": f"task setup failed (exit {setup.exit_code}): {setup.output[-500:]}"}
+            refresh = self._refresh(task, state, runtime)
             result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
-                                    on_step=lambda step: self.on_event("step", step))
+                                    on_step=refresh or (lambda step: self.on_event("step", step)))
         finally:
             sandbox.close()
+        if refresh is not None and refresh.hits:
+            update["re_retrieved"] = refresh.hits
         trajectory = Trajectory(task=task.ref(), steps=result.steps, submission=result.submission,
                                 model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
         return {**update, "trajectory": trajectory.model_dump(mode="json"), "messages": result.messages}
+
+    def _refresh(self, task: Task, state: MTLState, runtime: Runtime[MTLContext]) -> MemoryRefresh | None:
+        cfg = self._settings(runtime)
+        if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0:
+            return None
+        already = [r["id"] for r in state.get("retrieved", [])]
+        return MemoryRefresh(self._pool(), cfg, task, already, self.on_event)
 
     @timed("judge")
     def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
@@ -185,8 +193,9 @@ class MTLNodes:
                 results = pool.add_many(state.get("distilled") or [])
                 update["new_memory_ids"] = [r.merged_into or r.id for r in results]
                 self.on_event("written", results)
-                if verdict is not None and state.get("retrieved"):
-                    pool.update_stats([r["id"] for r in state["retrieved"]], verdict.outcome)
+                used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
+                if verdict is not None and used:
+                    pool.update_stats(used, verdict.outcome)
         except Exception as exc:
             update["error"] = f"write back failed: {exc}"
         self._log(state, cfg, update)
@@ -203,6 +212,7 @@ class MTLNodes:
         RunLog(path).append({
             "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
+            "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "distill_failures": state.get("distill_failures", []),
             "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
         })

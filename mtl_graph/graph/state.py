@@ -26,6 +26,7 @@ class MTLState(TypedDict):
     run_id: NotRequired[str]
     query: NotRequired[str]
     retrieved: NotRequired[list[dict[str, Any]]]
+    re_retrieved: NotRequired[list[dict[str, Any]]]
     memory_block: NotRequired[str]
     workspace: NotRequired[str]
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]

@@ -1,0 +1,66 @@
+"""Re-retrieval when a test run fails mid-task: memories matched to the error, not only to the task."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from mtl_graph.experience.trajectory import Step
+from mtl_graph.graph.context import MTLConfig
+from mtl_graph.graph.support import prompt
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.tasks import Task
+
+# Commands that run a test suite, in the usual ecosystems.
+TEST_COMMAND = re.compile(
+    r"\b(pytest|unittest|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest)\b"
+    r"|\b(go|cargo|npm|yarn|pnpm|mvn|gradle|make|dotnet|mix|swift)\s+test\b"
+    r"|\btest_\w+\.py\b|\b\w+_test\.(py|go)\b"
+)
+
+
+def exclusions(task: Task, cfg: MTLConfig) -> dict[str, Any]:
+    """The retrieval filters every search of a run shares (hold-one-out, contamination guard, subsets)."""
+    return {
+        "exclude_domains": [*cfg.exclude_domains, *([task.domain] if cfg.hold_one_out else [])],
+        "exclude_task_ids": [task.id, *cfg.exclude_task_ids],
+        "only_ids": cfg.only_ids,
+    }
+
+
+def retrieved_record(hit: Any) -> dict[str, Any]:
+    return {"id": hit.memory.id, "score": hit.score, "similarity": hit.similarity, "retriever": hit.retriever,
+            "type": hit.memory.type, "domains": hit.memory.domains, "source_task_ids": hit.memory.source_task_ids}
+
+
+class MemoryRefresh:
+    """An `on_step` hook: after the first failing test command, retrieve once more with the failure as query.
+
+    The new memories reach the model with that command's observation, under a header that keeps them advice."""
+
+    def __init__(self, pool: MemoryPool, cfg: MTLConfig, task: Task, already: list[str],
+                 on_event: Callable[[str, Any], None]) -> None:
+        self.pool, self.cfg, self.task, self.already, self.on_event = pool, cfg, task, set(already), on_event
+        self.used = False
+        self.hits: list[dict[str, Any]] = []
+
+    def __call__(self, step: Step) -> str | None:
+        self.on_event("step", step)
+        if self.used or step.tool != "bash" or not step.exit_code or not TEST_COMMAND.search(step.action):
+            return None
+        self.used = True
+        query = f"{self.task.instruction[:1500]}\n\nA test run failed with:\n{step.observation[-1000:]}"
+        try:
+            found = self.pool.search(query, type=self.cfg.memory_type, k=self.cfg.top_k + len(self.already),
+                                     **exclusions(self.task, self.cfg))
+        except Exception as exc:  # a refresh is a bonus: never let it end the run
+            self.on_event("warning", f"re-retrieval failed: {exc}")
+            return None
+        fresh = [h for h in found if h.memory.id not in self.already][: self.cfg.top_k]
+        if not fresh:
+            return None
+        self.hits = [retrieved_record(h) for h in fresh]
+        self.on_event("retrieved", self.hits)
+        start = len(self.already) + 1
+        rendered = "\n\n".join(h.memory.render(i, self.cfg.observation_chars) for i, h in enumerate(fresh, start))
+        return prompt("memory_refresh", memories=rendered)
