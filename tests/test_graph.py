@@ -266,3 +266,20 @@ def test_a_failing_test_run_re_retrieves_once_with_the_error(pool, tmp_path):
     off = run(build_mtl_graph(RecordingModel(prompts=[], responses=list(model.responses)), pool, top_k=1,
                               online=False, run_log=tmp_path / "l.jsonl"), task)
     assert "re_retrieved" not in off
+
+
+def test_judge_also_keeps_the_llm_verdict_beside_the_tests(pool, tmp_path):
+    task = Task(id="t-judge", domain="shell", instruction="Create done.txt.", check="test -f done.txt")
+    decision = {"spec_satisfied": True, "technically_correct": True, "no_regressions": True,
+                "interfaces_respected": True, "verified_with_evidence": False,
+                "reasoning": "The file was created but never checked.", "verdict": "fail"}
+    model = RecordingModel(prompts=[], responses=[
+        bash_call("touch done.txt"), submit_call("created"),
+        AIMessage("", tool_calls=[{"name": "JudgeDecision", "args": decision, "id": "j1"}]),
+    ])
+    graph = build_mtl_graph(model, pool, memory_type="none", online=False, run_log=tmp_path / "l.jsonl")
+    state = run(graph, task, judge_also=True)
+    assert state["verdict"]["status"] == "pass" and state["verdict"]["source"] == "tests"
+    assert state["judge_verdict"]["status"] == "fail" and state["judge_verdict"]["source"] == "judge"
+    judge_prompt = "\n".join(str(m.content) for m in model.prompts[-1])
+    assert "touch done.txt" in judge_prompt and "check exit code" not in judge_prompt  # blind to the tests

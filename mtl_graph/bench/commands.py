@@ -57,6 +57,8 @@ def eval_cmd(
     price_in: float = typer.Option(0.0, "--price-in", help="USD per million input tokens."),
     price_out: float = typer.Option(0.0, "--price-out", help="USD per million output tokens."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars per phase."),
+    judge_accuracy: bool = typer.Option(
+        False, "--judge-accuracy", help="Also run the LLM judge where tests decide, to report its accuracy."),
 ) -> None:
     """Run the protocol: zero-shot, distill, memory transfer per format; then write the report."""
     from pydantic import ValidationError
@@ -78,7 +80,8 @@ def eval_cmd(
         # A local eval keeps its own pool next to its results, so a resumed phase 3 finds phase 2's memories.
         pool = pool or (None if server else str(out / "pool"))
         runner, distill = make_runner(agent=agent, model=model, server=server, sandbox=sandbox, pool=pool,
-                                      run_log=out / "runs.jsonl", formats=[f.value for f in config.formats])
+                                      run_log=out / "runs.jsonl", formats=[f.value for f in config.formats],
+                                      judge_also=judge_accuracy)
         try:
             summary = run_eval(config, runner, str(out), distill=distill, concurrency=concurrency,
                                progress=progress)

@@ -34,7 +34,7 @@ ModelSpec = Union[str, BaseChatModel, ModelFactory]
 DEFAULT_GRAPH_ID = "mtl"
 
 
-def run_context(scope: MemoryScope | None, model: str | None = None) -> dict[str, Any]:
+def run_context(scope: MemoryScope | None, model: str | None = None, judge_also: bool = False) -> dict[str, Any]:
     """The graph's run context (MTLContext fields) for a scope; None is zero-shot.
 
     hold_one_out stays off: the scope already lists the task's domain in exclude_domains when the condition
@@ -45,6 +45,8 @@ def run_context(scope: MemoryScope | None, model: str | None = None) -> dict[str
         ctx = {"memory_type": scope.memory_type.value, "top_k": scope.top_k, "online": scope.write_back,
                "hold_one_out": False, "exclude_domains": list(scope.exclude_domains),
                "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.allowed_ids}
+    if judge_also:
+        ctx["judge_also"] = True
     return {**ctx, "model": model} if model else ctx
 
 
@@ -68,6 +70,8 @@ class GraphRunnerSettings(BaseModel):
     """JSONL log every run is appended to; None: MTL_RUN_LOG."""
     workspace_root: Path | None = None
     """Where run workspaces are created; None: a temporary directory."""
+    judge_also: bool = False
+    """Also run the LLM judge on test-decided runs (the report then measures the judge's accuracy)."""
 
 
 def _pool_location(location: str | None) -> str:
@@ -132,7 +136,7 @@ class GraphRunner:
         graph = build_mtl_graph(self._model_for(task), self.pool() if scope is not None else None,
                                 sandbox=self.settings.sandbox, run_log=self.settings.run_log,
                                 workspace_root=self.settings.workspace_root)
-        state = graph.invoke({"task": agent_task(task)}, context=MTLContext(**run_context(scope)))
+        state = graph.invoke({"task": agent_task(task)}, context=MTLContext(**run_context(scope, judge_also=self.settings.judge_also)))
         outcome = outcome_from_state(state)
         outcome.duration_s = time.monotonic() - start
         return outcome
@@ -144,10 +148,10 @@ class RemoteRunner:
     name = "remote"
 
     def __init__(self, url: str, model: str | None = None, graph_id: str = DEFAULT_GRAPH_ID,
-                 timeout: float = 3600.0) -> None:
+                 timeout: float = 3600.0, judge_also: bool = False) -> None:
         from langgraph_sdk import get_sync_client
 
-        self.url, self.model, self.graph_id = url.rstrip("/"), model, graph_id
+        self.url, self.model, self.graph_id, self.judge_also = url.rstrip("/"), model, graph_id, judge_also
         self.client = get_sync_client(url=self.url, timeout=timeout)
         self._check()
 
@@ -177,7 +181,7 @@ class RemoteRunner:
         try:
             state = self.client.runs.wait(thread["thread_id"], self.graph_id,
                                           input={"task": agent_task(task).model_dump(mode="json")},
-                                          context=run_context(scope, self.model))
+                                          context=run_context(scope, self.model, self.judge_also))
         finally:
             try:  # a long evaluation should not leave thousands of threads on the server
                 self.client.threads.delete(thread["thread_id"])

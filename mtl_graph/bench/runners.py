@@ -157,7 +157,7 @@ GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
 
 def make_runner(agent: str | None = None, model: str | None = None, server: str | None = None,
                 sandbox: str = "auto", pool: str | None = None, run_log: str | Path | None = None,
-                formats: Collection[str] | None = None) -> tuple[Runner, Callable | None]:
+                formats: Collection[str] | None = None, judge_also: bool = False) -> tuple[Runner, Callable | None]:
     """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners).
 
     pool is where phase 2 writes and phase 3 retrieves (with server, the pool that server reads); formats
@@ -176,8 +176,9 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
 
     module = importlib.import_module(GRAPH_RUNNER_MODULE)
     if server:
-        runner = module.RemoteRunner(url=server, model=model)
+        runner = module.RemoteRunner(url=server, model=model, judge_also=judge_also)
     else:
-        runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, run_log=run_log)
+        runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, run_log=run_log,
+                                    judge_also=judge_also)
     kinds = list(formats) if formats is not None else list(MemoryType)
     return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds)

@@ -32,6 +32,8 @@ class MTLConfig(BaseModel):
     """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
     only_ids: list[str] | None = None
     """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
+    judge_also: bool = False
+    """Also run the LLM judge on runs the tests decide; kept as judge_verdict to measure the judge's accuracy."""
     re_retrieve: bool = False
     """Retrieve once more, matched to the error, when a test run fails mid-task (off: the paper's protocol)."""
     sandbox: str = "auto"
@@ -70,6 +72,8 @@ class MTLContext:
     """Retrieve only among these memory ids."""
     re_retrieve: bool | None = None
     """Retrieve once more when a test run fails mid-task."""
+    judge_also: bool | None = None
+    """Also run the LLM judge when the tests decide (to measure its accuracy)."""
 
 
 def effective(config: MTLConfig, context: Any) -> MTLConfig:
@@ -79,6 +83,6 @@ def effective(config: MTLConfig, context: Any) -> MTLConfig:
     if isinstance(context, dict):
         context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
     names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids",
-             "re_retrieve")
+             "re_retrieve", "judge_also")
     updates = {name: getattr(context, name) for name in names if getattr(context, name, None) is not None}
     return config.model_copy(update=updates) if updates else config

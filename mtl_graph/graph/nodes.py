@@ -144,24 +144,32 @@ class MTLNodes:
         if state.get("error") or "trajectory" not in state:
             return {}
         task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
-        try:
-            if task.check and state.get("workspace"):
-                sandbox = self._sandbox(state["workspace"])
-                try:
-                    verdict = CheckJudge(task, sandbox).judge(trajectory)
-                finally:
-                    sandbox.close()
-            elif self.judge_override is not None:
-                verdict = self.judge_override.judge(trajectory)
-            else:
-                from mtl_graph.experience.judge import LLMJudge
-
-                verdict = LLMJudge(self._model(runtime)).judge(trajectory)
-        except Exception as exc:
-            verdict = Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
+        update: dict[str, Any] = {}
+        if task.check and state.get("workspace"):
+            sandbox = self._sandbox(state["workspace"])
+            try:
+                verdict = CheckJudge(task, sandbox).judge(trajectory)
+            except Exception as exc:
+                verdict = Verdict(status=VerdictStatus.UNCERTAIN, source="tests", reason=f"check failed: {exc}")
+            finally:
+                sandbox.close()
+            if self._settings(runtime).judge_also:  # the model never sees the test verdict
+                update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
+        else:
+            verdict = self._llm_verdict(trajectory, runtime)
         self.on_event("verdict", verdict)
         trajectory.verdict = verdict
-        return {"verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
+        return {**update, "verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
+
+    def _llm_verdict(self, trajectory: Trajectory, runtime: Runtime[MTLContext]) -> Verdict:
+        try:
+            if self.judge_override is not None:
+                return self.judge_override.judge(trajectory)
+            from mtl_graph.experience.judge import LLMJudge
+
+            return LLMJudge(self._model(runtime)).judge(trajectory)
+        except Exception as exc:
+            return Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
 
     @timed("distill")
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:

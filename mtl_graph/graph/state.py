@@ -32,6 +32,7 @@ class MTLState(TypedDict):
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     trajectory: NotRequired[dict[str, Any]]
     verdict: NotRequired[dict[str, Any]]
+    judge_verdict: NotRequired[dict[str, Any]]
     distilled: NotRequired[list[dict[str, Any]]]
     distill_failures: NotRequired[list[str]]
     new_memory_ids: NotRequired[list[str]]
