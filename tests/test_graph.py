@@ -283,3 +283,21 @@ def test_judge_also_keeps_the_llm_verdict_beside_the_tests(pool, tmp_path):
     assert state["judge_verdict"]["status"] == "fail" and state["judge_verdict"]["source"] == "judge"
     judge_prompt = "\n".join(str(m.content) for m in model.prompts[-1])
     assert "touch done.txt" in judge_prompt and "check exit code" not in judge_prompt  # blind to the tests
+
+
+@pytest.mark.parametrize("reply, expected", [
+    (AIMessage("x" * 10_000), "x" * 2000),  # huge plans are cut before they become a query
+    (AIMessage("   "), "Make it work."),  # empty plans fall back to the task text
+    (RuntimeError("provider down"), "Make it work."),  # so do planning failures
+])
+def test_untrusted_plans_become_safe_queries(pool, tmp_path, reply, expected):
+    class Planner(ScriptedChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            if isinstance(reply, Exception):
+                raise reply
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    graph = build_mtl_graph(Planner(responses=[reply] if isinstance(reply, AIMessage) else []), pool,
+                            online=False, run_log=tmp_path / "l.jsonl")
+    updates = list(graph.stream({"task": Task(id="p", instruction="Make it work.")}, stream_mode="updates"))
+    assert updates[0]["plan"]["query"] == expected
