@@ -209,3 +209,24 @@ def test_unknown_kind_and_missing_workspace_are_refused(tmp_path):
 def test_docker_without_engine_raises_a_clear_error(tmp_path):
     with pytest.raises(SandboxError, match="Docker engine"):
         make_sandbox("docker", tmp_path)
+
+
+@needs_bwrap
+def test_bwrap_hides_host_credentials(tmp_path, monkeypatch):
+    import shutil
+    import tempfile
+
+    # Outside /tmp, which the sandbox replaces with its own: the control file must stay visible.
+    home = Path(tempfile.mkdtemp(prefix="mtl-home-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    try:
+        (home / ".ssh").mkdir()
+        (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+        (home / ".netrc").write_text("machine example.com password hunter2")
+        (home / "notes.txt").write_text("visible")
+        monkeypatch.setenv("HOME", str(home))
+        with make_sandbox("bwrap", tmp_path) as sb:
+            out = sb.run(f"cat {home}/.ssh/id_ed25519; cat {home}/.netrc; cat {home}/notes.txt").output
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert "PRIVATE KEY" not in out and "hunter2" not in out
+    assert "visible" in out

@@ -14,12 +14,24 @@ from mtl_graph.sandbox.local import WorkspaceSandbox
 from mtl_graph.sandbox.process import SHELL, scrubbed_env
 
 
-def bwrap_argv(workspace: Path, env: dict[str, str]) -> list[str]:
+def _masks(hidden: tuple[str, ...], workspace: Path) -> list[str]:
+    """Empty placeholders over credential files and directories that exist (never over the workspace)."""
+    out: list[str] = []
+    for raw in hidden:
+        path = Path(raw).expanduser()
+        if not path.exists() or workspace.is_relative_to(path):
+            continue
+        out += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    return out
+
+
+def bwrap_argv(workspace: Path, env: dict[str, str], hidden: tuple[str, ...] = ()) -> list[str]:
     """bwrap options confining a process to workspace (order matters: later mounts cover earlier ones)."""
     ws = str(workspace)
     argv = [
         "bwrap",
         "--ro-bind", "/", "/",
+        *_masks(hidden, workspace),
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
@@ -69,4 +81,4 @@ class BwrapSandbox(WorkspaceSandbox):
 
     def argv(self, command: str, timeout: float) -> list[str]:
         env = scrubbed_env(self.config, str(self.workspace))
-        return bwrap_argv(self.workspace, env) + ["--", SHELL, "-c", command]
+        return bwrap_argv(self.workspace, env, self.config.hidden_paths) + ["--", SHELL, "-c", command]

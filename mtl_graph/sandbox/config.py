@@ -5,6 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
+# Credentials commonly kept on a developer's machine; bwrap mounts empty placeholders over them.
+DEFAULT_HIDDEN_PATHS = (
+    "~/.ssh", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.gnupg", "~/.netrc",
+    "~/.git-credentials", "~/.pypirc", "~/.npmrc", "~/.config/gh", "~/.env",
+)
 
 
 class SandboxConfig(BaseModel):
@@ -28,5 +33,7 @@ class SandboxConfig(BaseModel):
     """Host environment variables passed through to commands; everything else (API keys...) is dropped."""
     extra_env: dict[str, str] = Field(default_factory=dict)
     """Variables set for every command (applied after the allow-list)."""
+    hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
+    """Host paths the bwrap sandbox hides (covered by empty placeholders) although the host is readable."""
     docker_image: str = "python:3.11-slim"
     """Image of the container the docker backend starts."""
