@@ -301,3 +301,15 @@ def test_untrusted_plans_become_safe_queries(pool, tmp_path, reply, expected):
                             online=False, run_log=tmp_path / "l.jsonl")
     updates = list(graph.stream({"task": Task(id="p", instruction="Make it work.")}, stream_mode="updates"))
     assert updates[0]["plan"]["query"] == expected
+
+
+def test_state_survives_a_checkpointer(pool, tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = build_mtl_graph(scripted("slugify"), pool, memory_type="trajectory", distill_formats=["trajectory"],
+                            checkpointer=InMemorySaver(), run_log=tmp_path / "l.jsonl")
+    config = {"configurable": {"thread_id": "t1"}}
+    state = graph.invoke({"task": str(EXAMPLES / "slugify")}, config=config, context=MTLContext())
+    saved = graph.get_state(config).values
+    assert saved["verdict"] == state["verdict"] and saved["task"]["id"] == "examples/slugify"
+    assert [m.type for m in saved["messages"]][:2] == ["system", "human"]
