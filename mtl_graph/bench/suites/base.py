@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import random
 import shlex
+from pathlib import Path
 from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -71,3 +74,26 @@ def hidden_python_check(script: str, name: str = "check.py") -> tuple[str, dict[
         return f"python3 - <<'{_HEREDOC_TAG}'\n{script}\n{_HEREDOC_TAG}", {}
     path = f"{CHECK_DIR}/{name}"
     return f"python3 {shlex.quote(path)}", {path: script}
+
+
+def read_json_objects(path: Path) -> list[tuple[dict, int]]:
+    """Every JSON object of a .jsonl (or .jsonl.gz) file with its line number; any bad line is a SuiteError."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    items: list[tuple[dict, int]] = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SuiteError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                if not isinstance(item, dict):
+                    raise SuiteError(f"{path}:{lineno}: expected a JSON object")
+                items.append((item, lineno))
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path}: cannot read ({exc})") from None
+    if not items:
+        raise SuiteError(f"{path}: no problems")
+    return items

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
-from mtl_graph.bench.suites.base import REFERENCE_KEY, Suite, SuiteError, hidden_python_check, sample
+from mtl_graph.bench.suites.base import (
+    REFERENCE_KEY,
+    Suite,
+    SuiteError,
+    hidden_python_check,
+    read_json_objects,
+    sample,
+)
 from mtl_graph.tasks import Task
 
 DOMAIN = "humaneval"
@@ -46,25 +51,12 @@ def read_problems(path: Path) -> list[dict]:
     """Problems from a .jsonl or .jsonl.gz file, validated."""
     if not path.is_file():
         raise SuiteError(f"humaneval data file not found: {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
     problems = []
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise SuiteError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-                missing = [k for k in _REQUIRED if not isinstance(item, dict) or not item.get(k)]
-                if missing:
-                    raise SuiteError(f"{path}:{lineno}: problem lacks {', '.join(missing)}")
-                problems.append(item)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{path}: cannot read ({exc})") from None
-    if not problems:
-        raise SuiteError(f"{path}: no problems")
+    for item, lineno in read_json_objects(path):
+        missing = [k for k in _REQUIRED if not item.get(k)]
+        if missing:
+            raise SuiteError(f"{path}:{lineno}: problem lacks {', '.join(missing)}")
+        problems.append(item)
     return problems
 
 

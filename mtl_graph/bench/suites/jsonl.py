@@ -7,7 +7,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.bench.suites.base import REFERENCE_KEY, Suite, SuiteError, hidden_python_check, sample
+from mtl_graph.bench.suites.base import (
+    REFERENCE_KEY,
+    Suite,
+    SuiteError,
+    hidden_python_check,
+    read_json_objects,
+    sample,
+)
 from mtl_graph.tasks import Task
 
 SOLUTION_FILE = "solution.py"
@@ -89,23 +96,7 @@ def load(arg: str | None, limit: int | None, seed: int) -> Suite:
     if not path.is_file():
         raise SuiteError(f"jsonl file not found: {path}")
     domain = path.name.split(".")[0]
-    items: list[tuple[dict, str]] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{path}: cannot read ({exc})") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise SuiteError(f"{path}:{lineno}: expected a JSON object")
-        items.append((item, f"{path}:{lineno}"))
-    if not items:
-        raise SuiteError(f"{path}: no problems")
+    items = [(item, f"{path}:{lineno}") for item, lineno in read_json_objects(path)]
     # Validate every line, not just the sampled ones: a corrupt file should fail the same way at any --limit.
     tasks = [problem_to_task(item, domain, where) for item, where in items]
     return Suite(spec=f"jsonl:{arg}", name=domain, tasks=sample(tasks, limit, seed), total=len(tasks))
