@@ -208,7 +208,7 @@ def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to wri
 
 
 ModelOption = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model as provider:model, e.g. openai:gpt-5-mini, or scripted:FILE.json to replay an action script. [env: MTL_MODEL]")]
-MemoryOption = Annotated[str, typer.Option("--memory", help="Memory format to retrieve: insight, summary, workflow, trajectory, or none (zero-shot).")]
+MemoryOption = Annotated[Optional[str], typer.Option("--memory", help="Memory format to retrieve: insight, summary, workflow, trajectory, or none (zero-shot). [env: MTL_MEMORY_TYPE, default insight]")]
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. [env: MTL_SANDBOX]")]
 
 
@@ -216,8 +216,8 @@ SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where c
 def run_task(
     task: Annotated[Path, typer.Argument(help="Task directory (task.md, optional task.json and files/).")],
     model: ModelOption = None,
-    memory: MemoryOption = "insight",
-    k: Annotated[int, typer.Option("--k", "-k", min=0, max=50, help="Memories to retrieve.")] = 3,
+    memory: MemoryOption = None,
+    k: Annotated[Optional[int], typer.Option("--k", "-k", min=0, max=50, help="Memories to retrieve. [env: MTL_TOP_K, default 3]")] = None,
     pool: PoolOption = None,
     sandbox: SandboxOption = None,
     online: Annotated[bool, typer.Option("--online/--no-online", help="Distil the run and write memories back.")] = True,
@@ -231,6 +231,8 @@ def run_task(
 
     settings = get_settings()
     model = model or settings.model
+    memory = memory or settings.memory_type
+    k = settings.top_k if k is None else k
     if not model:
         from mtl_graph.graph.support import NO_MODEL
 
