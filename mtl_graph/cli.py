@@ -234,7 +234,7 @@ def run_task(
     memory = memory or settings.memory_type
     k = settings.top_k if k is None else k
     if not model:
-        from mtl_graph.graph.support import NO_MODEL
+        from mtl_graph.chat import NO_MODEL
 
         fail(NO_MODEL)
     if memory not in ("insight", "summary", "workflow", "trajectory", "none"):

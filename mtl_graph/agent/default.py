@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig

@@ -82,7 +82,7 @@ def _pool_location(location: str | None) -> str:
 
 def _model_factory(model: ModelSpec) -> ModelFactory:
     """One chat model per run: replays and factories start fresh for every task; a real model is shared."""
-    from mtl_graph.graph.support import ModelNotConfigured, resolve_model
+    from mtl_graph.chat import ModelNotConfigured, chat_model
 
     if not isinstance(model, (str, BaseChatModel)):
         if callable(model):
@@ -90,11 +90,11 @@ def _model_factory(model: ModelSpec) -> ModelFactory:
         raise TypeError(f"model must be a provider:model string, a chat model or a factory, not "
                         f"{type(model).__name__}")
     try:
-        chat = resolve_model(model, None)  # fail now (missing key, package or script), not once per run
+        chat = chat_model(model)  # fail now (missing key, package or script), not once per run
     except ModelNotConfigured as exc:
         raise RunnerUnavailable(str(exc)) from None
     if isinstance(model, str) and model.startswith("scripted:"):
-        return lambda task: resolve_model(model, None)  # a replay starts from its first action every run
+        return lambda task: chat_model(model)  # a replay starts from its first action every run
     return lambda task: chat
 
 
@@ -212,10 +212,10 @@ class PoolDistiller:
         """The distilling model, loaded now so a missing key fails before phase 1, not after it."""
         if all(f == MemoryType.TRAJECTORY for f in self.formats) or self.model is None:
             return None  # trajectories are built without a model; no model means recorded failures instead
-        from mtl_graph.graph.support import ModelNotConfigured, resolve_model
+        from mtl_graph.chat import ModelNotConfigured, chat_model
 
         try:
-            return resolve_model(self.model, None)
+            return chat_model(self.model)
         except ModelNotConfigured as exc:
             raise RunnerUnavailable(f"phase 2 distils here, in this process: {exc}") from None
 

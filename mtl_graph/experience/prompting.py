@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import functools
-import string
-from importlib import resources
+from functools import partial
 
 from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.templates import load_template, render_template
 
 CHARS_PER_TOKEN = 4
 """Rough chars-per-token ratio used to turn a token budget into characters (English and code average)."""
 
 
-@functools.cache
-def load_prompt(name: str) -> str:
-    """The text of prompts/<name>.md (raises FileNotFoundError naming the template)."""
-    path = resources.files("mtl_graph.experience").joinpath("prompts", f"{name}.md")
-    if not path.is_file():
-        raise FileNotFoundError(f"no prompt template named {name!r}")
-    return path.read_text(encoding="utf-8").strip()
-
-
-def fill(name: str, **values: object) -> str:
-    """A template with its $placeholders filled; a missing value raises KeyError (a bug, not bad input)."""
-    return string.Template(load_prompt(name)).substitute({k: str(v) for k, v in values.items()})
+load_prompt = partial(load_template, "mtl_graph.experience")
+"""The text of prompts/<name>.md (FileNotFoundError naming the template)."""
+fill = partial(render_template, "mtl_graph.experience")
+"""A template with its $placeholders filled (a missing value is a ValueError: a bug, not bad input)."""
 
 
 def clip_middle(text: str, limit: int) -> str:

@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel, ValidationError
 
+from mtl_graph.chat import chat_model, model_label  # noqa: F401 (model_label is part of this module's API)
 from mtl_graph.experience.prompting import fill
 from mtl_graph.experience.trajectory import TokenUsage
 
@@ -50,24 +51,8 @@ class StructuredResult(Generic[T]):
     """The errors of the attempts before the successful one."""
 
 
-def resolve_model(model: BaseChatModel | str) -> BaseChatModel:
-    """A chat model from a "provider:model" string (langchain's init_chat_model), or the model itself."""
-    if isinstance(model, str):
-        from langchain.chat_models import init_chat_model
-
-        return init_chat_model(model)
-    return model
-
-
-def model_label(model: BaseChatModel | str | None) -> str | None:
-    """A human-readable model name for provenance."""
-    if model is None or isinstance(model, str):
-        return model
-    for attr in ("model_name", "model", "model_id"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
+resolve_model = chat_model
+"""A chat model from a "provider:model" (or "scripted:FILE") string, or the model itself."""
 
 
 def usage_of(message: BaseMessage) -> TokenUsage:

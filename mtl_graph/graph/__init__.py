@@ -3,6 +3,6 @@
 from mtl_graph.graph.build import build_mtl_graph, with_memory_transfer
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.state import MTLState
-from mtl_graph.graph.support import ModelNotConfigured
+from mtl_graph.chat import ModelNotConfigured
 
 __all__ = ["build_mtl_graph", "with_memory_transfer", "MTLConfig", "MTLContext", "MTLState", "ModelNotConfigured"]

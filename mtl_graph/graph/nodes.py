@@ -18,7 +18,8 @@ from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState
-from mtl_graph.graph.support import CheckJudge, RunLog, as_task, model_name, prompt, resolve_model, timed
+from mtl_graph.chat import chat_model
+from mtl_graph.graph.support import CheckJudge, RunLog, as_task, model_name, prompt, timed
 from mtl_graph.memory.models import render_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
@@ -39,7 +40,8 @@ class MTLNodes:
         return effective(self.config, getattr(runtime, "context", None))
 
     def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
-        return resolve_model(self.model, getattr(getattr(runtime, "context", None), "model", None))
+        # The run's context names a model per run; it wins over the graph's default.
+        return chat_model(getattr(getattr(runtime, "context", None), "model", None) or self.model)
 
     def _pool(self) -> MemoryPool:
         if self.pool is None:

@@ -5,60 +5,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from functools import wraps
-from importlib import resources
+from functools import partial, wraps
 from pathlib import Path
-from string import Template
 from typing import Any, Callable
 
-from langchain_core.language_models import BaseChatModel
-
+from mtl_graph.chat import model_label
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import Sandbox
 from mtl_graph.tasks import Task
+from mtl_graph.templates import render_template
 
 
-class ModelNotConfigured(RuntimeError):
-    """A run needs a chat model and none was given."""
-
-
-NO_MODEL = ("no chat model configured: pass --model PROVIDER:MODEL (e.g. openai:gpt-5-mini), set MTL_MODEL, "
-            "or set `model` in the run's context; to see the pipeline without a model, run `mtl demo`")
-
-
-def prompt(name: str, **values: Any) -> str:
-    """Render a prompt template shipped in mtl_graph/graph/prompts/."""
-    text = (resources.files("mtl_graph.graph") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
-    return Template(text).safe_substitute(**values).strip()
-
-
-def resolve_model(default: BaseChatModel | str | None, override: str | None) -> BaseChatModel:
-    """The run's chat model: the context's model string wins over the graph's default."""
-    spec = override or default
-    if spec is None:
-        raise ModelNotConfigured(NO_MODEL)
-    if isinstance(spec, str) and spec.startswith("scripted:"):
-        # Replays a stored action script (see examples/tasks/*/demo_script.json): offline runs and debugging.
-        from mtl_graph.agent import ScriptedChatModel, load_action_script
-
-        try:
-            return ScriptedChatModel(responses=load_action_script(spec.removeprefix("scripted:")))
-        except (OSError, ValueError) as exc:
-            raise ModelNotConfigured(f"cannot load scripted model {spec!r}: {exc}") from exc
-    if isinstance(spec, str):
-        from langchain.chat_models import init_chat_model
-
-        try:
-            return init_chat_model(spec)
-        except Exception as exc:  # missing provider package, bad string, missing API key...
-            raise ModelNotConfigured(f"cannot load chat model {spec!r}: {exc}") from exc
-    return spec
+prompt = partial(render_template, "mtl_graph.graph")
+"""Render a prompt template shipped in mtl_graph/graph/prompts/."""
 
 
 def model_name(model: Any) -> str:
-    """The model's name for provenance (the same rule as the distillers use)."""
-    from mtl_graph.experience.structured import model_label
-
     return model_label(model) or "unknown"
 
 
