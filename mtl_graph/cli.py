@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, Any, Iterator, NoReturn, Optional
 
 import typer
 
@@ -30,16 +31,23 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def open_pool(location: str | None):
-    """Open the pool named by --pool or MTL_POOL, turning known failures into one-line errors."""
+@contextmanager
+def open_pool(location: str | None) -> Iterator[Any]:
+    """The pool named by --pool or MTL_POOL; known failures, opening or using it, become one-line errors."""
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.pool import MemoryPool, PoolError
     from mtl_graph.settings import get_settings
 
     try:
-        return MemoryPool.open(location or get_settings().pool)
+        pool = MemoryPool.open(location or get_settings().pool)
     except (PoolError, EmbeddingError) as exc:
         fail(str(exc))
+    try:
+        yield pool
+    except (PoolError, EmbeddingError) as exc:  # e.g. a corrupt point met while listing or searching
+        fail(str(exc))
+    finally:
+        pool.close()
 
 
 def _console():
@@ -68,15 +76,10 @@ def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file writte
 
 
 def _import(file: Path, location: str | None, keep_stats: bool) -> None:
-    from mtl_graph.memory.pool import PoolError
-
     if not file.is_file():
         fail(f"{file}: no such file")
     with open_pool(location) as pool:
-        try:
-            report = pool.import_jsonl(file, keep_stats=keep_stats)
-        except PoolError as exc:
-            fail(str(exc))
+        report = pool.import_jsonl(file, keep_stats=keep_stats)
     counts = {s: sum(r.status == s for r in report.results) for s in ("added", "merged", "exists")}
     typer.echo(f"{counts['added']} added, {counts['merged']} merged into near-duplicates, "
                f"{counts['exists']} already present")

@@ -90,3 +90,16 @@ def test_help_is_fast_and_imports_nothing_heavy():
             "if m in sys.modules]\nprint(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_corrupt_pool_is_one_clear_line(tmp_path):
+    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.storage import StoredPoint
+
+    location = tmp_path / "pool"
+    with MemoryPool.open(location) as pool:
+        pool.store.upsert([StoredPoint("00000000-0000-0000-0000-000000000002", [0.1] * pool.dim, ([1], [1.0]),
+                                       {"memory": "garbage", "type": "insight"})])
+    result = invoke("memories", "list", "--pool", location)
+    assert result.exit_code == 1 and "not a valid memory" in result.output
+    assert "Traceback" not in result.output

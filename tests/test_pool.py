@@ -222,3 +222,17 @@ def test_import_survives_non_utf8_lines_and_directories(tmp_path, pool):
     assert report.errors == [f"{path}:1: not UTF-8 text"] and [r.status for r in report.results] == ["added"]
     with pytest.raises(PoolError, match="cannot read"):
         pool.import_jsonl(tmp_path)
+
+
+def test_a_corrupt_point_in_the_pool_is_a_clear_error(pool):
+    from mtl_graph.memory.storage import StoredPoint
+
+    pool.add(TESTING)
+    vector = pool._embed(["Verify changes with the test suite"])[0]
+    pool.store.upsert([StoredPoint("00000000-0000-0000-0000-000000000001", vector, ([1], [1.0]),
+                                   {"memory": {"type": "insight", "title": ""}, "type": "insight"})])
+    with pytest.raises(PoolError, match="point 00000000-0000-0000-0000-000000000001 .* not a valid memory"):
+        pool.search("Verify changes with the test suite", k=2)
+    with pytest.raises(PoolError, match="not a valid memory"):
+        list(pool)
+    assert pool.get(TESTING.id) == TESTING  # the other points still read fine

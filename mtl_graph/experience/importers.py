@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Iterator
 from pydantic import ValidationError
 
 from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.memory.models import first_validation_error
 from mtl_graph.tasks import TaskRef
 
 RUNLOG, LANGCHAIN, MINI_SWE_AGENT, SWE_AGENT = "mtl-runlog", "langchain", "mini-swe-agent", "swe-agent"
@@ -217,14 +218,8 @@ def _parse_runlog(text: str, path: Path) -> list[Trajectory]:
         try:
             out.append(Trajectory.model_validate({k: v for k, v in obj.items() if k in known}))
         except ValidationError as exc:
-            raise TrajectoryImportError(path, f"not a run record: {_first_error(exc)}", line=n) from None
+            raise TrajectoryImportError(path, f"not a run record: {first_validation_error(exc)}", line=n) from None
     return out
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "record"
-    return f"{loc}: {err['msg']}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
 
 
 def _to_messages(items: list[Any], path: Path) -> list[Any]:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 MAX_SHORT = 300
 MAX_TEXT = 4_000
@@ -226,6 +226,14 @@ def parse_memory(data: dict[str, Any] | str) -> Memory:
     if isinstance(data, str):
         return MEMORY_ADAPTER.validate_json(data)
     return MEMORY_ADAPTER.validate_python(data)
+
+
+def first_validation_error(exc: ValidationError) -> str:
+    """The first problem of a validation error on one line ("field.path: message (and N more)")."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "value"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{loc}: {err['msg']}{more}"
 
 
 def render_memories(memories: list[Memory], observation_chars: int = 300) -> str:

@@ -21,7 +21,15 @@ from mtl_graph.memory.location import (
     open_directory,
     open_server,
 )
-from mtl_graph.memory.models import Memory, MemoryType, Outcome, Provenance, memory_type_of, parse_memory
+from mtl_graph.memory.models import (
+    Memory,
+    MemoryType,
+    Outcome,
+    Provenance,
+    first_validation_error,
+    memory_type_of,
+    parse_memory,
+)
 from mtl_graph.memory.storage import RRF_K, Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
@@ -70,6 +78,15 @@ def _payload(memory: Memory) -> dict[str, Any]:
     }
 
 
+def _memory_of(hit: RawHit) -> Memory:
+    """The memory a stored point holds; a point that is not one is a clear error, not a crash deep inside."""
+    try:
+        return parse_memory(hit.payload["memory"])
+    except (KeyError, TypeError, ValidationError) as exc:
+        detail = first_validation_error(exc) if isinstance(exc, ValidationError) else "no memory in its payload"
+        raise PoolError(f"point {hit.id} in the pool is not a valid memory ({detail})") from None
+
+
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     norm = float(np.linalg.norm(x) * np.linalg.norm(y))
@@ -83,11 +100,10 @@ def _retriever(hit: RawHit, dense_rank: dict[str, int], prefetch: int) -> Litera
     so whatever the score has beyond the dense share came from BM25 (the smallest BM25 share,
     1 / (RRF_K + prefetch), is far above float error)."""
     rank = dense_rank.get(hit.id)
-    rest = hit.score - (1.0 / (RRF_K + rank) if rank is not None else 0.0)
-    in_sparse = rest > 0.5 / (RRF_K + prefetch)
     if rank is None:
         return "bm25"
-    return "both" if in_sparse else "dense"
+    bm25_share = hit.score - 1.0 / (RRF_K + rank)
+    return "both" if bm25_share > 0.5 / (RRF_K + prefetch) else "dense"
 
 
 class _BatchVectors:
@@ -239,10 +255,12 @@ class MemoryPool:
                     batch.add(memory.type, memory.id, vector)
                     results.append(AddResult(memory.id, "added"))
                     continue
-                target = touched.get(target_id) or (pending[target_id][0] if target_id in pending
-                                                    else parse_memory(existing.get(target_id, near[0]).payload["memory"]))
-                if _merge_sources(target, memory.sources) and target_id not in pending:
-                    touched[target_id] = target
+                if target_id in pending:  # merged into a memory of this same batch, not stored yet
+                    _merge_sources(pending[target_id][0], memory.sources)
+                else:
+                    target = touched.get(target_id) or _memory_of(existing.get(target_id) or near[0])
+                    if _merge_sources(target, memory.sources):
+                        touched[target_id] = target
                 status = "exists" if target_id == memory.id else "merged"
                 results.append(AddResult(memory.id, status, None if status == "exists" else target_id, sim))
             if pending:
@@ -272,7 +290,7 @@ class MemoryPool:
         outcome = Outcome(outcome)
         with self._write_lock:
             for hit in self.store.retrieve(list(ids)):
-                memory = parse_memory(hit.payload["memory"])
+                memory = _memory_of(hit)
                 stats = memory.stats.model_copy()
                 stats.retrieved += 1
                 stats.retrieved_success += outcome == Outcome.SUCCESS
@@ -296,18 +314,18 @@ class MemoryPool:
     def get(self, memory_id: str) -> Memory | None:
         """One memory by id, or None."""
         hits = self.store.retrieve([memory_id])
-        return parse_memory(hits[0].payload["memory"]) if hits else None
+        return _memory_of(hits[0]) if hits else None
 
     def count(self, type: MemoryType | str | None = None) -> int:
         """Number of memories, optionally of one type."""
-        return self.store.count(Conditions(equals={"type": str(MemoryType(type))}) if type else None)
+        return self.store.count(Conditions(equals={"type": memory_type_of(str(type)).value}) if type else None)
 
     def __len__(self) -> int:
         return self.count()
 
     def __iter__(self) -> Iterator[Memory]:
         for hit in self.store.scroll():
-            yield parse_memory(hit.payload["memory"])
+            yield _memory_of(hit)
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Counts by type, domain and outcome."""
@@ -354,11 +372,7 @@ class MemoryPool:
             if min_score is not None and similarity < min_score:
                 continue
             retriever = _retriever(raw, dense_rank, prefetch) if hybrid else "dense"
-            try:
-                memory = parse_memory(raw.payload["memory"])
-            except (KeyError, ValidationError) as exc:
-                raise PoolError(f"point {raw.id} in pool {self.location} is not a valid memory: {exc}") from None
-            hits.append(SearchHit(memory, raw.score, similarity, retriever))
+            hits.append(SearchHit(_memory_of(raw), raw.score, similarity, retriever))
         return hits
 
     # ------------------------------------------------------------------ files
@@ -391,15 +405,9 @@ class MemoryPool:
                 except json.JSONDecodeError as exc:
                     report.errors.append(f"{path}:{lineno}: malformed JSON ({exc.msg})")
                 except ValidationError as exc:
-                    report.errors.append(f"{path}:{lineno}: invalid memory ({_first_error(exc)})")
+                    report.errors.append(f"{path}:{lineno}: invalid memory ({first_validation_error(exc)})")
                 if len(batch) >= batch_size:
                     report.results += self.add_many(batch, keep_stats=keep_stats)
                     batch = []
         report.results += self.add_many(batch, keep_stats=keep_stats)
         return report
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{where}: {err.get('msg')}" if where else str(err.get("msg"))
