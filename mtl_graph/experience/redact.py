@@ -191,6 +191,11 @@ def redact(text: str) -> str:
     return _DEFAULT.redact(text)
 
 
+def redact_value(value: Any) -> Any:
+    """Redact strings inside nested dicts/lists with the default configuration."""
+    return _DEFAULT.redact_value(value)
+
+
 def redact_trajectory(trajectory: Trajectory) -> Trajectory:
     """Redact a trajectory with the default configuration."""
     return _DEFAULT.redact_trajectory(trajectory)

@@ -19,7 +19,7 @@ from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState
 from mtl_graph.chat import chat_model
-from mtl_graph.graph.support import CheckJudge, RunLog, as_task, model_name, prompt, timed
+from mtl_graph.graph.support import CheckJudge, append_run_log, as_task, model_name, prompt, timed
 from mtl_graph.memory.models import render_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
@@ -219,7 +219,7 @@ class MTLNodes:
         task = state.get("task") if isinstance(state.get("task"), dict) else {"id": str(state.get("task"))}
         trajectory = state.get("trajectory") or {"task": {k: task.get(k) for k in ("id", "domain", "instruction")
                                                           if task.get(k) is not None}}
-        RunLog(path).append({
+        append_run_log(path, {
             "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),

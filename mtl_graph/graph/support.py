@@ -66,20 +66,14 @@ class CheckJudge:
         return Verdict(status=status, source="tests", reason=f"check exit code {result.exit_code}\n{tail}")
 
 
-class RunLog:
-    """Append-only JSONL log of runs (one JSON object per line; the importers read it back)."""
+_RUN_LOG_LOCK = threading.Lock()
 
-    _lock = threading.Lock()
 
-    def __init__(self, path: Path) -> None:
-        from mtl_graph.experience.redact import Redactor
+def append_run_log(path: Path, record: dict[str, Any]) -> None:
+    """Redact secrets, then append one JSON line (safe across threads of one process); importers read it back."""
+    from mtl_graph.experience.redact import redact_value
 
-        self.path = path
-        self._redactor = Redactor()
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Redact secrets, then append one line (safe across threads of one process)."""
-        line = json.dumps(self._redactor.redact_value(record), ensure_ascii=False, default=str)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+    line = json.dumps(redact_value(record), ensure_ascii=False, default=str)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _RUN_LOG_LOCK, open(path, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")

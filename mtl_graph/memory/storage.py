@@ -210,7 +210,6 @@ class EdgeStore:
                 if config is None:
                     raise
                 self.shard = q.EdgeShard.load(path)
-        self._dirty = 0
 
     def _filter(self, where: Conditions | None) -> Any:
         if where is None or where.is_empty():
@@ -228,7 +227,6 @@ class EdgeStore:
             q.Point(p.id, {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse[0], p.sparse[1])}, p.payload)
             for p in points
         ]))
-        self._dirty += len(points)
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         q = self._q
@@ -289,7 +287,6 @@ class EdgeStore:
 
     def optimize(self) -> None:
         self.shard.optimize()
-        self._dirty = 0
 
     def close(self) -> None:
         self.shard.flush()
