@@ -57,9 +57,10 @@ def test_exercism_python_exercises_load_and_check(monkeypatch):
 
 def test_exercism_workspace_hides_the_example(tmp_path):
     task = load_suite(f"exercism:{EXERCISM}").tasks[0]
-    from mtl_graph.bench.checks import open_sandbox, run_setup
+    from mtl_graph.experience.checks import run_setup
+    from mtl_graph.sandbox import make_sandbox
 
-    sandbox = open_sandbox(task.materialize(tmp_path / "ws"))
+    sandbox = make_sandbox("local", task.materialize(tmp_path / "ws"))
     run_setup(task, sandbox)
     assert not (tmp_path / "ws" / ".meta").exists()
     assert (tmp_path / "ws" / "leap_test.py").exists()

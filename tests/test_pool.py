@@ -9,7 +9,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mtl_graph.memory.embeddings import EmbeddingError
 from mtl_graph.memory.models import InsightMemory, Provenance, SummaryMemory, WorkflowMemory
-from mtl_graph.memory.pool import EmbeddingMismatchError, MemoryPool, PoolError, PoolLockedError
+from mtl_graph.memory.pool import EmbeddingMismatchError, MemoryPool, PoolError
 
 ENGINES = ["edge", "client"]
 

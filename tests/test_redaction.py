@@ -162,7 +162,7 @@ def test_bad_extra_patterns_are_rejected(patterns: dict[str, str]) -> None:
 
 def test_disabled_redactor_passes_text_through() -> None:
     redactor = Redactor(RedactionConfig(enabled=False))
-    assert redactor.redact(f"DB_PASSWORD=x1y2z3") == "DB_PASSWORD=x1y2z3"
+    assert redactor.redact("DB_PASSWORD=x1y2z3") == "DB_PASSWORD=x1y2z3"
 
 
 def test_entropy_threshold_is_configurable() -> None:

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Callable, Collection, Mapping, Protocol, runtime_checkable
 
-from mtl_graph.bench.checks import open_sandbox, run_check, run_setup
+from mtl_graph.experience.checks import run_check, run_setup
+from mtl_graph.sandbox import make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY
 from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
@@ -71,10 +72,11 @@ class ReferenceRunner:
         retrieved = self.retrieve(scope)
         steps: list[Step] = []
         with tempfile.TemporaryDirectory(prefix="mtl-bench-", dir=self.workdir) as tmp:
-            sandbox = open_sandbox(task.materialize(Path(tmp) / "workspace"), self.sandbox_kind)
+            sandbox = make_sandbox(self.sandbox_kind, task.materialize(Path(tmp) / "workspace"))
             try:
-                setup = run_setup(task, sandbox)
-                steps += [setup] if setup else []
+                if setup := run_setup(task, sandbox):
+                    steps.append(Step(action=task.setup or "", observation=setup.output, exit_code=setup.exit_code,
+                                      duration_s=setup.duration_s))
                 if self.solve(task, condition, attempt):
                     reference = task.metadata.get(REFERENCE_KEY)
                     if not reference:
@@ -83,7 +85,7 @@ class ReferenceRunner:
                         sandbox.write_file(path, content)
                         steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},
                                           observation=f"wrote {len(content)} chars"))
-                verdict, _ = run_check(task, sandbox)
+                verdict = run_check(task, sandbox)
             except RuntimeError as exc:
                 return RunOutcome(error=str(exc), retrieved=retrieved, duration_s=time.monotonic() - start)
             finally:

@@ -19,7 +19,8 @@ from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState
 from mtl_graph.chat import chat_model
-from mtl_graph.graph.support import CheckJudge, append_run_log, as_task, model_name, prompt, timed
+from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
+from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
 from mtl_graph.memory.models import render_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
@@ -118,13 +119,12 @@ class MTLNodes:
             return {**update, "error": f"{type(exc).__name__}: {exc}"}
         refresh = None
         try:
-            if task.setup:
-                setup = sandbox.run(task.setup, timeout=task.check_timeout)
-                if setup.exit_code != 0:
-                    return {**update, "error": f"task setup failed (exit {setup.exit_code}): {setup.output[-500:]}"}
+            run_setup(task, sandbox)
             refresh = self._refresh(task, state, runtime)
             result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
                                     on_step=refresh or (lambda step: self.on_event("step", step)))
+        except SetupFailed as exc:
+            return {**update, "error": str(exc)}
         finally:
             sandbox.close()
         if refresh is not None and refresh.hits:

@@ -1,4 +1,4 @@
-"""Small pieces the nodes share: prompt templates, model resolution, the check-based judge, the run log."""
+"""Small pieces the nodes share: prompt templates, task coercion, node timing, the run log."""
 
 from __future__ import annotations
 
@@ -10,11 +10,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mtl_graph.chat import model_label
-from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
-from mtl_graph.sandbox.base import Sandbox
 from mtl_graph.tasks import Task
 from mtl_graph.templates import render_template
-
 
 prompt = partial(render_template, "mtl_graph.graph")
 """Render a prompt template shipped in mtl_graph/graph/prompts/."""
@@ -48,22 +45,6 @@ def timed(name: str) -> Callable:
         return node
 
     return wrap
-
-
-class CheckJudge:
-    """Ground truth: run the task's check command in the sandbox; exit 0 is a pass."""
-
-    def __init__(self, task: Task, sandbox: Sandbox) -> None:
-        self.task, self.sandbox = task, sandbox
-
-    def judge(self, trajectory: Trajectory) -> Verdict:
-        result = self.sandbox.run(self.task.check or "false", timeout=self.task.check_timeout)
-        tail = result.output[-1500:]
-        if result.timed_out:
-            return Verdict(status=VerdictStatus.FAIL, source="tests",
-                           reason=f"check timed out after {self.task.check_timeout:.0f}s\n{tail}")
-        status = VerdictStatus.PASS if result.exit_code == 0 else VerdictStatus.FAIL
-        return Verdict(status=status, source="tests", reason=f"check exit code {result.exit_code}\n{tail}")
 
 
 _RUN_LOG_LOCK = threading.Lock()
