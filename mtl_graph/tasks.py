@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 INSTRUCTIONS_FILE = "task.md"
 METADATA_FILE = "task.json"
 FILES_DIR = "files"
+TESTS_KEY = "tests"
+"""task.json key listing the files the check depends on."""
 
 
 class TaskError(ValueError):
@@ -39,12 +41,23 @@ class Task(BaseModel):
     """A shell command run in the workspace after the agent; exit code 0 means the task passed."""
     check_timeout: float = 120.0
     """Seconds the check may take."""
+    test_files: list[str] = Field(default_factory=list)
+    """Workspace-relative files the check depends on (tests, a check script); restored pristine before the check."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else (suite name, difficulty, ...)."""
 
+    @field_validator("test_files")
+    @classmethod
+    def _relative_test_files(cls, paths: list[str]) -> list[str]:
+        for rel in paths:
+            check_relative(rel)
+        return list(dict.fromkeys(paths))
+
     @classmethod
     def from_dir(cls, path: str | Path) -> "Task":
-        """Load a task directory: task.md (required), task.json (id, domain, check, setup), files/."""
+        """Load a task directory: task.md (required), task.json (id, domain, check, setup, tests), files/.
+
+        ``tests`` lists the workspace files the check depends on; each must exist under files/ (its pristine copy)."""
         root = Path(path)
         if not root.is_dir():
             raise TaskError(f"task directory not found: {root}")
@@ -67,7 +80,8 @@ class Task(BaseModel):
             if not isinstance(meta, dict):
                 raise TaskError(f"{meta_path}: expected a JSON object")
         files_dir = root / FILES_DIR
-        known = {"id", "domain", "check", "setup", "check_timeout"}
+        known = {"id", "domain", "check", "setup", "check_timeout", TESTS_KEY}
+        tests = _test_list(meta.get(TESTS_KEY, []), meta_path, files_dir)
         try:
             return cls(
                 id=str(meta.get("id") or root.resolve().name),
@@ -77,6 +91,7 @@ class Task(BaseModel):
                 setup=meta.get("setup"),
                 check=meta.get("check"),
                 check_timeout=float(meta.get("check_timeout", 120.0)),
+                test_files=tests,
                 metadata={k: v for k, v in meta.items() if k not in known},
             )
         except (ValueError, TypeError) as exc:
@@ -97,6 +112,29 @@ class Task(BaseModel):
 
     def ref(self) -> "TaskRef":
         return TaskRef(id=self.id, domain=self.domain, instruction=self.instruction, metadata=self.metadata)
+
+
+def check_relative(rel: str) -> PurePosixPath:
+    """A workspace-relative path that stays inside the workspace; anything else is a TaskError."""
+    if not isinstance(rel, str) or not rel.strip() or "\0" in rel or "\\" in rel:
+        raise TaskError(f"test file path must be a non-empty relative path (no NUL, no backslash), got {rel!r}")
+    path = PurePosixPath(rel)
+    if path.is_absolute() or ".." in path.parts or path == PurePosixPath("."):
+        raise TaskError(f"test file path must stay inside the workspace: {rel!r}")
+    return path
+
+
+def _test_list(value: Any, meta_path: Path, files_dir: Path) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TaskError(f"{meta_path}: '{TESTS_KEY}' must be a list of workspace-relative paths")
+    for rel in value:
+        try:
+            check_relative(rel)
+        except TaskError as exc:
+            raise TaskError(f"{meta_path}: {exc}") from None
+        if not (files_dir / rel).is_file():
+            raise TaskError(f"{meta_path}: test file {rel!r} is not in {FILES_DIR}/ (its pristine copy)")
+    return value
 
 
 class TaskRef(BaseModel):

@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
 from mtl_graph.bench.models import Condition, MemoryRef, MemoryScope, Pool, RunOutcome, TaskResult
+from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
 from mtl_graph.bench.suites.base import REFERENCE_KEY
 from mtl_graph.memory.models import MemoryType
@@ -225,6 +226,8 @@ class PoolDistiller:
         where = f"{result.task_id} #{result.attempt}"
         if result.trajectory is None:
             return [], [f"{where}: no trajectory to distil ({result.error or 'the run recorded none'})"]
+        if is_error(result):  # the infrastructure ended it: no lesson about the task to learn
+            return [], [f"{where}: not distilled, the run ended in an error ({result.error})"]
         trajectory = result.trajectory
         if result.verdict is not None:  # the harness's verdict (tests or judge) picks the success/failure prompt
             trajectory = trajectory.model_copy(update={"verdict": result.verdict})

@@ -10,6 +10,7 @@ from typing import Callable, Iterable
 from pydantic import BaseModel, Field
 
 from mtl_graph.bench.models import Condition, EvalConfig, MemoryScope, Pool, RunOutcome, TaskResult
+from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import Runner
 from mtl_graph.bench.store import SUITES_FILE, ResultStore
 from mtl_graph.bench.suites import Suite, SuiteError, load_suite
@@ -159,7 +160,7 @@ class Harness:
             for result in self._execute(todo, pool):
                 self.store.append(result)
                 summary.ran[title] += 1
-                summary.errors += result.error is not None
+                summary.errors += is_error(result)
                 summary.leaks += bool(result.leaked_memory_ids)
                 bar.advance(bar_id)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mtl_graph.bench.models import ZERO_SHOT, EvalConfig, TaskResult
-from mtl_graph.bench.passk import aggregate, task_scores
+from mtl_graph.bench.passk import aggregate, error_counts, is_error, task_scores
 from mtl_graph.bench.store import SUITES_FILE, ResultStore
 
 MD_LIST_CAP = 100
@@ -25,7 +25,7 @@ def _transfer(results: list[TaskResult], k: int) -> tuple[list[dict], list[dict]
     negative, positive = [], []
     for s in scores:
         base = zero.get((s.suite, s.task_id))
-        if s.condition == ZERO_SHOT or base is None:
+        if s.condition == ZERO_SHOT or base is None or not base.n or not s.n:  # errors only: nothing to compare
             continue
         row = {"suite": s.suite, "task_id": s.task_id, "condition": s.condition,
                "zero_shot": f"{base.c}/{base.n}", "with_memory": f"{s.c}/{s.n}",
@@ -47,12 +47,19 @@ def _judge(results: list[TaskResult]) -> dict[str, Any]:
             "false_fail": sum(t == "pass" and j != "pass" for t, j in pairs)}
 
 
+def _tampered(results: list[TaskResult]) -> list[dict[str, Any]]:
+    """Runs whose agent changed the task's test files (restored before the check, so the verdict stands)."""
+    return [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
+             "verdict": r.verdict.status.value, "files": r.verdict.tests_modified}
+            for r in results if r.verdict is not None and r.verdict.tests_modified]
+
+
 def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
     acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for r in results:
         row = acc[r.condition.key]
         row["runs"] += 1
-        row["errors"] += r.error is not None
+        row["errors"] += is_error(r)
         row["input_tokens"] += r.tokens.input
         row["output_tokens"] += r.tokens.output
         row["cost_usd"] += r.cost_usd or 0.0
@@ -104,17 +111,20 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
         "accounting": _accounting(results),
         "leaks": [{"task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
                    "memory_ids": r.leaked_memory_ids} for r in results if r.leaked_memory_ids],
-        "errors": [{"task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt, "error": r.error}
-                   for r in results if r.error],
+        "errors": [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
+                    "error": r.error or (r.verdict.reason if r.verdict else "")} for r in results if is_error(r)],
+        "error_counts": {c: {s: n for (s, cc), n in error_counts(results).items() if cc == c} for c in conditions},
+        "tests_modified": _tampered(results),
         "suites_info": suites_info or [],
     }
 
 
-def _cell(c: dict | None) -> str:
+def _cell(c: dict | None, errors: int = 0) -> str:
+    errs = f" [{errors} err]" if errors else ""
     if not c:
-        return "–"
+        return "–" + errs
     delta = "" if c["delta"] is None else f" ({c['delta']:+.3f})"
-    return f"{c['pass_at_k']:.3f}{delta}" + ("*" if c["incomplete"] else "")
+    return f"{c['pass_at_k']:.3f}{delta}" + ("*" if c["incomplete"] else "") + errs
 
 
 def _rows(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -134,6 +144,29 @@ def _transfer_md(title: str, rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def _problem_runs_md(data: dict) -> list[str]:
+    """The runs whose agent modified the tests, and the runs that ended in an error (each listed, capped)."""
+    lines = [f"## Tests modified by the agent ({len(data.get('tests_modified', []))})", ""]
+    tampered = data.get("tests_modified", [])
+    lines += ["No run changed the task's test files.", ""] if not tampered else _rows(
+        ["suite", "task", "condition", "attempt", "verdict", "files (restored before the check)"],
+        [[t["suite"], t["task_id"], t["condition"], t["attempt"], t["verdict"], ", ".join(t["files"])]
+         for t in tampered[:MD_LIST_CAP]]) + [""]
+    lines += [f"## Errors ({len(data['errors'])})", ""]
+    lines += ["No run ended in an error.", ""] if not data["errors"] else _rows(
+        ["suite", "task", "condition", "attempt", "error"],
+        [[e.get("suite", ""), e["task_id"], e["condition"], e["attempt"], _one_line(e["error"])]
+         for e in data["errors"][:MD_LIST_CAP]]) + [""]
+    if max(len(tampered), len(data["errors"])) > MD_LIST_CAP:
+        lines += ["… more in report.json", ""]
+    return lines
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    line = " ".join(text.split()).replace("|", "\\|")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def render_markdown(data: dict, plots: list[str]) -> str:
     k, cfg = data["k"], data["config"]
     lines = ["# Memory transfer evaluation", "",
@@ -142,8 +175,12 @@ def render_markdown(data: dict, plots: list[str]) -> str:
              + (f"; {cfg['limit']} tasks per suite" if cfg["limit"] else "") + ".", "",
              f"## Pass@{k} by suite and condition (Δ vs zero-shot; hold-one-out)", ""]
     header = ["condition"] + data["suites"] + ["avg"]
-    lines += _rows(header, [[c] + [_cell(data["table"][c].get(s)) for s in data["suites"] + ["average"]]
-                            for c in data["conditions"]])
+    errs = data.get("error_counts", {})
+    lines += _rows(header, [[c] + [_cell(data["table"][c].get(s), errs.get(c, {}).get(s, 0))
+                                   for s in data["suites"] + ["average"]] for c in data["conditions"]])
+    if data["errors"]:
+        lines.append(f"\nPass@{k} is over completed runs; [n err] counts runs that ended in an infrastructure error "
+                     "(model provider, sandbox, pool): not failed attempts, retried on the next invocation.")
     if any(cell["incomplete"] for row in data["table"].values() for cell in row.values()):
         lines.append("\n\\* some tasks have fewer than k attempts (scored with k = attempts).")
     for name, curves in data["scaling"].items():
@@ -160,6 +197,7 @@ def render_markdown(data: dict, plots: list[str]) -> str:
               f"{j['false_fail']} false fails).", "", "## Provenance", "",
               "No run retrieved a memory outside its scope (hold-one-out holds)." if not data["leaks"] else
               f"**{len(data['leaks'])} runs retrieved memories outside their scope** — see report.json `leaks`.", ""]
+    lines += _problem_runs_md(data)
     lines += ["## Runs, tokens and cost", ""]
     lines += _rows(["condition", "runs", "errors", "input tokens", "output tokens", "cost (USD)"],
                    [[c, int(a["runs"]), int(a["errors"]), int(a["input_tokens"]), int(a["output_tokens"]),

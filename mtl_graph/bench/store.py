@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mtl_graph.bench.models import EvalConfig, Pool, TaskResult
+from mtl_graph.bench.passk import is_error
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class ResultStore:
 
     def done(self) -> set[tuple[str, str, str, int]]:
         """Keys of results that need no rerun (errored runs are retried)."""
-        return {r.key for r in self.results() if r.error is None}
+        return {r.key for r in self.results() if not is_error(r)}
 
     def append(self, result: TaskResult) -> None:
         """Append one result as one write: an interruption leaves at most one partial line."""

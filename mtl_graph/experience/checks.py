@@ -1,13 +1,29 @@
-"""Ground truth: a task's setup and check commands, run in the task's sandbox (the test-based judge)."""
+"""Ground truth: a task's setup and check commands, run in the task's sandbox (the test-based judge).
+
+The check judges the solution, never the agent's edits to the tests: before it runs, the task's test files
+(and a check script inside the workspace) are put back from their pristine copies in the task's source, and
+whatever the agent did to them is recorded in the verdict's ``tests_modified``. A check that ran no test fails.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
+from pathlib import Path, PurePosixPath
+
+from mtl_graph.experience.no_tests import no_test_reason
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
-from mtl_graph.tasks import Task
+from mtl_graph.tasks import Task, TaskError, check_relative
 
 REASON_TAIL = 2_000
 """Characters of command output kept in a verdict's reason or a setup error."""
+
+_TEXT_FILE_MODE = 0o644
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+# O_NONBLOCK: a FIFO the agent planted in place of a test file must not block the judge on open.
+_OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 class SetupFailed(RuntimeError):
@@ -24,17 +40,119 @@ def run_setup(task: Task, sandbox: Sandbox) -> CommandResult | None:
     return result
 
 
+def pristine_tests(task: Task) -> dict[str, tuple[bytes, int]]:
+    """Each test file's pristine content and mode, from the task's source (never from a workspace)."""
+    out: dict[str, tuple[bytes, int]] = {}
+    for rel in task.test_files:
+        check_relative(rel)
+        if rel in task.files:  # materialize writes task.files last, so they win over source_dir
+            out[rel] = (task.files[rel].encode("utf-8"), _TEXT_FILE_MODE)
+            continue
+        source = task.source_dir / rel if task.source_dir is not None else None
+        if source is None or not source.is_file():
+            raise TaskError(f"task {task.id}: test file {rel!r} has no pristine copy in the task's source")
+        out[rel] = (source.read_bytes(), stat.S_IMODE(source.stat().st_mode))
+    return out
+
+
+def restore_tests(task: Task, workspace: str | Path) -> dict[str, str]:
+    """Put the pristine test files back into workspace; return {path: "modified" | "deleted" | "replaced"}.
+
+    Never follows a link the agent planted: every directory on the way is opened without following links
+    (a link, file or anything else where a directory belongs is removed and a real directory made), and each
+    file is written next to its place and renamed over it, which also breaks hard links to the agent's files."""
+    changes: dict[str, str] = {}
+    pristine = pristine_tests(task)
+    root = os.open(Path(workspace), _OPEN_DIR)
+    try:
+        for rel, (content, mode) in pristine.items():
+            how = _restore_one(root, PurePosixPath(rel).parts, content, mode)
+            if how is not None:
+                changes[rel] = how
+    finally:
+        os.close(root)
+    return changes
+
+
+def _restore_one(root: int, parts: tuple[str, ...], content: bytes, mode: int) -> str | None:
+    dir_fd, how = os.dup(root), None
+    try:
+        for name in parts[:-1]:
+            if _kind(name, dir_fd) != "dir":
+                how = "deleted" if _kind(name, dir_fd) is None else "replaced"
+                _remove(name, dir_fd)
+                os.mkdir(name, 0o755, dir_fd=dir_fd)
+            child = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = child
+        name = parts[-1]
+        kind = _kind(name, dir_fd)
+        if how is None:
+            how = {None: "deleted", "file": None if _same(name, dir_fd, content) else "modified"}.get(kind, "replaced")
+        if kind == "dir":
+            _remove(name, dir_fd)
+        _write_replacing(name, dir_fd, content, mode)
+        return how
+    finally:
+        os.close(dir_fd)
+
+
+def _kind(name: str, dir_fd: int) -> str | None:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+
+
+def _remove(name: str, dir_fd: int) -> None:
+    if _kind(name, dir_fd) == "dir":
+        shutil.rmtree(name, dir_fd=dir_fd)
+    elif _kind(name, dir_fd) is not None:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _same(name: str, dir_fd: int, content: bytes) -> bool:
+    if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_size != len(content):
+        return False
+    fd = os.open(name, _OPEN_READ, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(len(content) + 1) == content
+
+
+def _write_replacing(name: str, dir_fd: int, content: bytes, mode: int) -> None:
+    tmp = f".{name}.mtl-pristine"
+    if _kind(tmp, dir_fd) is not None:
+        _remove(tmp, dir_fd)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(content)
+        os.fchmod(fh.fileno(), mode)  # the mode of the pristine copy, whatever the umask
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
 def run_check(task: Task, sandbox: Sandbox) -> Verdict:
-    """Run the task's check: exit code 0 is a pass; the reason keeps the output's tail."""
+    """Restore the test files, run the task's check: exit code 0 with tests run is a pass.
+
+    The reason keeps the output's tail, and names the test files the agent had changed."""
     if not task.check:
         return Verdict(status=VerdictStatus.UNCERTAIN, reason="task has no check command", source="tests")
+    changes = restore_tests(task, sandbox.workspace)
+    tampered = sorted(changes)
+    note = ("tests modified by the agent (pristine copies restored before the check): "
+            + ", ".join(f"{p} ({changes[p]})" for p in tampered) + "\n") if tampered else ""
     result = sandbox.run(task.check, timeout=task.check_timeout)
     tail = result.output[-REASON_TAIL:]
     if result.timed_out:
-        return Verdict(status=VerdictStatus.FAIL, source="tests",
-                       reason=f"check timed out after {task.check_timeout:.0f}s\n{tail}")
+        return Verdict(status=VerdictStatus.FAIL, source="tests", tests_modified=tampered,
+                       reason=f"{note}check timed out after {task.check_timeout:.0f}s\n{tail}")
+    empty = no_test_reason(task.check, result.exit_code, result.output)
+    if empty is not None:
+        return Verdict(status=VerdictStatus.FAIL, source="tests", tests_modified=tampered,
+                       reason=f"{note}the check ran no test ({empty}); exit code {result.exit_code}\n{tail}")
     status = VerdictStatus.PASS if result.exit_code == 0 else VerdictStatus.FAIL
-    return Verdict(status=status, source="tests", reason=f"check exit code {result.exit_code}\n{tail}")
+    return Verdict(status=status, source="tests", tests_modified=tampered,
+                   reason=f"{note}check exit code {result.exit_code}\n{tail}")
 
 
 class CheckJudge:

@@ -35,13 +35,17 @@ class Step(BaseModel):
 
 
 class VerdictStatus(StrEnum):
+    """How a run ended: ``error`` means the infrastructure (model provider, sandbox, pool) ended it, so the
+    run says nothing about the agent: it is not a failure, not distilled, and credits or debits no memory."""
+
     PASS = "pass"
     FAIL = "fail"
     UNCERTAIN = "uncertain"
+    ERROR = "error"
 
 
 class Verdict(BaseModel):
-    """Pass / fail / uncertain, with why and who decided."""
+    """Pass / fail / uncertain / error, with why and who decided."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -49,8 +53,20 @@ class Verdict(BaseModel):
     """The decision."""
     reason: str = ""
     """Why (test output tail, or the judge's reasoning)."""
-    source: Literal["tests", "judge", "given"] = "given"
-    """Who decided: the task's tests, an LLM judge, or a label that came with the log."""
+    source: Literal["tests", "judge", "given", "infrastructure"] = "given"
+    """Who decided: the task's tests, an LLM judge, a label that came with the log, or an infrastructure error."""
+    tests_modified: list[str] = Field(default_factory=list)
+    """Test or check files the agent changed, deleted or replaced (restored from pristine copies before the check)."""
+
+    @classmethod
+    def infrastructure_error(cls, reason: str) -> "Verdict":
+        """The verdict of a run ended by the model provider, the sandbox or the pool."""
+        return cls(status=VerdictStatus.ERROR, reason=reason, source="infrastructure")
+
+    @property
+    def is_error(self) -> bool:
+        """True when the run ended in an infrastructure error (not a judgement of the agent's work)."""
+        return self.status == VerdictStatus.ERROR
 
     @property
     def outcome(self) -> Outcome:
@@ -58,6 +74,10 @@ class Verdict(BaseModel):
             VerdictStatus.PASS: Outcome.SUCCESS,
             VerdictStatus.FAIL: Outcome.FAILURE,
         }.get(self.status, Outcome.UNKNOWN)
+
+
+INFRASTRUCTURE_EXIT_STATUSES = frozenset({"model_error"})
+"""Agent exit statuses that mean the infrastructure ended the run (the provider failed), not the agent."""
 
 
 class TokenUsage(BaseModel):
@@ -95,6 +115,11 @@ class Trajectory(BaseModel):
     """How the agent loop ended (submitted, step_limit, time_limit, error...)."""
     source_format: str | None = None
     """The log format this trajectory was imported from, if any."""
+
+    @property
+    def tests_modified(self) -> list[str]:
+        """Test files the agent tampered with, as the test-based judge recorded them."""
+        return list(self.verdict.tests_modified) if self.verdict else []
 
     def content_hash(self) -> str:
         """Hash of task + steps + submission: the same run imported twice has the same hash."""

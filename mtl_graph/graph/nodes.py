@@ -1,6 +1,9 @@
 """The six nodes: plan -> retrieve -> execute -> judge -> distill -> write back.
 
-A node that fails records `error` in the state; later nodes skip their work, and write back still logs the run."""
+Every run starts from a clean run state (plan resets every run field, so a reused thread carries nothing over).
+A node that fails, or an agent ended by its model provider, records `error` in the state: the run's verdict is
+`error` (not a failure), later nodes skip their work, no memory is distilled or credited, and write back still
+logs the run."""
 
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
+from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
-from mtl_graph.graph.state import MTLState
+from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
@@ -63,14 +66,15 @@ class MTLNodes:
         return Path(tempfile.mkdtemp(prefix=f"mtl-{_safe(task.id)}-", dir=root))
 
     # ------------------------------------------------------------------ nodes
-    @timed("plan")
+    @timed("plan", starts_run=True)
     def plan(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Normalise the task and write the retrieval query (a HyDE plan, or the task text for trajectories)."""
+        """Reset the run state, normalise the task, write the retrieval query (a HyDE plan, or the task text)."""
+        update: dict[str, Any] = {**fresh_run_state(), "run_id": uuid.uuid4().hex}
         try:
             task = as_task(state["task"])
         except Exception as exc:
-            return {"error": f"invalid task: {exc}", "run_id": uuid.uuid4().hex}
-        update: dict[str, Any] = {"task": task.model_dump(mode="json"), "run_id": uuid.uuid4().hex, "error": None}
+            return {**update, "error": f"invalid task: {exc}"}
+        update["task"] = task.model_dump(mode="json")
         cfg = self._settings(runtime)
         if cfg.memory_type in ("none", "trajectory") or cfg.top_k == 0:
             return {**update, "query": task.instruction}
@@ -131,6 +135,10 @@ class MTLNodes:
             update["re_retrieved"] = refresh.hits
         trajectory = Trajectory(task=task.ref(), steps=result.steps, submission=result.submission,
                                 model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
+        if result.exit_status in INFRASTRUCTURE_EXIT_STATUSES:  # the provider ended the run, not the agent
+            update["error"] = f"model provider error: {result.error or result.exit_status}"
+            trajectory.verdict = Verdict.infrastructure_error(update["error"])
+            update["verdict"] = trajectory.verdict.model_dump(mode="json")
         return {**update, "trajectory": trajectory.model_dump(mode="json"), "messages": result.messages}
 
     def _refresh(self, task: Task, state: MTLState, runtime: Runtime[MTLContext]) -> MemoryRefresh | None:
@@ -142,20 +150,25 @@ class MTLNodes:
 
     @timed("judge")
     def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Tests when the task has a check; the LLM judge otherwise."""
-        if state.get("error") or "trajectory" not in state:
+        """Tests when the task has a check (test files restored first); the LLM judge otherwise.
+
+        The check gets its own sandbox: the agent's sandbox was closed when it ended, which kills whatever it left
+        running, so nothing of the agent can touch the workspace after the tests are restored."""
+        if state.get("error") or not state.get("trajectory"):
             return {}
         task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
         update: dict[str, Any] = {}
         if task.check and state.get("workspace"):
-            sandbox = self._sandbox(state["workspace"])
             try:
-                verdict = CheckJudge(task, sandbox).judge(trajectory)
-            except Exception as exc:
-                verdict = Verdict(status=VerdictStatus.UNCERTAIN, source="tests", reason=f"check failed: {exc}")
-            finally:
-                sandbox.close()
-            if self._settings(runtime).judge_also:  # the model never sees the test verdict
+                sandbox = self._sandbox(state["workspace"])
+                try:
+                    verdict = CheckJudge(task, sandbox).judge(trajectory)
+                finally:
+                    sandbox.close()
+            except Exception as exc:  # the check could not run: that says nothing about the agent's work
+                update["error"] = f"check could not run: {type(exc).__name__}: {exc}"
+                verdict = Verdict.infrastructure_error(update["error"])
+            if self._settings(runtime).judge_also and not verdict.is_error:  # the model never sees the test verdict
                 update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
         else:
             verdict = self._llm_verdict(trajectory, runtime)
@@ -171,13 +184,13 @@ class MTLNodes:
 
             return LLMJudge(self._model(runtime)).judge(trajectory)
         except Exception as exc:
-            return Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
+            return Verdict(status="uncertain", source="judge", reason=f"judge failed: {exc}")
 
     @timed("distill")
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Turn the run into memories (success or failure prompts by verdict); secrets redacted first."""
         cfg = self._settings(runtime)
-        if state.get("error") or not cfg.online or "trajectory" not in state:
+        if state.get("error") or not cfg.online or not state.get("trajectory"):
             return {"distilled": [], "distill_failures": []}
         formats = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
         trajectory = Trajectory.model_validate(state["trajectory"])
@@ -193,10 +206,15 @@ class MTLNodes:
 
     @timed("write_back")
     def write_back(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Online mode: add memories (dedup) and credit the retrieved ones; always append the run log."""
+        """Online mode: add memories (dedup) and credit the retrieved ones; always append the run log.
+
+        An errored run writes nothing and credits or debits no memory; its verdict is `error`."""
         cfg = self._settings(runtime)
         update: dict[str, Any] = {"new_memory_ids": []}
         verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
+        if state.get("error") and (verdict is None or not verdict.is_error):
+            verdict = Verdict.infrastructure_error(state["error"])
+            update["verdict"] = verdict.model_dump(mode="json")
         try:
             if cfg.online and not state.get("error"):
                 pool = self._pool()
@@ -204,15 +222,15 @@ class MTLNodes:
                 update["new_memory_ids"] = [r.merged_into or r.id for r in results]
                 self.on_event("written", results)
                 used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
-                if verdict is not None and used:
+                if verdict is not None and not verdict.is_error and used:
                     pool.update_stats(used, verdict.outcome)
         except Exception as exc:
             update["error"] = f"write back failed: {exc}"
-        self._log(state, cfg, update)
+        self._log(state, cfg, update, verdict)
         self._cleanup(state)
         return update
 
-    def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any]) -> None:
+    def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
         from mtl_graph.settings import get_settings
 
         path = cfg.run_log or Path(get_settings().run_log)
@@ -221,6 +239,8 @@ class MTLNodes:
                                                           if task.get(k) is not None}}
         append_run_log(path, {
             "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
+            "verdict": verdict.model_dump(mode="json") if verdict else None,
+            "tests_modified": verdict.tests_modified if verdict else [],
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "distill_failures": state.get("distill_failures", []),

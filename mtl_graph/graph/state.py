@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage
-from langgraph.graph.message import add_messages
+from langchain_core.messages import AnyMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.types import Overwrite
 from typing_extensions import NotRequired, TypedDict
 
 
@@ -38,3 +39,17 @@ class MTLState(TypedDict):
     new_memory_ids: NotRequired[list[str]]
     error: NotRequired[str | None]
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
+
+
+def fresh_run_state() -> dict[str, Any]:
+    """Every run field of MTLState at its empty value (all but ``task``).
+
+    The first node returns it, so a run on a reused thread (LangGraph Studio, a checkpointer) never sees the
+    previous run's retrievals, trajectory, verdict or messages: only memories retrieved in this run are credited.
+    Reducer fields are cleared past their reducers (RemoveMessage for messages, Overwrite for timings)."""
+    return {
+        "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "memory_block": "", "workspace": None,
+        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
+        "judge_verdict": None, "distilled": [], "distill_failures": [], "new_memory_ids": [], "error": None,
+        "timings": Overwrite({}),
+    }

@@ -9,6 +9,8 @@ from functools import partial, wraps
 from pathlib import Path
 from typing import Any, Callable
 
+from langgraph.types import Overwrite
+
 from mtl_graph.chat import model_label
 from mtl_graph.tasks import Task
 from mtl_graph.templates import render_template
@@ -32,15 +34,16 @@ def as_task(value: Any) -> Task:
     raise ValueError(f"task must be a Task, a dict or a task directory path, not {type(value).__name__}")
 
 
-def timed(name: str) -> Callable:
-    """Record a node's wall time in state['timings'][name]."""
+def timed(name: str, starts_run: bool = False) -> Callable:
+    """Record a node's wall time in state['timings'][name]; the run's first node replaces the previous run's."""
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
         def node(*args: Any, **kwargs: Any) -> dict[str, Any]:
             start = time.perf_counter()
             update = fn(*args, **kwargs) or {}
-            return {**update, "timings": {name: round(time.perf_counter() - start, 4)}}
+            timing = {name: round(time.perf_counter() - start, 4)}
+            return {**update, "timings": Overwrite(timing) if starts_run else timing}
 
         return node
 

@@ -107,6 +107,7 @@ def exercise_task(exercise: Path, lang: str) -> Task:
         setup=f"rm -rf {META_DIR}",
         check=TOOLCHAINS[lang].check.format(tests=tests) if lang in TOOLCHAINS else None,
         check_timeout=300.0 if lang != "python" else 60.0,
+        test_files=files["test"],
         metadata={"suite": DOMAIN, "language": lang, "exercise": exercise.name,
                   REFERENCE_KEY: _reference(exercise, files)},
     )

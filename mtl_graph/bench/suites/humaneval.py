@@ -72,6 +72,7 @@ def problem_to_task(item: dict) -> Task:
         domain=DOMAIN,
         files={SOLUTION_FILE: prompt, **check_files},
         check=check,
+        test_files=list(check_files),
         check_timeout=30.0,
         metadata=metadata,
     )

@@ -83,6 +83,7 @@ def problem_to_task(item: dict, domain: str, where: str) -> Task:
         domain=domain,
         files={SOLUTION_FILE: starter, **check_files},
         check=check,
+        test_files=list(check_files),
         check_timeout=60.0 + 10.0 * len(cases),
         metadata=metadata,
     )
