@@ -87,8 +87,12 @@ def _restore_one(root: int, parts: tuple[str, ...], content: bytes, mode: int) -
             dir_fd = child
         name = parts[-1]
         kind = _kind(name, dir_fd)
-        if how is None:
-            how = {None: "deleted", "file": None if _same(name, dir_fd, content) else "modified"}.get(kind, "replaced")
+        if how is None and kind is None:
+            how = "deleted"
+        elif how is None and kind == "file":
+            how = None if _same(name, dir_fd, content) else "modified"
+        elif how is None:
+            how = "replaced"
         if kind == "dir":
             _remove(name, dir_fd)
         _write_replacing(name, dir_fd, content, mode)
