@@ -135,3 +135,15 @@ def test_the_eval_counts_a_storm_as_an_error_and_lists_tampered_runs(tmp_path):
 
     again = run_eval(config, runner, str(tmp_path / "out"), progress=False)  # the errored run is retried only
     assert again.ran == {"phase 1: zero-shot": 1} and again.resumed == {"phase 1: zero-shot": 2}
+
+
+def test_an_errored_run_is_never_distilled_even_when_imported_from_a_log():
+    from mtl_graph.experience.distill import distill
+    from mtl_graph.experience.trajectory import Step, Trajectory
+
+    run = Trajectory(task=TASK.ref(), steps=[Step(action="ls", observation="f.py")], exit_status="model_error",
+                     verdict=Verdict.infrastructure_error("model provider error: RateLimitError"))
+    made = distill(run, ["trajectory", "insight"], None)
+    assert made.memories == [] and [f.reason for f in made.failures] == ["the run ended in an infrastructure error"] * 2
+    judged = run.model_copy(update={"verdict": Verdict(status="fail", source="tests")})
+    assert [m.type for m in distill(judged, ["trajectory"], None).memories] == ["trajectory"]

@@ -277,6 +277,10 @@ def distill(trajectory: Trajectory, formats: Iterable[MemoryType | str], model: 
     provenance = Provenance(source_task_id=run.task.id, domain=run.task.domain, task_model=run.model,
                             distill_model=label)
     result = DistillResult(task_id=run.task.id, content_hash=trajectory.content_hash(), outcome=outcome)
+    if run.verdict is not None and run.verdict.is_error:  # the infrastructure ended it: nothing to learn
+        result.failures = [DistillFailure(format=k, reason="the run ended in an infrastructure error")
+                           for k in dict.fromkeys(kinds)]
+        return result
     for kind in dict.fromkeys(kinds):
         distiller = DISTILLERS[kind]
         if distiller.needs_model and chat is None:
