@@ -41,7 +41,10 @@ CHEATS = {
     "one-empty-test": "printf '" + ONE_EMPTY_TEST + "' > {tests}",
     "symlink": "printf '" + ONE_EMPTY_TEST + "' > mine.py && ln -sf mine.py {tests}",
     "edit-check-script": "echo 'exit 0' > {script}",
+    # A module named like the runner, first on sys.path, prints a green summary instead of running the tests.
+    "shadow-unittest": "printf 'print(\"Ran 9 tests in 0.001s\\\\n\\\\nOK\")\\n' > unittest.py",
 }
+EXPECTED = {"edit-check-script": ["run_tests.sh"], "shadow-unittest": ["unittest.py"]}
 
 
 def make_task_dir(root: Path) -> Path:
@@ -90,7 +93,7 @@ def test_tampering_agents_score_zero_on_a_task_directory(cheat, task_dir, tmp_pa
     state = run_graph(agent(command), str(task_dir), tmp_path)
     verdict = state["verdict"]
     assert verdict["status"] == "fail" and verdict["source"] == "tests"
-    expected = ["run_tests.sh"] if cheat == "edit-check-script" else ["test_primes.py"]
+    expected = EXPECTED.get(cheat, ["test_primes.py"])
     assert verdict["tests_modified"] == expected
     assert "tests modified by the agent" in verdict["reason"] and "NotImplementedError" in verdict["reason"]
     [line] = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
@@ -105,12 +108,13 @@ def test_the_verdict_is_about_the_solution_and_still_records_test_edits(task_dir
     assert state["verdict"]["status"] == "pass" and state["verdict"]["tests_modified"] == ["test_primes.py"]
 
 
-@pytest.mark.parametrize("cheat", ["empty", "delete", "one-empty-test", "symlink"])
+@pytest.mark.parametrize("cheat", ["empty", "delete", "one-empty-test", "symlink", "shadow-unittest"])
 def test_tampering_agents_score_zero_on_an_exercism_python_exercise(cheat, tmp_path):
     [task] = load_suite(f"exercism:{make_exercism(tmp_path / 'polyglot')}").tasks
     assert task.test_files == ["primes_test.py"]
     state = run_graph(agent(CHEATS[cheat].format(tests="primes_test.py", script="-")), task, tmp_path)
-    assert state["verdict"]["status"] == "fail" and state["verdict"]["tests_modified"] == ["primes_test.py"]
+    assert state["verdict"]["status"] == "fail"
+    assert state["verdict"]["tests_modified"] == EXPECTED.get(cheat, ["primes_test.py"])
 
 
 def test_a_hostile_memory_cannot_produce_a_pass(embeddings, task_dir, tmp_path):
@@ -260,3 +264,29 @@ def test_a_task_directory_with_a_bad_tests_list_is_one_clear_error(tmp_path, tes
     with pytest.raises(TaskError, match=message) as info:
         Task.from_dir(root)
     assert "\n" not in str(info.value) and "task.json" in str(info.value)
+
+
+def test_modules_planted_to_hijack_python_are_removed_but_the_task_s_own_are_kept(tmp_path):
+    from mtl_graph.experience.planted import hijack_candidates
+
+    task = Task(id="p", instruction="x", files={"queue.py": "STUB = 1\n", "tests/test_q.py": "T = 1\n"},
+                check="python3 -m unittest discover -s tests")
+    ws = task.materialize(tmp_path / "ws")
+    (ws / "conftest.py").write_text("# the repository's own, made by setup\n")  # like a cloned repo's
+    baseline = hijack_candidates(ws)
+    assert baseline == ["conftest.py", "queue.py"]
+    (ws / "sitecustomize.py").write_text("import os; os._exit(0)\n")
+    (ws / "unittest").mkdir()
+    (ws / "unittest" / "__init__.py").write_text("")
+    (ws / "json").mkdir()  # no __init__: a namespace directory never shadows the real module
+    (ws / "random").symlink_to(ws / "unittest", target_is_directory=True)
+    (ws / "tests" / "conftest.py").write_text("def pytest_collection_modifyitems(items): items.clear()\n")
+    (ws / "helpers.py").write_text("A = 1\n")
+    changes = restore_tests(task, ws, baseline)
+    assert changes == {"sitecustomize.py": "planted", "unittest": "planted", "random": "planted",
+                       "tests/conftest.py": "planted"}
+    assert sorted(p.name for p in ws.iterdir()) == ["conftest.py", "helpers.py", "json", "queue.py", "tests"]
+    assert restore_tests(task, ws, baseline) == {}
+    (ws / "conftest.py").unlink()
+    (ws / "conftest.py").write_text("# planted\n")
+    assert restore_tests(task, ws) == {"conftest.py": "planted"}  # without a baseline only task files count

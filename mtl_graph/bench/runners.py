@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Collection, Mapping, Protocol, runtime_checkable
 
 from mtl_graph.experience.checks import run_check, run_setup
+from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.sandbox import make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY
@@ -77,6 +78,7 @@ class ReferenceRunner:
                 if setup := run_setup(task, sandbox):
                     steps.append(Step(action=task.setup or "", observation=setup.output, exit_code=setup.exit_code,
                                       duration_s=setup.duration_s))
+                baseline = hijack_candidates(sandbox.workspace)
                 if self.solve(task, condition, attempt):
                     reference = task.metadata.get(REFERENCE_KEY)
                     if not reference:
@@ -85,7 +87,7 @@ class ReferenceRunner:
                         sandbox.write_file(path, content)
                         steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},
                                           observation=f"wrote {len(content)} chars"))
-                verdict = run_check(task, sandbox)
+                verdict = run_check(task, sandbox, baseline)
             except RuntimeError as exc:
                 return RunOutcome(error=str(exc), retrieved=retrieved, duration_s=time.monotonic() - start)
             finally:

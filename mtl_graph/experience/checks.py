@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 from mtl_graph.experience.no_tests import no_test_reason
+from mtl_graph.experience.planted import remove_planted
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
 from mtl_graph.tasks import Task, TaskError, check_relative
@@ -55,8 +57,10 @@ def pristine_tests(task: Task) -> dict[str, tuple[bytes, int]]:
     return out
 
 
-def restore_tests(task: Task, workspace: str | Path) -> dict[str, str]:
-    """Put the pristine test files back into workspace; return {path: "modified" | "deleted" | "replaced"}.
+def restore_tests(task: Task, workspace: str | Path, baseline: Collection[str] | None = None) -> dict[str, str]:
+    """Put the pristine test files back into workspace, remove modules planted to hijack a Python check;
+    return {path: "modified" | "deleted" | "replaced" | "planted"}. baseline: `hijack_candidates` taken before the
+    agent ran (None: only the task's own files are legitimate).
 
     Never follows a link the agent planted: every directory on the way is opened without following links
     (a link, file or anything else where a directory belongs is removed and a real directory made), and each
@@ -69,6 +73,7 @@ def restore_tests(task: Task, workspace: str | Path) -> dict[str, str]:
             how = _restore_one(root, PurePosixPath(rel).parts, content, mode)
             if how is not None:
                 changes[rel] = how
+        changes.update(remove_planted(task, root, baseline))
     finally:
         os.close(root)
     return changes
@@ -135,13 +140,13 @@ def _write_replacing(name: str, dir_fd: int, content: bytes, mode: int) -> None:
     os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
-def run_check(task: Task, sandbox: Sandbox) -> Verdict:
+def run_check(task: Task, sandbox: Sandbox, baseline: Collection[str] | None = None) -> Verdict:
     """Restore the test files, run the task's check: exit code 0 with tests run is a pass.
 
     The reason keeps the output's tail, and names the test files the agent had changed."""
     if not task.check:
         return Verdict(status=VerdictStatus.UNCERTAIN, reason="task has no check command", source="tests")
-    changes = restore_tests(task, sandbox.workspace)
+    changes = restore_tests(task, sandbox.workspace, baseline)
     tampered = sorted(changes)
     note = ("tests modified by the agent (pristine copies restored before the check): "
             + ", ".join(f"{p} ({changes[p]})" for p in tampered) + "\n") if tampered else ""
@@ -162,8 +167,8 @@ def run_check(task: Task, sandbox: Sandbox) -> Verdict:
 class CheckJudge:
     """The `Judge` protocol over a task's check command: prefer it to an LLM judge whenever a task has one."""
 
-    def __init__(self, task: Task, sandbox: Sandbox) -> None:
-        self.task, self.sandbox = task, sandbox
+    def __init__(self, task: Task, sandbox: Sandbox, baseline: Collection[str] | None = None) -> None:
+        self.task, self.sandbox, self.baseline = task, sandbox, baseline
 
     def judge(self, trajectory: Trajectory) -> Verdict:
-        return run_check(self.task, self.sandbox)
+        return run_check(self.task, self.sandbox, self.baseline)

@@ -9,6 +9,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.state import MTLInput, MTLState
@@ -113,6 +114,7 @@ def with_memory_transfer(
         workspace = nodes.new_workspace(task)
         try:
             task.materialize(workspace)
+            baseline = hijack_candidates(workspace)
         except Exception as exc:
             return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}"}
         messages = ([SystemMessage(state["memory_block"])] if state.get("memory_block") else [])
@@ -126,6 +128,7 @@ def with_memory_transfer(
         out = result["messages"]
         trajectory = trajectory_from_messages(out, task=task.ref())
         trajectory.model = trajectory.model or model_name(agent_graph)
-        return {"workspace": str(workspace), "messages": out, "trajectory": trajectory.model_dump(mode="json")}
+        return {"workspace": str(workspace), "messages": out, "trajectory": trajectory.model_dump(mode="json"),
+                "check_baseline": baseline}
 
     return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")

@@ -23,6 +23,7 @@ from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
+from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
 from mtl_graph.memory.models import render_memories
 from mtl_graph.memory.pool import MemoryPool
@@ -124,6 +125,8 @@ class MTLNodes:
         refresh = None
         try:
             run_setup(task, sandbox)
+            # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
+            update["check_baseline"] = hijack_candidates(workspace)
             refresh = self._refresh(task, state, runtime)
             result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
                                     on_step=refresh or (lambda step: self.on_event("step", step)))
@@ -162,7 +165,7 @@ class MTLNodes:
             try:
                 sandbox = self._sandbox(state["workspace"])
                 try:
-                    verdict = CheckJudge(task, sandbox).judge(trajectory)
+                    verdict = CheckJudge(task, sandbox, state.get("check_baseline")).judge(trajectory)
                 finally:
                     sandbox.close()
             except Exception as exc:  # the check could not run: that says nothing about the agent's work
