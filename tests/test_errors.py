@@ -64,7 +64,7 @@ def test_a_provider_storm_is_an_error_not_a_failure(error, embeddings, tmp_path)
                                 run_log=tmp_path / "runs.jsonl")
         state = graph.invoke({"task": TASK})
         assert state["error"].startswith("model provider error: ")
-        assert ("RateLimitError" if error == "429" else "ProviderDown") in state["error"]
+        assert ("RateLimitError (HTTP 429)" if error == "429" else "ProviderDown (HTTP 503)") in state["error"]
         assert state["verdict"]["status"] == "error" and state["verdict"]["source"] == "infrastructure"
         assert state["trajectory"]["exit_status"] == "model_error" and len(state["retrieved"]) == 3
         assert state["distilled"] == [] and state["new_memory_ids"] == []

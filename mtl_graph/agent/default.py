@@ -42,14 +42,14 @@ class DefaultAgent:
         try:
             model = self.format.bind(model)
         except Exception as exc:  # e.g. a model class without tool support
-            return _end(result, "model_error", error=f"{type(exc).__name__}: {exc}")
+            return _end(result, "model_error", error=_describe(exc))
         for _ in range(self.config.step_limit):
             if status := self._limit_reached(started, result.tokens):
                 return _end(result, status)
             try:
                 reply = model.invoke(result.messages)
             except Exception as exc:  # provider errors must end the run, not the caller's graph
-                return _end(result, "model_error", error=f"{type(exc).__name__}: {exc}")
+                return _end(result, "model_error", error=_describe(exc))
             result.messages.append(reply)
             result.tokens += _usage(reply)
             items = self.format.parse(reply)
@@ -123,6 +123,13 @@ class DefaultAgent:
         code = "unknown" if step.exit_code is None else step.exit_code
         output = step.observation.rstrip("\n")
         return render("observation.md", self.config.prompts_dir, exit_code=code, output=output)
+
+
+def _describe(exc: Exception) -> str:
+    """The provider error in one line, with its HTTP status when the client exposes one (429, 503...)."""
+    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    head = f"{type(exc).__name__} (HTTP {status})" if isinstance(status, int) else type(exc).__name__
+    return f"{head}: {exc}"
 
 
 def _usage(reply: BaseMessage) -> TokenUsage:

@@ -46,6 +46,9 @@ class RichProgress:
     def on_verdict(self, verdict: Any) -> None:
         color = {"pass": "green", "fail": "red"}.get(verdict.status.value, "yellow")
         self.console.print(f"[bold cyan]judge[/]  [{color}]{verdict.status.value.upper()}[/] (by {verdict.source})")
+        if verdict.tests_modified:
+            self.console.print(f"  [yellow]tests modified by the agent (restored before the check):[/] "
+                               f"{escape(', '.join(verdict.tests_modified))}")
 
     def on_written(self, results: list[Any]) -> None:
         for r in results:
