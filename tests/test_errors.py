@@ -147,3 +147,15 @@ def test_an_errored_run_is_never_distilled_even_when_imported_from_a_log():
     assert made.memories == [] and [f.reason for f in made.failures] == ["the run ended in an infrastructure error"] * 2
     judged = run.model_copy(update={"verdict": Verdict(status="fail", source="tests")})
     assert [m.type for m in distill(judged, ["trajectory"], None).memories] == ["trajectory"]
+
+
+def test_a_suite_whose_runs_all_errored_shows_no_score_only_its_errors():
+    from mtl_graph.bench.report import build_report, render_markdown
+
+    results = [_result("a", 0, "error", "model provider error: RateLimitError (HTTP 429)"),
+               _result("b", 0, None, "sandbox could not start")]
+    data = build_report(results, EvalConfig(suites=["dir:x"], runner="graph", formats=[]))
+    assert data["table"]["zero_shot"] == {} and data["error_counts"]["zero_shot"] == {"s": 2, "average": 2}
+    md = render_markdown(data, [])
+    assert "| zero_shot | – [2 err] | – [2 err] |" in md and "## Errors (2)" in md
+    assert "| s | a | zero_shot | 0 | model provider error: RateLimitError (HTTP 429) |" in md

@@ -71,7 +71,9 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
     """All numbers of the report as plain data (what report.json holds)."""
     k = config.k
     scores = aggregate(results, k)
-    conditions = [c.key for c in config.conditions() if any(s.condition == c.key for s in scores.values())]
+    errored = error_counts(results)
+    conditions = [c.key for c in config.conditions()
+                  if any(s.condition == c.key for s in scores.values()) or ("average", c.key) in errored]
     order = [s["name"] for s in suites_info or []]
     suites = sorted({r.suite for r in results}, key=lambda n: (order.index(n) if n in order else len(order), n))
     table: dict[str, dict[str, dict]] = {}
@@ -113,7 +115,7 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
                    "memory_ids": r.leaked_memory_ids} for r in results if r.leaked_memory_ids],
         "errors": [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
                     "error": r.error or (r.verdict.reason if r.verdict else "")} for r in results if is_error(r)],
-        "error_counts": {c: {s: n for (s, cc), n in error_counts(results).items() if cc == c} for c in conditions},
+        "error_counts": {c: {s: n for (s, cc), n in errored.items() if cc == c} for c in conditions},
         "tests_modified": _tampered(results),
         "suites_info": suites_info or [],
     }
