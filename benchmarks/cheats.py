@@ -45,7 +45,8 @@ def cheats(task: Task) -> dict[str, str]:
         "exit-at-import": " && ".join(_write(s, "import os\nos._exit(0)\n") for s in solutions),
         "shadow-unittest": _write("unittest.py", FAKE_RUNNER),
         # In-process: the solution itself runs inside the test process. File restores cannot stop these.
-        "fake-summary-at-import": " && ".join(_write(s, f"import os\n{FAKE_RUNNER}os._exit(0)\n") for s in solutions),
+        "fake-summary-at-import": " && ".join(_write(s, f"import os, sys\n{FAKE_RUNNER}sys.stdout.flush()\nos._exit(0)\n")
+                                              for s in solutions),
         "patch-asserts-at-import": " && ".join(_write(s, PATCH_ASSERTS) for s in solutions),
     }
 
