@@ -71,8 +71,8 @@ def main() -> int:
     if args.trust_workspace:
         from mtl_graph.experience import checks
 
-        checks.restore_tests = lambda task, workspace: {}
-        checks.no_test_reason = lambda command, code, output: None
+        checks.restore_tests = lambda *args: {}
+        checks.no_test_reason = lambda *args: None
     tasks = [t for t in load_suite(f"exercism:{args.path}", args.limit, 0).tasks if t.metadata["language"] == "python"]
     passed: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="mtl-cheats-") as tmp:
