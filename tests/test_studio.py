@@ -73,6 +73,12 @@ def test_studio_runs_the_graph_end_to_end(server):
     assert len(out["new_memory_ids"]) == 1
     assert json.loads((tmp_path / "runs.jsonl").read_text())["task"]["id"] == "examples/slugify"
 
+    # Studio reuses the thread: the second run starts clean (its own messages, verdict and memories only)
+    again = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")})
+    assert again["verdict"]["status"] == "fail"  # the replay ran out: the stub stays unsolved
+    assert [m["type"] for m in again["messages"]] == ["system", "human", "ai", "tool"]
+    assert again["retrieved"] == [] and again["re_retrieved"] == [] and again["new_memory_ids"] != out["new_memory_ids"]
+
     # the exported graph imports without a model and fails the run with a clear message
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "mtl", input={"task": {"id": "x", "instruction": "do it"}})

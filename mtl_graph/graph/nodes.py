@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict
+from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
@@ -187,7 +187,7 @@ class MTLNodes:
 
             return LLMJudge(self._model(runtime)).judge(trajectory)
         except Exception as exc:
-            return Verdict(status="uncertain", source="judge", reason=f"judge failed: {exc}")
+            return Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
 
     @timed("distill")
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
