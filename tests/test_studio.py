@@ -77,7 +77,7 @@ def test_studio_runs_the_graph_end_to_end(server):
     again = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")})
     assert again["verdict"]["status"] == "fail"  # the replay ran out: the stub stays unsolved
     assert [m["type"] for m in again["messages"]] == ["system", "human", "ai", "tool"]
-    assert again["retrieved"] == [] and again["re_retrieved"] == [] and again["new_memory_ids"] != out["new_memory_ids"]
+    assert again["retrieved"] == [] and again["re_retrieved"] == [] and len(again["new_memory_ids"]) == 1
 
     # the exported graph imports without a model and fails the run with a clear message
     thread = client.threads.create()
