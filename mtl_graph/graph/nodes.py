@@ -21,7 +21,7 @@ from mtl_graph.graph.state import MTLState
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
-from mtl_graph.memory.models import render_memories
+from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
@@ -99,8 +99,8 @@ class MTLNodes:
         self.on_event("retrieved", retrieved)
         block = ""
         if hits:
-            rendered = render_memories([h.memory for h in hits], cfg.observation_chars)
-            block = prompt("memory_header", memories=rendered)
+            fenced = fence_memories([h.memory for h in hits], observation_chars=cfg.observation_chars)
+            block = prompt("memory_header", memories=fenced.text, boundary=fenced.boundary)
         return {"retrieved": retrieved, "memory_block": block}
 
     @timed("execute")
