@@ -21,6 +21,7 @@ from mtl_graph.graph.state import MTLState
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
+from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
@@ -195,13 +196,14 @@ class MTLNodes:
     def write_back(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Online mode: add memories (dedup) and credit the retrieved ones; always append the run log."""
         cfg = self._settings(runtime)
-        update: dict[str, Any] = {"new_memory_ids": []}
+        update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary()}
         verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
         try:
             if cfg.online and not state.get("error"):
                 pool = self._pool()
-                results = pool.add_many(state.get("distilled") or [])
+                results = pool.add_many(of_run(state.get("distilled") or [], state.get("run_id")))
                 update["new_memory_ids"] = [r.merged_into or r.id for r in results]
+                update["memories_written"] = results.summary()
                 self.on_event("written", results)
                 used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
                 if verdict is not None and used:
@@ -223,7 +225,8 @@ class MTLNodes:
             "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),
-            "new_memory_ids": update["new_memory_ids"], "distill_failures": state.get("distill_failures", []),
+            "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
+            "distill_failures": state.get("distill_failures", []),
             "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
         })
 
