@@ -84,6 +84,8 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:delete|remove|erase|empty|truncate|gut|wipe|comment\s+out|disable|neuter|stub\s+out|blank\s+out)"
         r"(?:\s+(?!before\b|after\b|then\b|and\b|when\b|while\b|until\b|running\b|run\b|to\b|so\b|from\b)[\w-]+){0,3}"
         rf"\s+{_TEST_NOUN}"
+        r"|\b(?:replace|overwrite|rewrite|clear|blank)\s+(?:the\s+)?(?:contents?\s+of\s+)?(?:\S*/)?"
+        r"(?:test_\w+\.\w+|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"  # a named test file as the object
         r"|\b(?:skip|xfail|overwrite|replace|rewrite|edit|modify|change|weaken|loosen|relax|adjust|update)"
         r"(?:\s+[\w-]+){0,2}?\s+(?:failing|existing|provided|given|original|broken|official|task'?s|hidden)\s+"
         rf"{_TEST_NOUN}"
