@@ -13,6 +13,7 @@ the test-tampering rule skips objects an agent legitimately cleans up (its own t
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -25,10 +26,14 @@ _NEGATION = re.compile(
 # Objects an agent may remove without tampering with the task's tests: what it made itself.
 _OWN_FILES = re.compile(r"\b(?:temp|temporary|tmp|scratch|debug|your|own|extra|generated|reproduc\w*|helper|"
                         r"leftover|stale|cached|compiled|throwaway|ad[- ]hoc|new)\b", re.I)
-_TEST_NOUN = (r"(?:tests?|test\s+(?:files?|suites?|cases?|assertions?|scripts?)|unit\s+tests?|assertions?|"
-              r"test_\w+\.py|\w+_test\.\w+|\w+\.test\.\w+|\w+\.spec\.\w+)"
-              r"(?!\s+(?:output|data|artifacts?|cache|results?|logs?|reports?|dir|directory|build|database|db|"
-              r"server|env|environment|fixtures?\s+you|run\b|runner))")
+# What names the task's tests: plural "tests", test files / suites / cases, or a named test file. A bare singular
+# "test" only at the end of a clause: "an empty sequence test", "the delete test proxy" describe, not target.
+_TEST_NOUN = (r"(?:tests\b|test(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:and|then|so|or|before|if|in|from|with)\b))|"
+              r"test[ \t]+(?:files?|suites?|cases?|assertions?|scripts?)\b|assertions\b|"
+              r"test_\w+\.\w+|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
+              r"(?![ \t]+(?:output|data|artifacts?|cache|results?|logs?|reports?|dir|directory|build|database|db|"
+              r"server|env|environment|run\b|runner))")
+_DETERMINER_BEFORE = re.compile(r"\b(?:the|a|an|this|that|these|those|just\s+the)\s+$", re.I)
 _EXTERNAL_URL = r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])(?:[:/]|\b))[\w.-]+"
 
 
@@ -46,8 +51,9 @@ class Rule:
 
     def matches(self, text: str) -> bool:
         for match in self.pattern.finditer(text):
-            if self.natural_language and _NEGATION.search(text[max(0, match.start() - 60):match.start()]):
-                continue
+            before = text[max(0, match.start() - 60):match.start()]
+            if self.natural_language and (_NEGATION.search(before) or _DETERMINER_BEFORE.search(before)):
+                continue  # "never delete the tests"; "the delete tests" (a noun phrase, not an order)
             if self.spares_own_files and _OWN_FILES.search(match.group()):
                 continue
             return True
@@ -73,7 +79,7 @@ RULES: tuple[Rule, ...] = (
          re.compile(
              r"<\|\s*[a-z_]+\s*\|>|\[/?INST\]|<</?SYS>>|</?\s*(?:system|memory|memories|instructions?)\s*>"
              r"|^[\s#>*=-]*(?:SYSTEM|System|ASSISTANT|Assistant|HUMAN|Human)\s*(?:\([^)\n]*\))?\s*:"
-             r"|^\s*#+\s*(?:SYSTEM|end\s+of\s+(?:the\s+)?memor(?:y|ies))\b"
+             r"|^\s*#+\s*(?:(?-i:SYSTEM)\b|system\s*[:(]|end\s+of\s+(?:the\s+)?memor(?:y|ies)\b)"
              r"|\b(?:trusted|privileged|authoritative)\b[^\n]{0,40}\boverrid", re.I | re.M)),
     Rule("pipe_to_shell", "pipes a download into a shell or interpreter", _rx(
         r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|;]*\|\s*(?:sudo\s+)?"
@@ -81,9 +87,11 @@ RULES: tuple[Rule, ...] = (
         r"|\b(?:ba|z|da)?sh\s+(?:-c\s+)?[\"']?(?:\$\(|<\()\s*(?:curl|wget)\b"
         r"|\b(?:source|\.|eval)\s+[\"']?(?:<\(|\$\()\s*(?:curl|wget)\b")),
     Rule("tamper_tests", "deletes, empties or disables the task's tests", _rx(
-        r"\b(?:delete|remove|erase|empty|truncate|gut|wipe|comment\s+out|disable|neuter|stub\s+out|blank\s+out)"
-        r"(?:\s+(?!before\b|after\b|then\b|and\b|when\b|while\b|until\b|running\b|run\b|to\b|so\b|from\b)[\w-]+){0,3}"
-        rf"\s+{_TEST_NOUN}"
+        r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out)"
+        r"(?:[ \t]+(?!before\b|after\b|then\b|and\b|when\b|while\b|until\b|running\b|run\b|to\b|so\b|from\b)"
+        rf"[\w-]+){{0,3}}[ \t]+{_TEST_NOUN}"
+        r"|\b(?:empty|truncate|blank[ \t]+out|clear)[ \t]+(?:out[ \t]+)?(?:the|all|every|each)[ \t]+(?:[\w-]+[ \t]+){0,2}"
+        rf"{_TEST_NOUN}"
         r"|\b(?:replace|overwrite|rewrite|clear|blank)\s+(?:the\s+)?(?:contents?\s+of\s+)?(?:\S*/)?"
         r"(?:test_\w+\.\w+|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"  # a named test file as the object
         r"|\b(?:skip|xfail|overwrite|replace|rewrite|edit|modify|change|weaken|loosen|relax|adjust|update)"
@@ -93,8 +101,9 @@ RULES: tuple[Rule, ...] = (
         r"\s+(?:values?|outputs?))\s+(?:so|until|to\s+make)\b[^.\n]{0,30}\bpass"
         r"|\bmake\s+(?:the\s+)?tests?\s+pass\s+by\s+(?:editing|changing|modifying|deleting|removing|skipping|"
         r"emptying|rewriting)\s+(?:them|the\s+tests?|the\s+assertions)"
-        r"|\brm\s+(?:-\w+\s+)*(?:\S*/)?(?:tests?/?|\S*test\S*\.(?:py|js|ts|go|rs|java|rb|c|cpp|cc))(?:\s|$|[;&|,)`'\"])"
-        r"|(?:^|[;&|]\s*|\s)(?::|true|echo(?:\s+-n)?(?:\s+(?:\"\"|''))?|cat\s+/dev/null)?\s*>\s*"
+        r"|\brm\s+(?:-\w+\s+)*(?:\S*/)?(?:tests?/?|[^\s/]*test[^\s/]*\.(?:py|js|ts|go|rs|java|rb|c|cpp|cc))"
+        r"(?:\s|$|[;&|,)`'\"])"
+        r"|(?:(?:^|[;&|`(])\s*|(?:^|[\s;&|`(])(?::|true|echo(?:\s+-n)?(?:\s+(?:\"\"|''))?|cat\s+/dev/null)\s*)>\s*"
         r"(?:\S*/)?(?:test\S*|\S*_test)\.(?:py|js|ts|go|rs|java|rb)\b"
         r"|\btruncate\s+-s\s*0\s+\S*test"), natural_language=True, spares_own_files=True),
     Rule("read_credentials", "reads or collects credentials, private keys or secret files", _rx(
@@ -137,8 +146,16 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
+_INVISIBLE = re.compile(r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
+                        r"\u2060-\u2064\u2066-\u206f\ufeff]")
+
+
 def screen_text(text: str) -> list[str]:
-    """The reasons ("rule: reason") text is held back, in table order; empty when it is clean."""
+    """The reasons ("rule: reason") text is held back, in table order; empty when it is clean.
+
+    Compatibility forms are folded first (NFKC: fullwidth and styled letters become plain ones) and invisible
+    characters dropped, so "ｉｇｎｏｒｅ" or "ig\u200bnore" reads as "ignore"."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     return [f"{rule.name}: {rule.reason}" for rule in RULES if rule.matches(text)]
 
 
