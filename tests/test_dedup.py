@@ -226,3 +226,22 @@ def test_graph_write_back_reports_what_it_wrote_per_run(embeddings, tmp_path):
     assert [s.run_id for s in memory.sources] == sorted(s["run_id"] for s in states)
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["memories_written"]["counts"]["identical"] for r in logged] == [0, 1]
+
+
+def test_eval_phase_two_keeps_every_attempt_as_a_run(tmp_path, embeddings):
+    """pass@k: the same deterministic run three times, judged pass, pass, fail (a flaky test)."""
+    from mtl_graph.bench.graph_runner import make_distiller
+    from mtl_graph.bench.models import Condition, TaskResult
+    from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
+    from mtl_graph.tasks import Task
+
+    run = Trajectory(task=Task(id="t1", instruction="Add two numbers.", domain="d").ref(), model="m-1",
+                     steps=[Step(action="python3 add.py", observation="3", exit_code=0)])
+    results = [TaskResult(suite="s", task_id="t1", domain="d", condition=Condition(), attempt=n, trajectory=run,
+                          verdict=Verdict(status=status, source="tests"))
+               for n, status in enumerate([VerdictStatus.PASS, VerdictStatus.PASS, VerdictStatus.FAIL])]
+    note = make_distiller(None, str(tmp_path / "pool"), ["trajectory"])(results).note
+    assert "(2 added, 0 merged, 1 identical, 0 flagged)" in note
+    with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
+        runs = {m.outcome.value: [s.run_id.split("/")[3] for s in m.sources] for m in pool}
+    assert runs == {"success": ["0", "1"], "failure": ["2"]}
