@@ -14,7 +14,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import.",
+memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
+                                "flagged, release.",
                            no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
 
@@ -57,8 +58,10 @@ def _console():
 
 
 def _memory_row(memory) -> tuple[str, str, str, str, str]:
-    return (memory.id[:8], memory.type, memory.outcome.value, ",".join(memory.domains) or "-",
-            memory.key_text()[:80])
+    from rich.markup import escape  # memory text is data: "[...]" in it must not act as rich markup
+
+    return (memory.id[:8], memory.type, memory.outcome.value, escape(",".join(memory.domains) or "-"),
+            escape(memory.key_text()[:80]))
 
 
 @memories_app.command("add")
@@ -80,9 +83,10 @@ def _import(file: Path, location: str | None, keep_stats: bool) -> None:
         fail(f"{file}: no such file")
     with open_pool(location) as pool:
         report = pool.import_jsonl(file, keep_stats=keep_stats)
-    counts = {s: sum(r.status == s for r in report.results) for s in ("added", "merged", "exists")}
-    typer.echo(f"{counts['added']} added, {counts['merged']} merged into near-duplicates, "
-               f"{counts['exists']} already present")
+    counts = report.results.counts
+    typer.echo(f"{counts['added']} added, {counts['merged']} merged into memories with the same content, "
+               f"{counts['identical']} already present" + (f"; {counts['flagged']} flagged by screening "
+                                                           "(see `mtl memories flagged`)" if counts["flagged"] else ""))
     for error in report.errors:
         typer.secho(error, fg=typer.colors.RED, err=True)
     if report.errors:
@@ -96,13 +100,15 @@ def memories_search(
     k: Annotated[int, typer.Option("--k", "-k", min=1, max=100, help="How many memories.")] = 3,
     exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Drop memories from this domain (repeatable).")] = None,
     dense_only: Annotated[bool, typer.Option("--dense-only", help="Dense vectors only (no BM25 fusion).")] = False,
+    include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also return memories flagged by screening.")] = False,
     json_out: JsonOption = False,
     pool: PoolOption = None,
 ) -> None:
     """Search the pool (hybrid dense + BM25 by default) and show memories with scores."""
     with open_pool(pool) as opened:
         try:
-            hits = opened.search(text, type=type, k=k, exclude_domains=exclude_domain or (), hybrid=not dense_only)
+            hits = opened.search(text, type=type, k=k, exclude_domains=exclude_domain or (), hybrid=not dense_only,
+                                 include_flagged=include_flagged)
         except ValueError as exc:
             fail(str(exc))
     if json_out:
@@ -163,12 +169,14 @@ def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a
         return
     console = _console()
     console.print(f"[bold]{memory.id}[/bold]  {memory.type}  outcome={memory.outcome.value}")
-    console.print(memory.render(1))
+    if memory.flagged:
+        console.print(f"[red]flagged (not retrieved):[/red] {'; '.join(memory.flagged)}")
+    console.print(memory.render(1), markup=False, highlight=False)  # memory text is data, never rich markup
     s = memory.stats
     console.print(f"retrieved {s.retrieved}× ({s.retrieved_success} in successful runs, {s.retrieved_failure} in failed)")
     for src in memory.sources:
         console.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
-                      f"distilled by={src.distill_model} at {src.created_at:%Y-%m-%d %H:%M}")
+                      f"distilled by={src.distill_model} run={src.run_id} at {src.created_at:%Y-%m-%d %H:%M}")
 
 
 @memories_app.command("delete")
@@ -258,7 +266,8 @@ def run_task(
                                 on_event=None if json_out else RichProgress())
         state = graph.invoke({"task": loaded})
     if json_out:
-        keys = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "distill_failures", "timings", "error")
+        keys = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "memories_written",
+                "distill_failures", "timings", "error")
         typer.echo(json.dumps({key: state.get(key) for key in keys}, indent=2, default=str))
     if state.get("error"):
         fail(state["error"])
@@ -282,6 +291,36 @@ def demo(
         fail(str(exc))
     if any(row["error"] for row in rows):
         raise typer.Exit(1)
+
+
+@memories_app.command("flagged")
+def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """List memories that write-time screening holds back from retrieval, with the reasons."""
+    with open_pool(pool) as opened:
+        held = opened.flagged()
+    if json_out:
+        typer.echo(json.dumps([m.model_dump(mode="json") for m in held], indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} flagged memories")
+    for memory in held:
+        table.add_row(*_memory_row(memory), "; ".join(memory.flagged))
+    _console().print(table)
+
+
+@memories_app.command("release")
+def memories_release(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
+                     json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """Re-admit a flagged memory to retrieval (after reading it: `mtl memories show ID`)."""
+    with open_pool(pool) as opened:
+        memory = _resolve_id(opened, memory_id)
+        was_flagged = bool(memory.flagged)
+        memory = opened.release(memory.id) or memory
+    if json_out:
+        typer.echo(json.dumps({"id": memory.id, "released": was_flagged, "reasons": memory.released}, indent=2))
+        return
+    typer.echo(f"released {memory.id}" if was_flagged else f"{memory.id} was not flagged; nothing to release")
 
 
 def _register_optional() -> None:

@@ -29,8 +29,6 @@ class Settings(BaseSettings):
     """Where commands run: auto (bwrap when available), bwrap, local or docker."""
     run_log: str = ".mtl/runs.jsonl"
     """Run log (JSONL) appended after every run."""
-    dedup_threshold: float = Field(default=0.95, gt=0, le=1.0)
-    """Cosine at or above which a new memory is merged into an existing one of the same type."""
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     """API key for a Qdrant server (read from QDRANT_API_KEY)."""
 

@@ -61,7 +61,9 @@ def test_success_path_writes_a_memory_that_a_task_in_another_domain_retrieves(po
     assert [r["id"] for r in state["retrieved"]] == [memory.id]
     assert state["retrieved"][0]["domains"] == ["strings"] and state["retrieved"][0]["similarity"] > 0
     system = model.prompts[0][0].content
-    assert system.count("Memories from past runs") == 1 and system.rstrip().endswith(memory.render(1).splitlines()[-1].strip())
+    last = system.rstrip().splitlines()  # the memory ends the prompt, fenced and quoted (see test_render.py)
+    assert system.count("Memories from past runs") == 1 and last[-1].startswith("</memory-")
+    assert last[-2] == "│ " + memory.render(1).splitlines()[-1].strip()
     credited = pool.get(memory.id).stats
     assert (credited.retrieved, credited.retrieved_success) == (1, 1)
 
@@ -261,7 +263,7 @@ def test_a_failing_test_run_re_retrieves_once_with_the_error(pool, tmp_path):
     assert again["id"] == csv.id != first
     observations = [m.content for m in model.prompts[-1] if m.type == "tool"]
     assert "More memories, retrieved because that test run failed" in observations[0]
-    assert "## Memory 2: Round money sums" in observations[0]
+    assert 'n="2" type="insight"' in observations[0] and "│ Round money sums" in observations[0]
     assert "More memories" not in observations[1]  # only once
     assert json.loads((tmp_path / "l.jsonl").read_text())["re_retrieved"][0]["id"] == csv.id
     off = run(build_mtl_graph(RecordingModel(prompts=[], responses=list(model.responses)), pool, top_k=1,

@@ -232,7 +232,9 @@ class PoolDistiller:
         if result.verdict is not None:  # the harness's verdict (tests or judge) picks the success/failure prompt
             trajectory = trajectory.model_copy(update={"verdict": result.verdict})
         label = self.model if isinstance(self.model, str) else None
-        made = distill(trajectory, self.formats, chat, distill_model=label)
+        run_id = f"eval:{result.suite}/{result.task_id}/{result.condition.key}/{result.attempt}/" \
+                 f"{trajectory.content_hash()[:12]}"  # every attempt is a run of its own
+        made = distill(trajectory, self.formats, chat, distill_model=label, run_id=run_id)
         return made.memories, [f"{where}: {f.format.value}: {f.reason}" for f in made.failures]
 
     def __call__(self, results: list[TaskResult]) -> Pool:
@@ -250,9 +252,10 @@ class PoolDistiller:
                               source_task_ids=m.source_task_ids,
                               task_models=sorted({s.task_model for s in m.sources if s.task_model}))
                     for m in pool]
-        new = sum(r.status == "added" for r in added)
+        counts = added.counts
         note = (f"distilled {len(results)} zero-shot runs into {len(memories)} memories "
-                f"({new} new, {len(added) - new} merged or existing) of {', '.join(f.value for f in self.formats)}")
+                f"({counts['added']} added, {counts['merged']} merged, {counts['identical']} identical, "
+                f"{counts['flagged']} flagged) of {', '.join(f.value for f in self.formats)}")
         if self.failures:
             note += f"; {len(self.failures)} not distilled: " + "; ".join(self.failures)
         return Pool(memories=refs, note=note)

@@ -110,6 +110,10 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
         if report.count(status) or status in ("ingested", "failed"):
             summary.add_row(status, str(report.count(status)))
     summary.add_row("bad files", str(len(report.file_failures)))
+    written = report.written()
+    if any(written.values()):  # what "N runs -> M memories" is made of
+        for status in ("added", "merged", "identical", "flagged"):
+            summary.add_row(f"memories {status}", str(written[status]))
     usage = report.usage
     summary.caption = f"tokens: {usage.input} in / {usage.output} out"
     console.print(summary)

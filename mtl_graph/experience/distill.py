@@ -264,18 +264,20 @@ DISTILLERS: dict[MemoryType, Distiller] = {
 
 def distill(trajectory: Trajectory, formats: Iterable[MemoryType | str], model: BaseChatModel | str | None = None,
             *, config: DistillConfig | None = None, redactor: Redactor | None = None,
-            distill_model: str | None = None) -> DistillResult:
+            distill_model: str | None = None, run_id: str | None = None) -> DistillResult:
     """Distil one run into one memory per format; failures are reported in the result, never raised.
 
-    distill_model names the model in provenance (default: the model string, or the model's own name)."""
+    distill_model names the model in provenance (default: the model string, or the model's own name); run_id
+    names the run (default: a hash of the run's content, so an imported run keeps one id however often it is
+    imported)."""
     config = config or DistillConfig()
     kinds = [f if isinstance(f, MemoryType) else memory_type_of(f) for f in formats]
     label = distill_model or model_label(model)
     chat = resolve_model(model) if model is not None else None
     run = (redactor or Redactor()).redact_trajectory(trajectory)
     outcome = run.verdict.outcome if run.verdict else Outcome.UNKNOWN
-    provenance = Provenance(source_task_id=run.task.id, domain=run.task.domain, task_model=run.model,
-                            distill_model=label)
+    provenance = Provenance(run_id=run_id or f"run-{trajectory.content_hash()[:32]}", source_task_id=run.task.id,
+                            domain=run.task.domain, task_model=run.model, distill_model=label)
     result = DistillResult(task_id=run.task.id, content_hash=trajectory.content_hash(), outcome=outcome)
     if run.verdict is not None and run.verdict.is_error:  # the infrastructure ended it: nothing to learn
         result.failures = [DistillFailure(format=k, reason="the run ended in an infrastructure error")

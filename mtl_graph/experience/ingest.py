@@ -80,6 +80,8 @@ class RunRecord(BaseModel):
     """The outcome the memories carry."""
     memory_ids: list[str] = Field(default_factory=list)
     """Ids of the memories written (or merged into)."""
+    written: dict[str, int] = Field(default_factory=dict)
+    """What the pool did with the run's memories: added / merged / identical / flagged counts."""
     usage: TokenUsage = Field(default_factory=TokenUsage)
     """Tokens spent judging and distilling."""
 
@@ -103,6 +105,14 @@ class IngestReport(BaseModel):
 
     def count(self, status: Status) -> int:
         return sum(r.status == status for r in self.runs)
+
+    def written(self) -> dict[str, int]:
+        """Memories added / merged / identical / flagged over every run: explains "N runs -> M memories"."""
+        totals = dict.fromkeys(("added", "merged", "identical", "flagged"), 0)
+        for run in self.runs:
+            for status, n in run.written.items():
+                totals[status] = totals.get(status, 0) + n
+        return totals
 
     @property
     def usage(self) -> TokenUsage:
@@ -204,6 +214,7 @@ class _Worker:
         rec.usage += result.total_usage
         added = self.pool.add_many(result.memories) if result.memories else []
         rec.memory_ids = [a.merged_into or a.id for a in added]
+        rec.written = added.counts if added else {}
         self.ledger.record(rec.content_hash, run.task.id,
                            [(m.type, a.merged_into or a.id) for m, a in zip(result.memories, added)])
         if result.failures:

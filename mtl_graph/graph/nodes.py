@@ -25,7 +25,8 @@ from mtl_graph.chat import chat_model
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
-from mtl_graph.memory.models import render_memories
+from mtl_graph.memory.dedup import AddReport, of_run
+from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
@@ -104,8 +105,8 @@ class MTLNodes:
         self.on_event("retrieved", retrieved)
         block = ""
         if hits:
-            rendered = render_memories([h.memory for h in hits], cfg.observation_chars)
-            block = prompt("memory_header", memories=rendered)
+            fenced = fence_memories([h.memory for h in hits], observation_chars=cfg.observation_chars)
+            block = prompt("memory_header", memories=fenced.text, boundary=fenced.boundary)
         return {"retrieved": retrieved, "memory_block": block}
 
     @timed("execute")
@@ -213,7 +214,7 @@ class MTLNodes:
 
         An errored run writes nothing and credits or debits no memory; its verdict is `error`."""
         cfg = self._settings(runtime)
-        update: dict[str, Any] = {"new_memory_ids": []}
+        update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary()}
         verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
         if state.get("error") and (verdict is None or not verdict.is_error):
             verdict = Verdict.infrastructure_error(state["error"])
@@ -221,8 +222,9 @@ class MTLNodes:
         try:
             if cfg.online and not state.get("error"):
                 pool = self._pool()
-                results = pool.add_many(state.get("distilled") or [])
+                results = pool.add_many(of_run(state.get("distilled") or [], state.get("run_id")))
                 update["new_memory_ids"] = [r.merged_into or r.id for r in results]
+                update["memories_written"] = results.summary()
                 self.on_event("written", results)
                 used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
                 if verdict is not None and not verdict.is_error and used:
@@ -246,7 +248,8 @@ class MTLNodes:
             "tests_modified": verdict.tests_modified if verdict else [],
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),
-            "new_memory_ids": update["new_memory_ids"], "distill_failures": state.get("distill_failures", []),
+            "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
+            "distill_failures": state.get("distill_failures", []),
             "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
         })
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from mtl_graph.experience.trajectory import Step
 from mtl_graph.graph.context import MTLConfig
 from mtl_graph.graph.support import prompt
+from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.tasks import Task
 
@@ -61,6 +62,6 @@ class MemoryRefresh:
             return None
         self.hits = [retrieved_record(h) for h in fresh]
         self.on_event("retrieved", self.hits)
-        start = len(self.already) + 1
-        rendered = "\n\n".join(h.memory.render(i, self.cfg.observation_chars) for i, h in enumerate(fresh, start))
-        return prompt("memory_refresh", memories=rendered)
+        fenced = fence_memories([h.memory for h in fresh], start=len(self.already) + 1,
+                                observation_chars=self.cfg.observation_chars)
+        return prompt("memory_refresh", memories=fenced.text, boundary=fenced.boundary)

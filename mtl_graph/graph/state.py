@@ -38,6 +38,7 @@ class MTLState(TypedDict):
     distilled: NotRequired[list[dict[str, Any]]]
     distill_failures: NotRequired[list[str]]
     new_memory_ids: NotRequired[list[str]]
+    memories_written: NotRequired[dict[str, Any]]
     error: NotRequired[str | None]
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
 

@@ -38,6 +38,10 @@ class MemoryType(StrEnum):
     INSIGHT = "insight"
 
 
+NOT_CONTENT = {"id", "sources", "stats", "flagged", "released"}
+"""Fields about a memory (identity, provenance, usage, screening) rather than its content."""
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -47,6 +51,9 @@ class Provenance(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    run_id: str | None = None
+    """The source run: the graph's run id, an eval attempt, or a stable hash of an imported run or record
+    (the pool fills it in when missing). A merged memory keeps one entry per run id."""
     source_task_id: str | None = None
     """Id of the task whose run produced the memory (the contamination guard compares against it)."""
     domain: str | None = None
@@ -83,6 +90,10 @@ class _MemoryBase(BaseModel):
     """Provenance, one entry per source run (more than one after a near-duplicate merge)."""
     stats: UsageStats = Field(default_factory=UsageStats)
     """Usage statistics, updated by the graph's write-back."""
+    flagged: list[str] = Field(default_factory=list, max_length=50)
+    """Why write-time screening held the memory back from retrieval ("rule: reason"); empty when clean."""
+    released: list[str] = Field(default_factory=list, max_length=50)
+    """The screening reasons a person overrode with `mtl memories release` (the memory is retrievable again)."""
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:
@@ -91,7 +102,7 @@ class _MemoryBase(BaseModel):
     # --- content --------------------------------------------------------------------------
     def content_fields(self) -> dict[str, Any]:
         """The fields that define the memory's identity (not provenance or stats)."""
-        return self.model_dump(mode="json", exclude={"id", "sources", "stats"})
+        return self.model_dump(mode="json", exclude=NOT_CONTENT)
 
     def content_id(self) -> str:
         blob = json.dumps(self.content_fields(), sort_keys=True, ensure_ascii=False)
@@ -112,8 +123,17 @@ class _MemoryBase(BaseModel):
     def key_text(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def render(self, index: int, observation_chars: int = 300) -> str:  # pragma: no cover
+    def label(self) -> str:  # pragma: no cover - overridden
+        """What the memory is, for its heading (e.g. "workflow (outcome: success)")."""
         raise NotImplementedError
+
+    def body(self, observation_chars: int = 300) -> str:  # pragma: no cover - overridden
+        """The memory's own text as shown to an agent (observations cut to observation_chars)."""
+        raise NotImplementedError
+
+    def render(self, index: int, observation_chars: int = 300) -> str:
+        """Plain numbered rendering (for people; prompts use mtl_graph.memory.fence, which quotes the body)."""
+        return f"## Memory {index}: {self.label()}\n{self.body(observation_chars)}"
 
     def _outcome_tag(self) -> str:
         return f" (outcome: {self.outcome.value})"
@@ -144,8 +164,11 @@ class TrajectoryMemory(_MemoryBase):
     def key_text(self) -> str:
         return self.task
 
-    def render(self, index: int, observation_chars: int = 300) -> str:
-        lines = [f"## Memory {index}: past trajectory{self._outcome_tag()}", f"Task: {self.task}"]
+    def label(self) -> str:
+        return f"past trajectory{self._outcome_tag()}"
+
+    def body(self, observation_chars: int = 300) -> str:
+        lines = [f"Task: {self.task}"]
         for n, step in enumerate(self.steps, 1):
             obs = step.observation
             if len(obs) > observation_chars:
@@ -167,9 +190,12 @@ class WorkflowMemory(_MemoryBase):
     def key_text(self) -> str:
         return self.goal
 
-    def render(self, index: int, observation_chars: int = 300) -> str:
+    def label(self) -> str:
+        return f"workflow{self._outcome_tag()}"
+
+    def body(self, observation_chars: int = 300) -> str:
         steps = "\n".join(f"{n}. {a}" for n, a in enumerate(self.actions, 1))
-        return f"## Memory {index}: workflow{self._outcome_tag()}\nGoal: {self.goal}\n{steps}"
+        return f"Goal: {self.goal}\n{steps}"
 
 
 class SummaryMemory(_MemoryBase):
@@ -184,11 +210,11 @@ class SummaryMemory(_MemoryBase):
     def key_text(self) -> str:
         return self.task_summary
 
-    def render(self, index: int, observation_chars: int = 300) -> str:
-        return (
-            f"## Memory {index}: summary{self._outcome_tag()}\n"
-            f"Task: {self.task_summary}\nExperience: {self.experience_summary}"
-        )
+    def label(self) -> str:
+        return f"summary{self._outcome_tag()}"
+
+    def body(self, observation_chars: int = 300) -> str:
+        return f"Task: {self.task_summary}\nExperience: {self.experience_summary}"
 
 
 class InsightMemory(_MemoryBase):
@@ -205,8 +231,11 @@ class InsightMemory(_MemoryBase):
     def key_text(self) -> str:
         return f"{self.title}. {self.description}"
 
-    def render(self, index: int, observation_chars: int = 300) -> str:
-        return f"## Memory {index}: {self.title}\n{self.description}\n{self.content}"
+    def label(self) -> str:
+        return self.title
+
+    def body(self, observation_chars: int = 300) -> str:
+        return f"{self.description}\n{self.content}"
 
 
 Memory = Annotated[

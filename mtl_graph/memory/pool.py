@@ -12,6 +12,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
+from mtl_graph.memory.dedup import AddReport, AddResult, dedup_key, plan_merges, prepared
 from mtl_graph.memory.embeddings import EmbeddingError, embeddings_name, resolve_embeddings
 from mtl_graph.memory.location import (
     EmbeddingMismatchError,
@@ -25,25 +26,14 @@ from mtl_graph.memory.models import (
     Memory,
     MemoryType,
     Outcome,
-    Provenance,
     first_validation_error,
     memory_type_of,
     parse_memory,
 )
 from mtl_graph.memory.storage import RRF_K, Conditions, QuerySpec, RawHit, StoredPoint
 
-__all__ = ["MemoryPool", "AddResult", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
+__all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
            "EmbeddingMismatchError"]
-
-
-@dataclass
-class AddResult:
-    """What happened to one memory given to `add`."""
-
-    id: str
-    status: Literal["added", "exists", "merged"]
-    merged_into: str | None = None
-    similarity: float | None = None
 
 
 @dataclass
@@ -63,7 +53,7 @@ class SearchHit:
 class ImportReport:
     """The outcome of importing a JSONL file."""
 
-    results: list[AddResult] = field(default_factory=list)
+    results: AddReport = field(default_factory=AddReport)
     errors: list[str] = field(default_factory=list)
 
 
@@ -75,6 +65,8 @@ def _payload(memory: Memory) -> dict[str, Any]:
         "domains": memory.domains,
         "source_task_ids": memory.source_task_ids,
         "models": memory.models,
+        "dedup_key": dedup_key(memory),
+        "flagged": "true" if memory.flagged else "false",
     }
 
 
@@ -85,6 +77,19 @@ def _memory_of(hit: RawHit) -> Memory:
     except (KeyError, TypeError, ValidationError) as exc:
         detail = first_validation_error(exc) if isinstance(exc, ValidationError) else "no memory in its payload"
         raise PoolError(f"point {hit.id} in the pool is not a valid memory ({detail})") from None
+
+
+def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | None, exclude_domains: Iterable[str],
+                       exclude_task_ids: Iterable[str], only_ids: Iterable[str] | None,
+                       include_flagged: bool) -> Conditions:
+    """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening."""
+    equals = {name: str(value) for name, value in
+              (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value))
+              if value}
+    excludes = {"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)}
+    if not include_flagged:  # "must not be flagged": points written before screening existed still match
+        excludes["flagged"] = ["true"]
+    return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -106,51 +111,13 @@ def _retriever(hit: RawHit, dense_rank: dict[str, int], prefetch: int) -> Litera
     return "both" if bm25_share > 0.5 / (RRF_K + prefetch) else "dense"
 
 
-class _BatchVectors:
-    """Unit vectors of the memories accepted so far in one add_many call, per type (in-batch dedup).
-
-    One matrix-vector product per memory instead of a Python cosine per pair: a batch of 1000 stays cheap."""
-
-    def __init__(self, capacity: int, dim: int) -> None:
-        self._capacity, self._dim = capacity, dim
-        self._rows: dict[str, tuple[np.ndarray, list[str]]] = {}
-
-    @staticmethod
-    def _unit(vector: Sequence[float]) -> np.ndarray:
-        v = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(v))
-        return v / norm if norm else v
-
-    def add(self, type_: str, memory_id: str, vector: Sequence[float]) -> None:
-        matrix, ids = self._rows.setdefault(type_, (np.empty((self._capacity, self._dim), np.float32), []))
-        matrix[len(ids)] = self._unit(vector)
-        ids.append(memory_id)
-
-    def first_similar(self, type_: str, vector: Sequence[float], threshold: float) -> tuple[str | None, float | None]:
-        """The first memory (in batch order) of this type with cosine >= threshold."""
-        if type_ not in self._rows or not self._rows[type_][1]:
-            return None, None
-        matrix, ids = self._rows[type_]
-        sims = matrix[: len(ids)] @ self._unit(vector)
-        hits = np.flatnonzero(sims >= threshold)
-        return (ids[hits[0]], float(sims[hits[0]])) if hits.size else (None, None)
-
-
-def _merge_sources(target: Memory, extra: Iterable[Provenance]) -> bool:
-    known = {(s.source_task_id, s.domain, s.task_model, s.distill_model) for s in target.sources}
-    new = [s for s in extra if (s.source_task_id, s.domain, s.task_model, s.distill_model) not in known]
-    if new:
-        target.sources = [*target.sources, *new]
-    return bool(new)
-
-
 class MemoryPool:
     """Add, search and manage memories. Open with `MemoryPool.open(location)`."""
 
     _open_pools: dict[str, "MemoryPool"] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, opened: OpenedStore, embeddings: Embeddings, location: str, dedup_threshold: float) -> None:
+    def __init__(self, opened: OpenedStore, embeddings: Embeddings, location: str) -> None:
         from qdrant_edge import Bm25  # a local BM25 tokenizer: sparse vectors without any download
 
         self._opened = opened
@@ -159,15 +126,13 @@ class MemoryPool:
         self.engine = opened.engine
         self.embeddings = embeddings
         self.location = location
-        self.dedup_threshold = dedup_threshold
         self._bm25 = Bm25()
         self._refs = 1
         self._write_lock = threading.RLock()
 
     @classmethod
     def open(cls, location: str | Path = ":memory:", embeddings: Embeddings | str | None = None, *,
-             engine: Literal["edge", "client"] | None = None, dedup_threshold: float | None = None,
-             api_key: str | None = None) -> "MemoryPool":
+             engine: Literal["edge", "client"] | None = None, api_key: str | None = None) -> "MemoryPool":
         """Open (or create) a pool at ":memory:", a directory, or an http(s):// Qdrant URL.
 
         Within one process, opening the same directory again returns the same pool."""
@@ -176,11 +141,10 @@ class MemoryPool:
         settings = get_settings()
         location = str(location)
         emb = resolve_embeddings(embeddings if embeddings is not None else settings.embeddings)
-        threshold = dedup_threshold if dedup_threshold is not None else settings.dedup_threshold
         if location.startswith(("http://", "https://")):
-            return cls(open_server(location, emb, api_key or settings.qdrant_api_key), emb, location, threshold)
+            return cls(open_server(location, emb, api_key or settings.qdrant_api_key), emb, location)
         if location == ":memory:":
-            return cls(open_directory(None, emb, engine or settings.engine), emb, location, threshold)
+            return cls(open_directory(None, emb, engine or settings.engine), emb, location)
         key = str(Path(location).expanduser().resolve())
         with cls._registry_lock:
             pool = cls._open_pools.get(key)
@@ -191,7 +155,7 @@ class MemoryPool:
                         f"not {embeddings_name(emb)!r}")
                 pool._refs += 1
                 return pool
-            pool = cls(open_directory(Path(key), emb, engine or settings.engine), emb, key, threshold)
+            pool = cls(open_directory(Path(key), emb, engine or settings.engine), emb, key)
             cls._open_pools[key] = pool
             return pool
 
@@ -228,62 +192,48 @@ class MemoryPool:
         """Add one memory (see `add_many`)."""
         return self.add_many([memory])[0]
 
-    def add_many(self, memories: Iterable[Memory | dict[str, Any]], keep_stats: bool = False) -> list[AddResult]:
-        """Add memories with one batch embedding. Idempotent; near-duplicates merge their provenance.
+    def add_many(self, memories: Iterable[Memory | dict[str, Any]], keep_stats: bool = False) -> AddReport:
+        """Add memories with one batch embedding; returns what happened to each (added / merged / identical).
 
-        A memory whose cosine to an existing memory of the same type is >= dedup_threshold is not stored
-        again: its sources are added to the existing one and its result says "merged"."""
-        items = [m if not isinstance(m, dict) else parse_memory(m) for m in memories]
+        Every memory is screened first (see memory/screen.py): a flagged one is stored but not retrieved. Memories
+        merge only with the same type, outcome and normalised content (see memory/dedup.py); a merged memory keeps
+        one provenance entry per source run, and the result does not depend on the order memories arrive in."""
+        items = [prepared(m if not isinstance(m, dict) else parse_memory(m), keep_stats) for m in memories]
         if not items:
-            return []
+            return AddReport()
         with self._write_lock:
-            vectors = self._embed([m.key_text() for m in items])
-            existing = {h.id: h for h in self.store.retrieve(list({m.id for m in items}))}
-            nearest = self.store.query([
-                QuerySpec(limit=1, where=Conditions(equals={"type": m.type}), dense=v) for m, v in zip(items, vectors)
-            ])
-            results: list[AddResult] = []
-            pending: dict[str, tuple[Memory, list[float]]] = {}
-            batch = _BatchVectors(len(items), self.dim)
-            touched: dict[str, Memory] = {}
-            for memory, vector, near in zip(items, vectors, nearest):
-                if not keep_stats:
-                    memory = memory.model_copy(update={"stats": type(memory.stats)()})
-                target_id, sim = self._duplicate_of(memory, vector, near, existing, pending, batch)
-                if target_id is None:
-                    pending[memory.id] = (memory, vector)
-                    batch.add(memory.type, memory.id, vector)
-                    results.append(AddResult(memory.id, "added"))
-                    continue
-                if target_id in pending:  # merged into a memory of this same batch, not stored yet
-                    _merge_sources(pending[target_id][0], memory.sources)
-                else:
-                    target = touched.get(target_id) or _memory_of(existing.get(target_id) or near[0])
-                    if _merge_sources(target, memory.sources):
-                        touched[target_id] = target
-                status = "exists" if target_id == memory.id else "merged"
-                results.append(AddResult(memory.id, status, None if status == "exists" else target_id, sim))
-            if pending:
-                self.store.upsert([
-                    StoredPoint(m.id, v, self._sparse(m.key_text()), _payload(m)) for m, v in pending.values()
-                ])
+            texts = list(dict.fromkeys(m.key_text() for m in items))  # runs of one task share a key: embed it once
+            vectors = dict(zip(texts, self._embed(texts)))
+            plan = plan_merges(items, self._stored_like(items, vectors))
+            new = [m for m in plan.write if m.id not in plan.stored_ids]
+            if new:
+                self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), _payload(m))
+                                   for m in new])
                 # Qdrant Edge indexes only when asked. Its planner acts once the unindexed segment passes the
                 # indexing threshold (about 7k memories of 384 floats) and is a ~0.1 ms no-op otherwise, so
                 # asking after every write keeps search on HNSW (12 ms -> 1.4 ms at 100k); the write that
                 # crosses the threshold pays the build (seconds). Server / local client: a no-op.
                 self.store.optimize()
-            for target in touched.values():
-                self.store.set_payload(target.id, _payload(target))
-        return results
+            for memory in plan.write:
+                if memory.id in plan.stored_ids:
+                    self.store.set_payload(memory.id, _payload(memory))
+            if plan.delete:
+                self.store.delete(plan.delete)
+        return plan.report
 
-    def _duplicate_of(self, memory: Memory, vector: list[float], near: list[RawHit],
-                      existing: dict[str, RawHit], pending: dict[str, tuple[Memory, list[float]]],
-                      batch: "_BatchVectors") -> tuple[str | None, float | None]:
-        if memory.id in existing or memory.id in pending:
-            return memory.id, 1.0
-        if near and near[0].score >= self.dedup_threshold:
-            return near[0].id, near[0].score
-        return batch.first_similar(memory.type, vector, self.dedup_threshold)
+    def _stored_like(self, items: list[Memory], vectors: dict[str, list[float]]) -> dict[str, dict[str, Memory]]:
+        """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
+
+        The lookup is an exact filter on the indexed dedup key; the item's own vector only orders the candidates.
+        Points written before dedup keys existed are found by id (exact duplicates) only."""
+        keyed = {dedup_key(m): m for m in items}
+        found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
+                                            dense=vectors[m.key_text()]) for key, m in keyed.items()])
+        stored: dict[str, dict[str, Memory]] = {}
+        for hit in [*(h for hits in found for h in hits), *self.store.retrieve(list({m.id for m in items}))]:
+            memory = _memory_of(hit)
+            stored.setdefault(dedup_key(memory), {})[memory.id] = memory
+        return stored
 
     def update_stats(self, ids: Iterable[str], outcome: Outcome | str) -> None:
         """Count one retrieval of each memory into a run that ended with `outcome`."""
@@ -305,6 +255,23 @@ class MemoryPool:
                 return False
             self.store.delete([memory_id])
             return True
+
+    def flagged(self) -> list[Memory]:
+        """The memories write-time screening holds back from retrieval."""
+        return [m for m in self if m.flagged]
+
+    def release(self, memory_id: str) -> Memory | None:
+        """Re-admit a flagged memory to retrieval (its reasons move to `released`); None when it is not there."""
+        with self._write_lock:
+            hits = self.store.retrieve([memory_id])
+            if not hits:
+                return None
+            memory = _memory_of(hits[0])
+            if memory.flagged:
+                memory = memory.model_copy(update={"released": sorted({*memory.released, *memory.flagged}),
+                                                   "flagged": []})
+                self.store.set_payload(memory.id, _payload(memory))
+            return memory
 
     def optimize(self) -> None:
         """Build indexes now (Qdrant Edge builds HNSW here; otherwise a no-op)."""
@@ -340,23 +307,19 @@ class MemoryPool:
     def search(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
                exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
                outcome: Outcome | str | None = None, hybrid: bool = True,
-               min_score: float | None = None, only_ids: Iterable[str] | None = None) -> list[SearchHit]:
+               min_score: float | None = None, only_ids: Iterable[str] | None = None,
+               include_flagged: bool = False) -> list[SearchHit]:
         """Top-k memories for a query. Hybrid (dense + BM25 fused with RRF) runs inside Qdrant.
 
         exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
         the same-task contamination guard); min_score is a floor on cosine similarity; only_ids restricts the
-        search to a subset of the pool (e.g. a seeded fraction for scaling experiments)."""
+        search to a subset of the pool (e.g. a seeded fraction for scaling experiments); memories flagged by
+        write-time screening are left out unless include_flagged."""
         if not query or not query.strip():
             raise ValueError("search query is empty")
         if k <= 0:
             return []
-        where = Conditions(
-            equals={name: str(value) for name, value in
-                    (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value))
-                    if value},
-            excludes={"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)},
-            only_ids=list(only_ids) if only_ids is not None else None,
-        )
+        where = _search_conditions(type, outcome, exclude_domains, exclude_task_ids, only_ids, include_flagged)
         dense = self._embed([query])[0]
         sparse = self._sparse(query, query=True)
         prefetch = max(20, 4 * k)

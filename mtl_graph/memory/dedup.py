@@ -1,0 +1,191 @@
+"""Deduplication that never loses a run: which memories merge, into which one, and what the pool reports.
+
+Two memories merge only when they have the same type, the same outcome and the same *content* after
+normalisation — every field, not only the retrieval key (a trajectory's key is its task text, shared by every run
+of that task; its steps are what tells runs apart). Normalisation erases what differs between repeats of the
+same run and nothing else: letter case, runs of whitespace, UUIDs, long hex ids and addresses, timestamps,
+durations ("0.02s", "3 seconds") and temporary paths. The threshold is therefore "identical after
+normalisation", on purpose: any similarity threshold below that is not transitive (A~B and B~C without A~C), so
+which memories survive would depend on the order runs arrive in; and two distilled texts that differ by a
+sentence came from runs that differed, which is exactly what a pool must not throw away.
+
+Merging is a function of the set of memories, not of their order: the memory kept is the one with the smallest
+content id among everything with its dedup key, it carries the union of their provenance (one entry per run id,
+sorted), and a later, smaller-id member replaces the stored one. Re-adding a memory is a no-op ("identical").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal
+
+from mtl_graph.memory.models import Memory, Provenance, UsageStats, parse_memory
+from mtl_graph.memory.screen import screen
+
+Status = Literal["added", "merged", "identical"]
+
+_NOISE = [  # (pattern, stand-in): what varies between repeats of one run
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", re.I), "<hex>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b", re.I), "<duration>"),
+    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>"),
+]
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Text with run-to-run noise masked, case folded and whitespace collapsed."""
+    for pattern, stand_in in _NOISE:
+        text = pattern.sub(stand_in, text)
+    return _SPACE.sub(" ", text.casefold()).strip()
+
+
+def _normalized(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalize(value)
+    if isinstance(value, dict):
+        return {k: _normalized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
+
+
+def dedup_key(memory: Memory) -> str:
+    """Equal for memories that merge: same type, same outcome, same normalised content."""
+    blob = json.dumps(_normalized(memory.content_fields()), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def record_run_id(memory: Memory, source: Provenance) -> str:
+    """A stable run id for a provenance entry that came without one (a memory added or imported by hand)."""
+    fields = source.model_dump(mode="json", exclude={"run_id", "created_at"})
+    blob = json.dumps([memory.content_id(), fields], sort_keys=True)
+    return "record-" + hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def prepared(memory: Memory, keep_stats: bool) -> Memory:
+    """A copy ready to store: every source has a run id, screening decided afresh, stats kept or reset.
+
+    Screening is never taken from the input: a file cannot mark its own memories as clean or released."""
+    sources = [s if s.run_id else s.model_copy(update={"run_id": record_run_id(memory, s)}) for s in memory.sources]
+    return memory.model_copy(update={
+        "sources": merge_sources(sources), "flagged": screen(memory), "released": [],
+        "stats": memory.stats if keep_stats else UsageStats(),
+    })
+
+
+def of_run(memories: Iterable[Memory | dict[str, Any]], run_id: str | None) -> list[Memory]:
+    """Memories distilled from one run, every provenance entry naming that run (the graph's write back)."""
+    out = [m if not isinstance(m, dict) else parse_memory(m) for m in memories]
+    if not run_id:
+        return out
+    return [m.model_copy(update={"sources": [s.model_copy(update={"run_id": run_id}) for s in m.sources]})
+            for m in out]
+
+
+def merge_sources(sources: Iterable[Provenance]) -> list[Provenance]:
+    """One entry per run id (the earliest when a run was recorded twice), sorted: independent of input order."""
+    by_run: dict[str, Provenance] = {}
+    for source in sources:
+        run = source.run_id or ""
+        current = by_run.get(run)
+        if current is None or _order(source) < _order(current):
+            by_run[run] = source
+    return [by_run[run] for run in sorted(by_run)]
+
+
+def _order(source: Provenance) -> tuple[str, str]:
+    return source.created_at.isoformat(), source.model_dump_json()
+
+
+def _max_stats(stats: Iterable[UsageStats]) -> UsageStats:
+    stats = list(stats)
+    return UsageStats(**{name: max((getattr(s, name) for s in stats), default=0) for name in UsageStats.model_fields})
+
+
+@dataclass
+class AddResult:
+    """What happened to one memory given to `add_many`."""
+
+    id: str
+    status: Status
+    """added: a new memory in the pool; merged: its run joined a memory with the same normalised content;
+    identical: exactly this memory (and run) was already there."""
+    merged_into: str | None = None
+    """The memory that now holds this one's provenance (merged / identical)."""
+    flagged: list[str] = field(default_factory=list)
+    """Screening reasons: a flagged memory is stored but not retrieved until released."""
+
+
+class AddReport(list[AddResult]):
+    """One AddResult per memory given, in order, plus the counts that explain "N runs -> M memories"."""
+
+    def ids(self, status: Status) -> list[str]:
+        return [r.id for r in self if r.status == status]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = {s: len(self.ids(s)) for s in ("added", "merged", "identical")}  # type: ignore[arg-type]
+        return {**counts, "flagged": sum(bool(r.flagged) for r in self)}
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly: counts and ids per status, and the flagged ids with their reasons."""
+        return {**{s: self.ids(s) for s in ("added", "merged", "identical")},  # type: ignore[arg-type]
+                "flagged": {r.id: r.flagged for r in self if r.flagged}, "counts": self.counts}
+
+
+@dataclass
+class MergePlan:
+    """What add_many must write: memories to store (new or changed) and stored ids absorbed by another."""
+
+    write: list[Memory] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    report: AddReport = field(default_factory=AddReport)
+    stored_ids: set[str] = field(default_factory=set)
+    """Ids already in the pool (a write to one of them is a payload update, not a new point)."""
+
+
+def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]]) -> MergePlan:
+    """Merge prepared items with the stored memories of the same dedup keys (stored: key -> id -> memory)."""
+    plan = MergePlan(stored_ids={mid for group in stored.values() for mid in group})
+    results: list[AddResult | None] = [None] * len(items)
+    groups: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        groups.setdefault(dedup_key(item), []).append(index)
+    for key, indexes in groups.items():
+        old = stored.get(key, {})
+        members = [*old.values(), *(items[i] for i in indexes)]
+        keep = min(m.id for m in members)
+        kept = _merged(keep, old, [items[i] for i in indexes], members)
+        if keep not in old or kept.model_dump() != old[keep].model_dump():
+            plan.write.append(kept)
+        plan.delete += [mid for mid in old if mid != keep]
+        seen = set(old)
+        for i in indexes:
+            item = items[i]
+            if item.id in seen:
+                results[i] = AddResult(item.id, "identical", keep, item.flagged)
+            elif not old and item.id == keep:
+                results[i] = AddResult(item.id, "added", None, item.flagged)
+            else:
+                results[i] = AddResult(item.id, "merged", keep, item.flagged)
+            seen.add(item.id)
+    plan.report = AddReport(r for r in results if r is not None)
+    return plan
+
+
+def _merged(keep: str, old: dict[str, Memory], new: list[Memory], members: list[Memory]) -> Memory:
+    base = old.get(keep) or next(m for m in new if m.id == keep)
+    stats = _max_stats([*(m.stats for m in old.values()), *(m.stats for m in new)])
+    update: dict[str, Any] = {"sources": merge_sources(s for m in members for s in m.sources), "stats": stats}
+    if keep not in old:  # a new content replaces the stored one: a release still covers the reasons it released
+        released = sorted({r for m in old.values() for r in m.released})
+        if released and set(base.flagged) <= set(released):
+            update.update(flagged=[], released=released)
+    return base.model_copy(update=update)
