@@ -131,7 +131,8 @@ def test_entropy_threshold_is_configurable() -> None:
     assert Redactor(RedactionConfig(entropy_threshold=7.0)).redact(f"SOME_SETTING={value}") == f"SOME_SETTING={value}"
 
 
-@pytest.mark.parametrize("bad", ["", "\n\n", "\x00\x01 binary \xff", "a" * 200_000, "=" * 5000, "-----BEGIN RSA PRIVATE KEY-----"])
+@pytest.mark.parametrize("bad", ["", "\n\n", "\x00\x01 binary \xff", "a" * 200_000, "=" * 5000, "-----BEGIN RSA PRIVATE KEY-----",
+                                 "http://a:" * 5000, "mysql -p" * 5000, '"password": "' * 5000, "Cookie: a=b;" * 5000])
 def test_odd_input_does_not_crash(bad: str) -> None:
     assert isinstance(redact(bad), str)
 

@@ -100,11 +100,7 @@ class Redactor:
         for m in _ENV_LINE.finditer(text):
             if self.is_high_entropy(m["value"]):
                 yield Finding(m.start("value"), m.end("value"), "high_entropy", ENTROPY)
-        offset = 0
-        for line in text.split("\n"):
-            for f in secret_detectors.findings(line):
-                yield f._replace(start=f.start + offset, end=f.end + offset)
-            offset += len(line) + 1
+        yield from secret_detectors.findings(text)
 
     def is_high_entropy(self, value: str) -> bool:
         """A long, random-looking token that is not a checksum, a UUID, a path or a reference."""

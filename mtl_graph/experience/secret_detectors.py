@@ -36,6 +36,9 @@ _LEFT_OUT = {"PrivateKeyDetector", "BasicAuthDetector", "IPPublicDetector"}
 _PREFIXED = {"GitHubTokenDetector", "GitLabTokenDetector", "JwtTokenDetector", "NpmDetector", "OpenAIDetector",
              "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SquareOAuthDetector", "StripeDetector",
              "AzureStorageKeyDetector", "AWSKeyDetector"}
+# Plugins whose pattern is quadratic on long lines without its anchor text (npm: `//.+/:_authToken=`) only run
+# when that text is present.
+_REQUIRES = {"NpmDetector": "_authToken"}
 _KINDS = {"AWS Access Key": "aws_access_key", "Azure Storage Account access key": "azure_storage_key",
           "Basic Auth Credentials": "url_credentials", "JSON Web Token": "jwt", "NPM tokens": "npm_token",
           "OpenAI Token": "openai_key", "Stripe Access Key": "stripe", "Square OAuth Secret": "square",
@@ -48,7 +51,6 @@ _IDENTIFIER_BEFORE = re.compile(r"[\w.-]*$")
 _WORD = re.compile(r"\w*")
 _DENYLIST = re.compile("|".join(keyword.DENYLIST), re.IGNORECASE)
 _SECRET_TALK = re.compile(r"(?i)secret|token|passw|api.?key|private|credential|auth(?!or)")
-_VENDOR_HINT = re.compile(r"[\w+/=-]{16,}")
 _KEYWORD_HINT = re.compile(r"(?i)key|pass|pwd|secret|contrase")
 _ENTROPY_MIN_LENGTH = 20
 
@@ -98,22 +100,32 @@ def _clean(value: str) -> str:
     return _LABEL.sub("", value)
 
 
-def findings(line: str) -> Iterator[Finding]:
-    """Secrets detect-secrets finds in one line, as exact spans."""
+def findings(text: str) -> Iterator[Finding]:
+    """Secrets detect-secrets finds in text, as exact spans. The vendor patterns never cross a line, so they scan
+    the whole text at once; the keyword and entropy detectors run on the lines that mention a secret."""
     vendor, detector, entropy = plugins()
-    if _VENDOR_HINT.search(line):
-        for plugin in vendor:
-            prefixed = type(plugin).__name__ in _PREFIXED
-            for raw in plugin.analyze_string(line):
-                value = _clean(raw)
-                if len(value) < 8 or (not prefixed and not looks_random(value)):
-                    continue
-                for start, end in _locate(line, value):
-                    yield Finding(start, end, kind_for(plugin.secret_type), VENDOR)
-    if detector is not None and _KEYWORD_HINT.search(line):
-        yield from _keyword_findings(line)
-    if _SECRET_TALK.search(line):
-        yield from _entropy_findings(line, entropy)
+    for plugin in vendor:
+        name = type(plugin).__name__
+        if _REQUIRES.get(name, "") not in text:
+            continue
+        prefixed = name in _PREFIXED
+        for value in {_clean(raw) for raw in plugin.analyze_string(text)}:
+            if len(value) < 8 or (not prefixed and not looks_random(value)):
+                continue
+            for start, end in _locate(text, value):
+                yield Finding(start, end, kind_for(plugin.secret_type), VENDOR)
+    offset = 0
+    for line in text.split("\n"):
+        if detector is not None and _KEYWORD_HINT.search(line):
+            yield from _shifted(_keyword_findings(line), offset)
+        if _SECRET_TALK.search(line):
+            yield from _shifted(_entropy_findings(line, entropy), offset)
+        offset += len(line) + 1
+
+
+def _shifted(found: Iterator[Finding], offset: int) -> Iterator[Finding]:
+    for f in found:
+        yield f._replace(start=f.start + offset, end=f.end + offset)
 
 
 def _keyword_findings(line: str) -> Iterator[Finding]:

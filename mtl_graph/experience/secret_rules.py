@@ -136,26 +136,27 @@ def _decodes_to_text(value: str) -> bool:
 
 # --- vendor formats detect-secrets lacks ----------------------------------------------------------------------------
 
+# No leading \b: a pattern that starts with a literal lets `re` skip ahead fast; the token start is checked after.
 VENDOR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(p)) for kind, p in [
-    ("anthropic_key", r"\bsk-ant-(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{20,}"),
-    ("openai_key", r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9]{32,}\b"),
-    ("github_token", r"\bgithub_pat_[A-Za-z0-9_]{22,255}|\bgh[pousr]_[A-Za-z0-9]{36,255}\b"),
-    ("huggingface_token", r"\b(?:hf_|api_org_)[A-Za-z0-9]{30,}\b"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-    ("google_oauth", r"\bya29\.[0-9A-Za-z_-]{20,}|\bGOCSPX-[0-9A-Za-z_-]{20,}"),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("pypi_token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    ("stripe", r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{20,}\b|\bwhsec_[0-9a-zA-Z]{24,}\b"),
-    ("slack_token", r"\bxox[abposre]-(?:[A-Za-z0-9]+-){1,4}[A-Za-z0-9]+\b|\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+\b"),
-    ("gitlab_token", r"\bgl(?:pat|dt|rt|ptt|cbt|imt|soat|ft|agent|oas)-[A-Za-z0-9_-]{20,}"),
-    ("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b"),
-    ("shopify_token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
-    ("databricks_token", r"\bdapi[a-f0-9]{32}(?:-\d)?\b"),
-    ("mailgun_key", r"\bkey-[0-9a-f]{32}\b"),
-    ("linear_key", r"\blin_api_[A-Za-z0-9]{40}\b"),
-    ("sentry_dsn", r"(?<=://)[0-9a-f]{32}(?=@[\w.-]*sentry)"),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
+    ("anthropic_key", r"sk-ant-(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_-]{20,}"),
+    ("openai_key", r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,}\b)"),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}\b|github_pat_[A-Za-z0-9_]{22,255}"),
+    ("huggingface_token", r"(?:hf|api_org)_[A-Za-z0-9]{30,}\b"),
+    ("google_api_key", r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+    ("google_oauth", r"ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[0-9A-Za-z_-]{20,}"),
+    ("npm_token", r"npm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("stripe", r"[sr]k_(?:live|test)_[0-9a-zA-Z]{20,}\b|whsec_[0-9a-zA-Z]{24,}\b"),
+    ("slack_token", r"xox[abposre]-(?:[A-Za-z0-9]+-){1,4}[A-Za-z0-9]+\b|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+\b"),
+    ("gitlab_token", r"gl(?:pat|dt|rt|ptt|cbt|imt|soat|ft|agent|oas)-[A-Za-z0-9_-]{20,}"),
+    ("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}\b"),
+    ("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+    ("databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?\b"),
+    ("mailgun_key", r"key-[0-9a-f]{32}\b"),
+    ("linear_key", r"lin_api_[A-Za-z0-9]{40}\b"),
+    ("sentry_dsn", r"://(?P<secret>[0-9a-f]{32})@[\w.-]*sentry"),
+    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("aws_access_key", r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA)[0-9A-Z]{16}\b"),
 ]]
 
 
@@ -175,11 +176,11 @@ _CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
     # --password VALUE, --token=VALUE, -password VALUE (the flag's own name says what it holds).
     r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>(?!-)[^\s\"']+)(?P=q)(?!\S)",
 ]]
-_MYSQL = re.compile(r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]*?"
+_MYSQL = re.compile(r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?"
                     r"(?<=\s)-p(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
 _PASSWORD_FLAG_P = re.compile(r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b"
-                              r"[^\n|;&]*?(?<=\s)-p[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
-_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]*?(?<=\s)-a[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
+                              r"[^\n|;&]{0,300}?(?<=\s)-p[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
+_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
 _URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@[\w\[]")
 _CURL_USER = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ \t]+[\"']?[^\s:\"']+:(?P<value>[^\s\"']+)")
 _AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -249,10 +250,13 @@ def _cookie_findings(text: str) -> Iterator[Finding]:
 
 
 def vendor_findings(text: str) -> Iterator[Finding]:
-    """Vendor key formats detect-secrets does not know (or knows too narrowly)."""
+    """Vendor key formats detect-secrets does not know (or knows too narrowly), each at the start of a token."""
     for kind, pattern in VENDOR_PATTERNS:
         for m in pattern.finditer(text):
-            yield Finding(m.start(), m.end(), kind, VENDOR)
+            group = "secret" if pattern.groupindex else 0
+            start = m.start(group)
+            if group or start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"):
+                yield Finding(start, m.end(group), kind, VENDOR)
 
 
 def private_key_findings(text: str) -> Iterator[Finding]:
