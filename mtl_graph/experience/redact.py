@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,6 +26,11 @@ from mtl_graph.experience.secret_rules import (
     private_key_findings, vendor_findings,
 )
 from mtl_graph.experience.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from mtl_graph.memory.models import Memory
+
+MemoryT = TypeVar("MemoryT", bound="Memory")
 
 MARK = "[REDACTED:{kind}]"
 # A whole `NAME=value` line (an env dump, a .env file): a random-looking value is a secret whatever its name.
@@ -150,6 +155,15 @@ class Redactor:
             "verdict": verdict,
         })
 
+    def redact_memory(self, memory: MemoryT) -> MemoryT:
+        """memory with every content field redacted (provenance and stats kept). One that held a secret gets the
+        content id of its redacted text, so the leaky original's id never enters the pool."""
+        content = memory.content_fields()
+        clean = self.redact_value(content)
+        if not self.config.enabled or clean == content:
+            return memory
+        return type(memory).model_validate({**memory.model_dump(mode="json"), **clean, "id": ""})
+
 
 def _merge(findings: Iterable[Finding]) -> list[tuple[int, int, str]]:
     """Disjoint (start, end, kind) spans in order: overlapping findings become one, named by the most specific."""
@@ -181,3 +195,8 @@ def redact_value(value: Any) -> Any:
 def redact_trajectory(trajectory: Trajectory) -> Trajectory:
     """Redact a trajectory with the default configuration."""
     return _DEFAULT.redact_trajectory(trajectory)
+
+
+def redact_memory(memory: MemoryT) -> MemoryT:
+    """Redact a memory's content with the default configuration (every write path into the pool calls this)."""
+    return _DEFAULT.redact_memory(memory)
