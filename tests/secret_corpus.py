@@ -195,7 +195,7 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     escaped = block.replace("\n", "\\n")
     add("pem_in_service_account_json", "private_key",
         f'{{"type": "service_account", "project_id": "acme-prod", "private_key": "{escaped}\\n", "client_email": "ci@acme-prod.iam.gserviceaccount.com"}}',
-        f"{escaped}\\n")
+        body.replace("\n", "\\n"))
     block, body = g.pem("EC PRIVATE KEY", 120)
     cut = block[: len(block) // 2].rstrip()
     add("pem_cut_observation", "private_key", f"<output_head>\n{cut}", cut.split("-----\n", 1)[1])
@@ -277,6 +277,8 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     add("log_line_assignment", "api_key", f"2024-05-01 12:00:01,233 DEBUG client: request with api_key={s} took 231ms", s)
     s = g.b64(30)
     add("env_dump_high_entropy", "high_entropy", f"$ env\nHOME=/root\nLEGACY_HMAC={s}\nPATH=/usr/bin:/bin", s)
+    s = f"correct horse {g.b62(6)} staple"
+    add("quoted_passphrase", "password", f'keyring.set_password("db", "app", password="{s}")', s)
     s = pw()
     add("password_comparison", "password", f'if password == "{s}":\n    grant()', s)
     return cases
@@ -330,5 +332,10 @@ def look_alikes(seed: int = 7) -> list[LookAlike]:
         "pytest_ids": "tests/test_tokenizer.py::test_token_refresh PASSED\ntests/test_auth.py::test_password_reset[case-3] FAILED",
         "print_password_label": 'print("password:", pw, "rotated")',
         "memory_address": "<Session object at 0x7ffd5fbff8c0> token=None",
+        "docstring_args": "    Args:\n        token: The new token, or a list of content blocks.\n        api_key: Key used to authenticate.",
+        "python_parameters": "def on_llm_new_token(\n    token: str | list[str | dict[str, Any]],\n    api_key: SecretStr,\n):",
+        "python_variables": "token = await token\nclient = Client(api_key=credential,\n    secret=match,\n)\n_DHPrivateKey = DHPrivateKey",
+        "pem_marker_constants": '_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n_SK_END = b"-----END OPENSSH PRIVATE KEY-----"',
+        "header_from_variable": "headers = {'x-amz-date': timestamp, 'Authorization': v4auth_header}",
     }
     return [LookAlike(k, v) for k, v in items.items()]

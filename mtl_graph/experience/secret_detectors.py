@@ -28,8 +28,8 @@ from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
 from mtl_graph.experience.secret_rules import (
-    ENTROPY, KEYWORD, VENDOR, Finding, is_checksum_or_id, is_reference_or_placeholder, is_secret_name, kind_of,
-    looks_random,
+    ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder, is_secret_name,
+    kind_of, looks_random,
 )
 
 _LEFT_OUT = {"PrivateKeyDetector", "BasicAuthDetector", "IPPublicDetector"}
@@ -138,7 +138,8 @@ def _keyword_findings(line: str) -> Iterator[Finding]:
                 continue
             start = word.start() - len(_IDENTIFIER_BEFORE.search(line, 0, word.start())[0])
             name = line[start:_WORD.match(line, word.end()).end()]
-            if is_secret_name(name) and not is_reference_or_placeholder(value):
+            if (is_secret_name(name) and not is_reference_or_placeholder(value, quoted=True)
+                    and not is_alias(name, value)):
                 yield Finding(m.start(group), m.end(group), kind_of(name), KEYWORD)
 
 

@@ -29,7 +29,7 @@ VENDOR, CONTEXT, KEYWORD, ENTROPY = 3, 2, 1, 0
 # --- names --------------------------------------------------------------------------------------------------------
 
 _SECRET_WORDS = {"password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "credential", "credentials",
-                 "apikey", "sig", "requirepass", "masterauth", "storepass", "keypass"}
+                 "apikey", "requirepass", "masterauth", "storepass", "keypass"}
 _SECRET_KEY_OWNERS = {"api", "access", "secret", "private", "auth", "account", "master", "signing", "encryption",
                       "session", "client", "app", "shared", "license", "subscription", "storage", "consumer"}
 _SECRET_EXACT = {"auth", "_auth"}
@@ -79,22 +79,38 @@ _ANNOTATION = re.compile(r"[A-Za-z_][\w.]*\[[^\]]*\](?:\s*=.*)?|[A-Za-z_][\w.]*\
 _CALL_OR_INDEX = re.compile(r"[A-Za-z_][\w.]*\s*(?:\(.*\)|\[.*\])")
 _NAME_SEGMENT = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z0-9]*)+|(?:[A-Z][a-z0-9]+)+)"
 _DOTTED_NAME = re.compile(rf"{_NAME_SEGMENT}(?:\.{_NAME_SEGMENT})+")
-_SNAKE_NAME = re.compile(r"[a-z]+(?:_[a-z]+)+")
+# Lower-case words and snake_case names (a variable in code; as a config value, too weak to be a real secret).
+_SNAKE_NAME = re.compile(r"[a-z_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# Names without digits: CamelCase types (`SecretStr`), camelCase variables, ENV_VAR names used as values.
+_IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
+# Code and prose after `name:`: type unions, trailing commas of parameter lists, docstring sentences.
+_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|(?:await|yield|new|not|lambda|typeof)\s.*")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]{1,40})+/?|[A-Za-z]:\\[\w\\. -]*")
 _RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[A-Za-z0-9+]{10,}")
 _REPEATED = re.compile(r"(.)\1*|(?:xx+|XX+)[\w-]*")
 
 
-def is_reference_or_placeholder(value: str) -> bool:
-    """A variable reference, a call, a path, a type or a placeholder word: text that names a secret without being one."""
+def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
+    """A variable reference, a call, a path, a type or a placeholder word: text that names a secret without being one.
+    Unquoted values that read as code or prose (`str | None`, `await token`, `The new token, or ...`) are not
+    secrets either; inside quotes they are (a passphrase)."""
     v = value.strip()
-    if v != value or v[:1] in (",", ";", ")", "(") or len(v) < 3 or v.startswith(_REFERENCE_START) or v.lower() in _PLACEHOLDERS:
+    if v != value or v[:1] in (",", ";", ")", "(", "'", '"') or len(v) < 3 or v.startswith(_REFERENCE_START):
         return True
-    if v.startswith(("process.env", "os.environ", "ENV[", "env(", "secrets.")) or v.endswith("...") or "(" in v:
+    if v.lower() in _PLACEHOLDERS or (not quoted and _CODE_OR_PROSE.fullmatch(v)):
+        return True
+    if v.startswith(("process.env", "os.environ", "ENV[", "env(", "secrets.", "-----BEGIN")):  # PEM: own rule
+        return True
+    if v.endswith("...") or "(" in v:
         return True
     if _REPEATED.fullmatch(v) or _PRINTF_OR_BATCH.fullmatch(v) or is_path(v):
         return True
-    return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _DOTTED_NAME, _SNAKE_NAME, _ANNOTATION))
+    return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _DOTTED_NAME, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
+
+
+def is_alias(name: str, value: str) -> bool:
+    """`token=token`, `_Key = mod.Key`: a name bound to a variable of the same name."""
+    return value.rsplit(".", 1)[-1].lstrip("_") == name.strip("\"'").lstrip("_")
 
 
 def is_path(value: str) -> bool:
@@ -195,6 +211,8 @@ _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secur
 _PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?P<body>[\s\S]*?)"
                   r"(?:-----END (?P=label)-----|(?=\n[ \t]*\n)|\Z)")
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
+_PEM_HEADERS = re.compile(r"(?m)^[\w-]+: .*$")
+_PEM_CONTENT = re.compile(r"(?=.*[A-Za-z0-9+/]{16})(?:[A-Za-z0-9+/=\s]|\\[nr])+", re.DOTALL)
 PUTTY = re.compile(r"Private-Lines: \d+\r?\n(?P<value>(?:[A-Za-z0-9+/=]+\r?\n?)+)")
 
 
@@ -205,7 +223,7 @@ def _value_findings(pattern: re.Pattern[str], text: str, kind: str | None = None
         name = m.groupdict().get("name") or ""
         if need_name and not is_secret_name(name):
             continue
-        if is_reference_or_placeholder(value):
+        if is_reference_or_placeholder(value, quoted=bool(m.groupdict().get("q"))) or is_alias(name, value):
             continue
         yield Finding(m.start("value"), m.end("value"), kind or kind_of(name), CONTEXT)
 
@@ -263,7 +281,7 @@ def private_key_findings(text: str) -> Iterator[Finding]:
     """The body of every PEM private key block (also JSON-escaped, also cut off) and of PuTTY key files."""
     for m in _PEM.finditer(text):
         body = _PEM_BODY.match(m["body"])
-        if body and body["secret"]:
+        if body and _PEM_CONTENT.fullmatch(_PEM_HEADERS.sub("", body["secret"])):
             start = m.start("body") + body.start("secret")
             yield Finding(start, start + len(body["secret"]), "private_key", VENDOR)
     for m in PUTTY.finditer(text):
