@@ -336,6 +336,9 @@ def look_alikes(seed: int = 7) -> list[LookAlike]:
         "python_parameters": "def on_llm_new_token(\n    token: str | list[str | dict[str, Any]],\n    api_key: SecretStr,\n):",
         "python_variables": "token = await token\nclient = Client(api_key=credential,\n    secret=match,\n)\n_DHPrivateKey = DHPrivateKey",
         "pem_marker_constants": '_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n_SK_END = b"-----END OPENSSH PRIVATE KEY-----"',
+        "system_config": "Alias=dbus-org.freedesktop.timesync1.service\npasswd:         files systemd\n"
+                         "#jdk.security.krb5.default.initiate.credential=always-impersonate",
+        "numeric_settings": "summarize(model, chars_per_token=3.3, max_tokens=4096)",
         "header_from_variable": "headers = {'x-amz-date': timestamp, 'Authorization': v4auth_header}",
     }
     return [LookAlike(k, v) for k, v in items.items()]

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 MemoryT = TypeVar("MemoryT", bound="Memory")
 
 MARK = "[REDACTED:{kind}]"
+_NAME_SEPARATORS = re.compile(r"[._-]")
 # A whole `NAME=value` line (an env dump, a .env file): a random-looking value is a secret whatever its name.
 _ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
 
@@ -111,6 +112,10 @@ class Redactor:
         """A long, random-looking token that is not a checksum, a UUID, a path or a reference."""
         if (len(value) < self.config.entropy_min_length or not looks_random(value) or is_checksum_or_id(value)
                 or is_reference_or_placeholder(value)):
+            return False
+        # Dotted and dashed names (unit files, hosts, pods, packages) are made of short words, keys of one long run.
+        longest = max(_NAME_SEPARATORS.split(value), key=len)
+        if len(longest) < 16 or not looks_random(longest):
             return False
         classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
         # Two alphabets only count when long: host and pod names (runner-5f7c9d8b6-x2x7q) are short.

@@ -79,15 +79,16 @@ _ANNOTATION = re.compile(r"[A-Za-z_][\w.]*\[[^\]]*\](?:\s*=.*)?|[A-Za-z_][\w.]*\
 _CALL_OR_INDEX = re.compile(r"[A-Za-z_][\w.]*\s*(?:\(.*\)|\[.*\])")
 _NAME_SEGMENT = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z0-9]*)+|(?:[A-Z][a-z0-9]+)+)"
 _DOTTED_NAME = re.compile(rf"{_NAME_SEGMENT}(?:\.{_NAME_SEGMENT})+")
-# Lower-case words and snake_case names (a variable in code; as a config value, too weak to be a real secret).
-_SNAKE_NAME = re.compile(r"[a-z_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# Lower-case words, snake_case and kebab-case names (a variable or an option in code and config; as a password,
+# too weak to be worth a marker that would break the code around it).
+_SNAKE_NAME = re.compile(r"[a-z_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+(?:-[a-z]+)+")
 # Names without digits: CamelCase types (`SecretStr`), camelCase variables, ENV_VAR names used as values.
 _IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
 # Code and prose after `name:`: type unions, trailing commas of parameter lists, docstring sentences.
-_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|(?:await|yield|new|not|lambda|typeof)\s.*")
+_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|(?:await|yield|new|not|lambda|typeof)\s.*|[a-z]+(?:\s+[a-z]+)+")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]{1,40})+/?|[A-Za-z]:\\[\w\\. -]*")
 _RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[A-Za-z0-9+]{10,}")
-_REPEATED = re.compile(r"(.)\1*|(?:xx+|XX+)[\w-]*")
+_REPEATED = re.compile(r"(.)\1*|(?:xx+|XX+)[\w-]*|\d+(?:\.\d+)+")  # ... and decimals / versions
 
 
 def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
