@@ -173,6 +173,31 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     s = g.hex(32)
     add("sentry_dsn", "sentry_dsn", f"SENTRY_DSN=https://{s}@o{g.digits(6)}.ingest.sentry.io/{g.digits(7)}", s)
 
+    s = f"sk-or-v1-{g.hex(64)}"
+    add("openrouter_env", "openrouter_key", f"OPENROUTER_KEY={s}", s)
+    s = f"gsk_{g.b62(52)}"
+    add("groq_python", "groq_key", f"client = Groq(api_key=os.environ.get('GROQ', '{s}'))", s)
+    s = f"r8_{g.b62(37)}"
+    add("replicate_export", "replicate_token", f"export REPLICATE_API_TOKEN={s}", s)
+    s = f"xai-{g.b62(80)}"
+    add("xai_header", "xai_key", f"curl https://api.x.ai/v1/models -H 'Authorization: Bearer {s}'", s)
+    s = f"hvs.{g.chars(URLSAFE, 92)}"
+    add("vault_token", "vault_token", f"$ vault login {s}\nSuccess! You are now authenticated.", s)
+    s = f"ATATT3xFfGF0{g.chars(URLSAFE + '=', 180)}"
+    add("atlassian_token", "atlassian_token", f"JIRA_API_TOKEN: {s}", s)
+    s = f"PMAK-{g.hex(24)}-{g.hex(34)}"
+    add("postman_key", "postman_key", f"newman run collection.json --postman-api-key {s}", s)
+    s = f"glsa_{g.b62(32)}_{g.hex(8)}"
+    add("grafana_token", "grafana_token", f"grafana:\n  token: {s}", s)
+    s = f"NRAK-{g.chars(UPPER_ALNUM, 27)}"
+    add("newrelic_key", "newrelic_key", f"2024-05-01 INFO newrelic: using key {s}", s)
+    s = f"dp.st.{g.b62(43)}"
+    add("doppler_token", "doppler_token", f"doppler run --token {s} -- ./start.sh", s)
+    s = f"sbp_{g.hex(40)}"
+    add("supabase_token", "supabase_token", f"supabase login --token {s}", s)
+    s = f"AGE-SECRET-KEY-1{g.chars(UPPER_ALNUM, 58)}"
+    add("age_key_file", "age_secret_key", f"# created: 2024-05-01T10:00:00Z\n# public key: age1{g.hex(20)}\n{s}\n", s)
+
     # --- cloud credentials --------------------------------------------------------------------------------------
     key_id, secret = f"AKIA{g.chars(UPPER_ALNUM, 16)}", g.chars(B64, 40)
     add("aws_credentials_ini", "aws_access_key",
@@ -221,6 +246,35 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     add("docker_config_json", "secret", f'{{"auths": {{"registry.example.com": {{"auth": "{s}"}}}}}}', s)
     s = pw()
     add("toml_token", "token", f'[tool.poetry.http-basic.internal]\nusername = "ci"\napi_token = "{s}"', s)
+
+    s = pw()
+    add("netrc", "password", f"machine api.example.com login deploy password {s}\nmachine github.com", s)
+    s = pw()
+    add("netrc_multiline", "password", f"machine git.example.com\n  login ci\n  password {s}\n", s)
+    s = pw()
+    add("redis_conf", "password", f"bind 127.0.0.1\nrequirepass {s}\nmaxmemory 2gb", s)
+    s = base64.b64encode(pw().encode()).decode()
+    add("k8s_secret_data", "password",
+        f"apiVersion: v1\nkind: Secret\ndata:\n  username: YWRtaW4=\n  password: {s}\n", s)
+    s = base64.b64encode(f'{{"auths":{{"r.io":{{"auth":"{g.b64(18)}"}}}}}}'.encode()).decode()
+    add("k8s_dockerconfigjson", "secret", f"type: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {s}", s)
+    s = pw()
+    add("java_system_property", "password", f"java -Djavax.net.ssl.keyStorePassword={s} -jar app.jar", s)
+    s = pw()
+    add("odbc_connection_string", "password",
+        f'"Server=tcp:db.example.com,1433;Database=shop;User Id=sa;Password={s};Encrypt=True;"', s)
+    s = pw()
+    add("escaped_json_in_json", "password", f'{{"body": "{{\\"user\\": \\"bob\\", \\"password\\": \\"{s}\\"}}"}}', s)
+    s = pw()
+    add("python_dict_repr", "password", f"DEBUG connect kwargs: {{'host': 'db', 'password': '{s}', 'port': 5432}}", s)
+    s = f"ghs_{g.b62(36)}"
+    add("git_credentials_file", "github_token", f"https://x-access-token:{s}@github.com\n", s)
+    s = pw()
+    add("pgpassword_prefix", "password", f"$ PGPASSWORD={s} psql -h db -U app -c 'select 1'", s)
+    lines = "\n".join(g.b64(48) for _ in range(4))
+    add("putty_key_file", "private_key",
+        f"PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 2\n{g.b64(48)}\n{g.b64(20)}\n"
+        f"Private-Lines: 4\n{lines}\nPrivate-MAC: {g.hex(64)}", lines)
 
     # --- DSNs and URLs ------------------------------------------------------------------------------------------
     s = pw()

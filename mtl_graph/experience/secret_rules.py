@@ -23,16 +23,19 @@ class Finding(NamedTuple):
     priority: int
 
 
-VENDOR, CONTEXT, KEYWORD, ENTROPY = 3, 2, 1, 0
-"""Finding priorities: when spans overlap, the most specific rule names the kind."""
+PREFIX, VENDOR, CONTEXT, KEYWORD, ENTROPY = 4, 3, 2, 1, 0
+"""Finding priorities: when spans overlap, the most specific rule names the kind (a vendor prefix rule beats a
+detect-secrets plugin anchored on a keyword, which beats an assignment rule, ...)."""
 
 # --- names --------------------------------------------------------------------------------------------------------
 
 _SECRET_WORDS = {"password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "credential", "credentials",
-                 "apikey", "requirepass", "masterauth", "storepass", "keypass"}
+                 "apikey", "requirepass", "dockerconfigjson", "masterauth", "storepass", "keypass"}
 _SECRET_KEY_OWNERS = {"api", "access", "secret", "private", "auth", "account", "master", "signing", "encryption",
                       "session", "client", "app", "shared", "license", "subscription", "storage", "consumer"}
 _SECRET_EXACT = {"auth", "_auth"}
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials", "privatekey",
+                   "accesskey", "secretkey", "accountkey")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
 
@@ -48,20 +51,22 @@ def is_secret_name(name: str) -> bool:
     words = name_segments(name)
     if not words:
         return False
-    if words[-1] in _SECRET_WORDS:
+    if words[-1] in _SECRET_WORDS or words[-1].endswith(_SECRET_ENDINGS):  # PGPASSWORD, APIKEY, authtoken
         return True
     return len(words) >= 2 and words[-1] == "key" and words[-2] in _SECRET_KEY_OWNERS
 
 
 def kind_of(name: str) -> str:
     """The marker kind for a secret stored under this name."""
-    words = set(name_segments(name))
-    for kind, triggers in (("password", {"password", "passwd", "passphrase", "pwd", "pass", "requirepass"}),
-                           ("token", {"token"}), ("api_key", {"apikey", "api"}),
-                           ("credential", {"credential", "credentials"})):
-        if words & triggers:
-            return kind
-    return "secret"
+    words = name_segments(name)
+    joined = "".join(words)
+    if "passw" in joined or "passphrase" in joined or any(w == "pwd" or w.endswith("pass") for w in words):
+        return "password"
+    if "token" in joined:
+        return "token"
+    if "apikey" in joined or "api" in words:
+        return "api_key"
+    return "credential" if "credential" in joined else "secret"
 
 
 # --- values that are not secrets ------------------------------------------------------------------------------------
@@ -106,7 +111,9 @@ def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
         return True
     if _REPEATED.fullmatch(v) or _PRINTF_OR_BATCH.fullmatch(v) or is_path(v):
         return True
-    return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _DOTTED_NAME, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
+    if _DOTTED_NAME.fullmatch(v) and not any(c.isdigit() for c in v):  # random text can look like A.Bc too
+        return True
+    return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
 
 
 def is_alias(name: str, value: str) -> bool:
@@ -172,6 +179,19 @@ VENDOR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(p)) for 
     ("mailgun_key", r"key-[0-9a-f]{32}\b"),
     ("linear_key", r"lin_api_[A-Za-z0-9]{40}\b"),
     ("sentry_dsn", r"://(?P<secret>[0-9a-f]{32})@[\w.-]*sentry"),
+    ("openrouter_key", r"sk-or-v1-[a-f0-9]{64}\b"),
+    ("groq_key", r"gsk_[A-Za-z0-9]{48,}\b"),
+    ("replicate_token", r"r8_[A-Za-z0-9]{37}\b"),
+    ("xai_key", r"xai-[A-Za-z0-9]{70,}\b"),
+    ("perplexity_key", r"pplx-[A-Za-z0-9]{40,}\b"),
+    ("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{90,}"),
+    ("atlassian_token", r"ATATT3[A-Za-z0-9_=-]{50,}"),
+    ("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"),
+    ("grafana_token", r"glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}\b"),
+    ("newrelic_key", r"NRAK-[A-Z0-9]{27}\b"),
+    ("doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}\b"),
+    ("supabase_token", r"sbp_[a-f0-9]{40}\b"),
+    ("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
     ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ("aws_access_key", r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA)[0-9A-Z]{16}\b"),
 ]]
@@ -182,12 +202,17 @@ VENDOR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(p)) for 
 _NAME = r"[A-Za-z_][\w.\-]*"
 _CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
     # .env, shell, INI / TOML / properties, YAML block values: the rest of the line is the value.
-    rf"^[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?(?P<name>{_NAME})[\"']?[ \t]*(?:=|:(?![:=]))[ \t]*"
+    rf"^[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?\.?(?P<name>{_NAME})[\"']?[ \t]*(?:=|:(?![:=]))[ \t]*"
     rf"(?P<value>[^\s\"'`#;][^\n\"'`]*?)[ \t]*(?:[ \t][#;].*)?\r?$",
     # Quoted values anywhere: JSON, code, YAML flow, kwargs, comparisons.
-    rf"[\"']?(?<![\w.\-])(?P<name>{_NAME})[\"'\]]?[ \t]*(?:=|:=|:|=>|==|!=|\?\?=)[ \t]*@?(?P<q>[\"'`])(?P<value>(?:(?!(?P=q))[^\n\\]|\\.)+)(?P=q)",
+    rf"[\"']?(?<![\w.\-])(?P<name>{_NAME})[\"'\]]?[ \t]*(?:=|:=|:|=>|==|!=|\?\?=)[ \t]*@?"
+    rf"(?P<q>[\"'`])(?P<value>(?:(?!(?P=q))(?:[^\n\\]|\\.))+)(?P=q)",
+    # A JSON document inside a JSON string (tool arguments, API bodies in logs): `{\"password\": \"...\"}`.
+    rf"\\[\"'](?P<name>{_NAME})\\[\"'][ \t]*:[ \t]*(?P<q>\\[\"'])(?P<value>(?:(?!(?P=q))[^\n\\])+)(?P=q)",
     # name=value inside a line: env prefixes of a command, libpq / JDBC / ODBC DSNs, query strings, .npmrc.
-    rf"(?<![\w.\-])(?P<name>{_NAME})=(?P<value>[^\s\"'`;&,)]+)",
+    rf"(?<![\w.\-])(?:-D)?(?P<name>{_NAME})=(?P<value>[^\s\"'`;&,)]+)",
+    # Space-separated: ~/.netrc (`machine h login u password p`), redis.conf (`requirepass p`).
+    r"(?:\bmachine[ \t][^\n]*?[ \t]|^[ \t]*)(?P<name>password|passwd|requirepass|masterauth)[ \t]+(?P<value>\S+)",
     # Kubernetes / CI env lists: the name and the value are on consecutive lines.
     r"name:[ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
     # --password VALUE, --token=VALUE, -password VALUE (the flag's own name says what it holds).
@@ -214,7 +239,7 @@ _PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
 _PEM_HEADERS = re.compile(r"(?m)^[\w-]+: .*$")
 _PEM_CONTENT = re.compile(r"(?=.*[A-Za-z0-9+/]{16})(?:[A-Za-z0-9+/=\s]|\\[nr])+", re.DOTALL)
-PUTTY = re.compile(r"Private-Lines: \d+\r?\n(?P<value>(?:[A-Za-z0-9+/=]+\r?\n?)+)")
+PUTTY = re.compile(r"Private-Lines: \d+\r?\n(?P<value>(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+)")
 
 
 def _value_findings(pattern: re.Pattern[str], text: str, kind: str | None = None,
@@ -275,7 +300,7 @@ def vendor_findings(text: str) -> Iterator[Finding]:
             group = "secret" if pattern.groupindex else 0
             start = m.start(group)
             if group or start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"):
-                yield Finding(start, m.end(group), kind, VENDOR)
+                yield Finding(start, m.end(group), kind, PREFIX)
 
 
 def private_key_findings(text: str) -> Iterator[Finding]:
