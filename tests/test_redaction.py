@@ -1,151 +1,111 @@
-"""Redaction corpus: realistic secrets that must go, and look-alikes that must stay.
+"""Redaction: every secret shape of the generated corpus goes, every look-alike stays, nothing else changes.
 
-Secret-shaped strings are assembled from pieces so that this file itself never contains a scannable token.
+The corpus (tests/secret_corpus.py) is generated from a seed at test time; no literal secret is in the repository.
+Set MTL_REDACTION_SEED to run the per-case tests on another draw.
 """
 
 from __future__ import annotations
 
-import base64
-import uuid
+import json
+import os
+import re
 
 import pytest
 from pydantic import ValidationError
+from secret_corpus import Gen, LookAlike, SecretCase, look_alikes, secret_cases
 
-from mtl_graph.experience.redact import RedactionConfig, Redactor, redact, redact_trajectory, shannon_entropy
+from mtl_graph.experience.redact import RedactionConfig, Redactor, redact, redact_trajectory, redact_value
 from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.tasks import TaskRef
 
-
-def j(*parts: str) -> str:
-    return "".join(parts)
-
-
-B62 = "Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4Fg6Jc1Bx"  # 32 mixed characters
-OPENAI = j("sk-", "proj-", B62, "Qe7Tu3Io", "T3Blbk", "FJ", B62[:20])
-OPENAI_LEGACY = j("sk-", B62, "Aa11Bb22")
-ANTHROPIC = j("sk-", "ant-", "api03-", B62, B62, "-Qw3_Ab")
-AWS_ID = j("AKIA", "Z7QW3ERT5YUI2OPL")
-AWS_SECRET = j("wJalrXUtnFEMI", "/K7MDENG/bPxRfiCY", "ZQ8Xv3Lm0Np7")
-GITHUB = j("gh", "p_", B62, "Ab12")
-GITHUB_PAT = j("github", "_pat_", "11ABCDEFG0", "_", B62, B62[:20])
-SLACK = j("xo", "xb-", "2945871263-", "5093814720381-", "Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4")
-SLACK_HOOK = j("https://hooks.", "slack.com/services/", "T0A1B2C3D/", "B4E5F6G7H/", "Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4")
-GOOGLE = j("AI", "za", "Sy", B62[:30], "_x1")
-GOOGLE_OAUTH = j("ya", "29.", "a0AfH6SM", B62)
-JWT = j("eyJ", "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", ".", "eyJ", "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ",
-        ".", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
-PEM = j("-----BEGIN ", "RSA PRIVATE KEY-----\n", "MIIEowIBAAKCAQEA", B62, "\n", B62, "\n-----END ",
-        "RSA PRIVATE KEY-----")
-OPENSSH = j("-----BEGIN ", "OPENSSH PRIVATE KEY-----\n", "b3BlbnNzaC1rZXktdjEAAAAA", B62, "\n-----END ",
-            "OPENSSH PRIVATE KEY-----")
-
-SECRETS: list[tuple[str, str, str]] = [
-    # (text, secret substring that must vanish, expected kind)
-    (f"export OPENAI_API_KEY={OPENAI}", OPENAI, "openai_key"),
-    (f"openai.api_key = '{OPENAI_LEGACY}'", OPENAI_LEGACY, "openai_key"),
-    (f"Error: invalid key {OPENAI_LEGACY} provided", OPENAI_LEGACY, "openai_key"),
-    (f"ANTHROPIC_API_KEY={ANTHROPIC}", ANTHROPIC, "anthropic_key"),
-    (f'client = Anthropic(api_key="{ANTHROPIC}")', ANTHROPIC, "anthropic_key"),
-    (f"aws_access_key_id = {AWS_ID}", AWS_ID, "aws_access_key"),
-    (f"[default]\naws_access_key_id={AWS_ID}\naws_secret_access_key={AWS_SECRET}", AWS_SECRET, "high_entropy"),
-    (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET, "secret"),
-    (f"git clone https://{GITHUB}@github.com/acme/app.git", GITHUB, "github_token"),
-    (f"GITHUB_TOKEN={GITHUB_PAT}", GITHUB_PAT, "github_token"),
-    (f"curl -H 'Authorization: token {GITHUB}' https://api.github.com/user", GITHUB, "github_token"),
-    (f"SLACK_BOT_TOKEN={SLACK}", SLACK, "slack_token"),
-    (f"curl -X POST {SLACK_HOOK} -d '{{\"text\":\"done\"}}'", SLACK_HOOK, "slack_webhook"),
-    (f"GOOGLE_API_KEY={GOOGLE}", GOOGLE, "google_api_key"),
-    (f"https://maps.googleapis.com/maps/api/geocode/json?key={GOOGLE}", GOOGLE, "google_api_key"),
-    (f"Authorization: Bearer {GOOGLE_OAUTH}", GOOGLE_OAUTH, "google_oauth_token"),
-    (f"cat ~/.ssh/id_rsa\n{PEM}\n$ ls", "MIIEowIBAAKCAQEA", "private_key"),
-    (f"{OPENSSH}", "b3BlbnNzaC1rZXktdjEAAAAA", "private_key"),
-    (j("-----BEGIN ", "PRIVATE KEY-----\n", "MIIEvQIBADANBgkqhkiG9w0B", B62, "\n(truncated)"), "MIIEvQIBADANBgkq", "private_key"),
-    (f"set-cookie: session={JWT}; Path=/", JWT, "jwt"),
-    (f"Authorization: Bearer {JWT}", JWT, "jwt"),
-    ("DATABASE_URL=postgres://admin:S3cr3t-pa55@db.internal:5432/app", "S3cr3t-pa55", "url_credentials"),
-    ("pip install --index-url https://deploy:gl7Qm2Pz9Lk4@pypi.corp.example/simple pkg", "gl7Qm2Pz9Lk4", "url_credentials"),
-    ("redis://:hunter2hunter2@cache:6379/0", "hunter2hunter2", "url_credentials"),
-    ("DB_PASSWORD=correct-horse-battery", "correct-horse-battery", "password"),
-    ('export MYSQL_ROOT_PASSWORD="p@ss w0rd!"', "p@ss w0rd!", "password"),
-    ("SECRET_KEY=django-insecure-9x!q2#w", "django-insecure-9x!q2#w", "secret"),
-    ("CLIENT_SECRET='a1b2c3d4e5f6'", "a1b2c3d4e5f6", "secret"),
-    ('{"username": "bot", "password": "Tr0ub4dor&3"}', "Tr0ub4dor&3", "password"),
-    ("db:\n  password: 'yaml-secret-77'\n", "yaml-secret-77", "password"),
-    ('requests.post(url, json={"api_key": "live_51HxYzAbCdEf"})', "live_51HxYzAbCdEf", "api_key"),
-    ("mysql -u root --password=RootPw2024 app", "RootPw2024", "password"),
-    ("NPM_TOKEN=npm_Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4Fg6Jc1Bx0a", "npm_Zq8Xv3Lm0Np7", "token"),
-    ("$ env\nHOME=/root\nSENTRY_DSN_KEY_X=Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4Fg6\nPATH=/usr/bin", "Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4Fg6", "high_entropy"),
-    ("  STRIPE_LIVE=rk_live_51Hx9Zq8Xv3Lm0Np7Rt2Ys5Wk", "rk_live_51Hx9Zq8Xv3Lm0Np7Rt2Ys5Wk", "high_entropy"),
-    ("Authorization: Basic YWRtaW46czNjcjN0UGFzc3dvcmQx", "YWRtaW46czNjcjN0UGFzc3dvcmQx", "bearer_token"),
-]
-
-UUID = str(uuid.UUID(int=0x1234567890ABCDEF1234567890ABCDEF))
-SAFE: list[str] = [
-    "commit 3f2a9c1d8e7b6a5f4c3d2e1f0a9b8c7d6e5f4a3b\nAuthor: Dev <dev@example.com>",
-    "3f2a9c1 Fix off-by-one in pagination (#412)",
-    "Merge: 3f2a9c1d 8e7b6a5f",
-    f"request_id={UUID}",
-    f"CORRELATION_ID={UUID}",
-    "GIT_COMMIT=3f2a9c1d8e7b6a5f4c3d2e1f0a9b8c7d6e5f4a3b",
-    f"assert base64.b64decode('{base64.b64encode(b'hello world, this is test data').decode()}')",
-    f"EXPECTED = '{base64.b64encode(bytes(range(40))).decode()}'",
-    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-    "Successfully installed numpy-1.26.4 sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-    "integrity sha512-Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4Fg6Jc1Bx==",
-    "MAX_TOKENS=4096",
-    "SECRET_KEY_LENGTH=50",
-    "token = next(tokens)",
-    "def check_password(password: str) -> bool:",
-    "password = getpass.getpass()",
-    "password=os.environ.get('DB_PASSWORD')",
-    "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }}",
-    "export API_KEY=$API_KEY",
-    "PASSWORD=<your password here>",
-    "PWD=/home/user/project",
-    "PATH=/usr/local/bin:/usr/bin:/bin",
-    "LS_COLORS=rs=0:di=01;34:ln=01;36",
-    "git clone https://github.com/acme/app.git",
-    "git@github.com:acme/app.git",
-    "postgres://localhost:5432/app",
-    "pip install scikit-learn==1.4.0",
-    "tests/test_tokenizer.py::test_token_refresh PASSED",
-    "--password-file /run/secrets/db",
-    "The bearer of this letter is trusted.",
-    "Basic troubleshooting steps follow.",
-    "eyJhbGciOiJIUzI1NiJ9 is only a header",
-    "AKIA is the prefix of AWS access key ids",
-    "PYTHONHASHSEED=0",
-    "VERSION=1.2.3-rc.1",
-    "docker pull python@sha256:2bcd9ee3e2a3a0f8c5a21d5e36f1b5e5d6b4c3a2e1f0d9c8b7a6f5e4d3c2b1a0",
-    "HOSTNAME=runner-5f7c9d8b6-x2x7q",
-    "ghost_mode = True",
-    "sk-learn is not a package name",
-    "token_type: bearer",
-]
+SEED = int(os.environ.get("MTL_REDACTION_SEED", "7"))
+SECRETS = secret_cases(SEED)
+SAFE = look_alikes(SEED)
+MARKER = re.compile(r"\[REDACTED:[\w-]+\]")
 
 
-@pytest.mark.parametrize(("text", "secret", "kind"), SECRETS, ids=[f"secret{i}" for i in range(len(SECRETS))])
-def test_secret_is_redacted(text: str, secret: str, kind: str) -> None:
+def leaks(case: SecretCase, out: str) -> list[str]:
+    return [s for s in case.secrets if s in out]
+
+
+def only_secrets_changed(case: SecretCase, out: str) -> bool:
+    """The text with the secrets cut out equals the output with the markers cut out."""
+    expected = case.text
+    for secret in case.secrets:
+        expected = expected.replace(secret, "")
+    return MARKER.sub("", out) == expected
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=[c.id for c in SECRETS])
+def test_secret_is_redacted_exactly(case: SecretCase) -> None:
+    out = redact(case.text)
+    assert not leaks(case, out), out
+    assert only_secrets_changed(case, out), out
+    assert f"[REDACTED:{case.kind}]" in out, out
+    assert redact(out) == out  # idempotent
+
+
+@pytest.mark.parametrize("item", SAFE, ids=[s.id for s in SAFE])
+def test_look_alike_is_kept(item: LookAlike) -> None:
+    assert redact(item.text) == item.text
+
+
+def test_corpus_totals_over_many_draws() -> None:
+    """Twenty draws of the whole corpus: leaked and damaged totals must both be zero."""
+    leaked = damaged = changed = secrets = 0
+    for seed in range(20):
+        for case in secret_cases(seed):
+            out = redact(case.text)
+            secrets += len(case.secrets)
+            leaked += len(leaks(case, out))
+            changed += not only_secrets_changed(case, out)
+        damaged += sum(redact(item.text) != item.text for item in look_alikes(seed))
+    print(f"\nredaction corpus x20: {len(SECRETS)} shapes, {secrets} secrets, {leaked} leaked, "
+          f"{changed} with collateral changes; {len(SAFE)} look-alikes, {damaged} damaged")
+    assert (leaked, changed, damaged) == (0, 0, 0)
+
+
+def test_corpus_is_large_and_varied() -> None:
+    assert len(SECRETS) >= 40 and len(SAFE) >= 20
+    assert len({c.kind for c in SECRETS}) >= 25
+
+
+def test_secret_in_the_middle_of_prose_and_repeated() -> None:
+    token = f"ghp_{Gen(1).b62(36)}"
+    text = f"first {token}, then again ({token}) and done"
+    assert redact(text) == "first [REDACTED:github_token], then again ([REDACTED:github_token]) and done"
+
+
+def test_longer_token_than_the_vendor_pattern_leaves_no_tail() -> None:
+    token = f"sk_live_{Gen(2).b62(99)}"  # detect-secrets matches 24 characters; the rest must go too
+    assert redact(f"key={token} ok") == "key=[REDACTED:stripe] ok"
+
+
+def test_code_stays_valid_python() -> None:
+    password = Gen(3).password()
+    source = f"import os\nDB = dict(user='app', password='{password}', token=os.getenv('TOKEN'))\nPLACEHOLDER = 'hashed'\n"
+    out = redact(source)
+    compile(out, "settings.py", "exec")
+    assert password not in out and "os.getenv('TOKEN')" in out and "'hashed'" in out
+
+
+def test_json_stays_valid_json() -> None:
+    g = Gen(4)
+    doc = {"auths": {"registry": {"auth": g.b64(24)}}, "password": g.password(), "digest": "sha256:" + "ab" * 32}
+    out = json.loads(redact(json.dumps(doc)))
+    assert out["password"] == "[REDACTED:password]" and out["digest"] == doc["digest"]
+    assert out["auths"]["registry"]["auth"] == "[REDACTED:secret]"
+
+
+def test_large_log_with_secrets_scattered() -> None:
+    g = Gen(5)
+    token = f"glpat-{g.b62(20)}"
+    lines = [f"2024-05-01 12:00:{i % 60:02d} INFO step {i}: ok sha={g.hex(40)}" for i in range(2000)]
+    lines[1000] = f"2024-05-01 12:16:40 DEBUG push with {token}"
+    text = "\n".join(lines)
     out = redact(text)
-    assert secret not in out, out
-    assert f"[REDACTED:{kind}]" in out, out
-
-
-@pytest.mark.parametrize("text", SAFE, ids=[f"safe{i}" for i in range(len(SAFE))])
-def test_look_alike_is_kept(text: str) -> None:
-    assert redact(text) == text
-
-
-def test_corpus_is_large_enough() -> None:
-    assert len(SECRETS) >= 30 and len(SAFE) >= 30
-
-
-def test_redaction_is_idempotent_and_keeps_names() -> None:
-    text = "\n".join(t for t, _, _ in SECRETS)
-    once = redact(text)
-    assert redact(once) == once
-    assert "DB_PASSWORD=[REDACTED:password]" in once
-    assert "postgres://admin:[REDACTED:url_credentials]@db.internal" in once
+    assert token not in out and out.count("[REDACTED:") == 1
+    assert out.replace("[REDACTED:gitlab_token]", token) == text
 
 
 def test_extra_patterns_by_configuration() -> None:
@@ -162,25 +122,37 @@ def test_bad_extra_patterns_are_rejected(patterns: dict[str, str]) -> None:
 
 def test_disabled_redactor_passes_text_through() -> None:
     redactor = Redactor(RedactionConfig(enabled=False))
-    assert redactor.redact("DB_PASSWORD=x1y2z3") == "DB_PASSWORD=x1y2z3"
+    assert redactor.redact("DB_PASSWORD=x1y2z3w4") == "DB_PASSWORD=x1y2z3w4"
 
 
 def test_entropy_threshold_is_configurable() -> None:
-    value = "Zq8Xv3Lm0Np7Rt2Ys5Wk9Hd4"
-    assert shannon_entropy(value) > 4.0
-    assert "REDACTED" in Redactor().redact(f"X={value}")
-    assert Redactor(RedactionConfig(entropy_threshold=6.0)).redact(f"X={value}") == f"X={value}"
+    value = Gen(6).b62(40)
+    assert redact(f"SOME_SETTING={value}") == "SOME_SETTING=[REDACTED:high_entropy]"
+    assert Redactor(RedactionConfig(entropy_threshold=7.0)).redact(f"SOME_SETTING={value}") == f"SOME_SETTING={value}"
+
+
+@pytest.mark.parametrize("bad", ["", "\n\n", "\x00\x01 binary \xff", "a" * 200_000, "=" * 5000, "-----BEGIN RSA PRIVATE KEY-----",
+                                 "http://a:" * 5000, "mysql -p" * 5000, '"password": "' * 5000, "Cookie: a=b;" * 5000])
+def test_odd_input_does_not_crash(bad: str) -> None:
+    assert isinstance(redact(bad), str)
+
+
+def test_redact_value_walks_nested_structures() -> None:
+    secret = f"npm_{Gen(8).b62(36)}"
+    out = redact_value({"cmd": ["npm", "publish"], "env": {"NPM_TOKEN": secret}, "n": 3, "none": None})
+    assert out == {"cmd": ["npm", "publish"], "env": {"NPM_TOKEN": "[REDACTED:npm_token]"}, "n": 3, "none": None}
 
 
 def test_redact_trajectory_covers_every_text_field() -> None:
-    secret = f"DB_PASSWORD=pw-{B62}"
+    secret = f"hf_{Gen(9).b62(34)}"
+    text = f"HF_TOKEN={secret}"
     traj = Trajectory(
-        task=TaskRef(id="t1", instruction=f"Use {secret}", metadata={"env": [secret], "n": 3}),
-        steps=[Step(reasoning=secret, action=f"echo {secret}", args={"command": secret}, observation=secret)],
-        submission=secret,
-        verdict=Verdict(status=VerdictStatus.PASS, reason=secret),
+        task=TaskRef(id="t1", instruction=f"Use {text}", metadata={"env": [text], "n": 3}),
+        steps=[Step(reasoning=text, action=f"echo {text}", args={"command": text}, observation=text)],
+        submission=text,
+        verdict=Verdict(status=VerdictStatus.PASS, reason=text),
     )
     out = redact_trajectory(traj)
-    assert B62 not in out.model_dump_json()
+    assert secret not in out.model_dump_json()
     assert out.task.metadata["n"] == 3
-    assert B62 in traj.model_dump_json()  # the original is untouched
+    assert secret in traj.model_dump_json()  # the original is untouched

@@ -1,10 +1,14 @@
-"""Secret redaction: API keys, private keys, JWTs, URL credentials, secret assignments, high-entropy env values.
+"""Secret redaction on a maintained rule set: detect-secrets' plugins plus our own context rules.
 
-Every text that leaves a run (distillation prompts, the judge, the pool, run logs) passes through a
-`Redactor` first. Matches become ``[REDACTED:<kind>]``; for assignments the name is kept
-(``DB_PASSWORD=[REDACTED:password]``) so the memory still says *that* a password was set.
-Patterns are deliberately anchored on vendor prefixes or on secret-like names: hashes in git logs, UUIDs and
-base64 test data must survive, or memories lose the evidence they are made of.
+Every text that enters or leaves a run (distillation prompts, the judge, the pool, `mtl memories add/import`, run
+logs) passes through a `Redactor` first. Only the secret itself becomes ``[REDACTED:<kind>]``; names, quotes and
+separators stay (``DB_PASSWORD=[REDACTED:password]``, ``password = "[REDACTED:password]"``), so the memory still
+says *that* a password was set and code stays valid code. Look-alikes survive: git SHAs, UUIDs, checksums, base64
+test constants, paths, identifiers, `$VAR` / `getenv(...)` references and placeholder values like ``'changeme'``.
+
+Where each finding comes from: `secret_detectors` (Yelp's detect-secrets vendor, keyword and entropy plugins, run
+per line) and `secret_rules` (assignment syntaxes, URLs, headers, command flags, private key blocks and the vendor
+formats detect-secrets lacks). Overlapping findings merge; the most specific rule names the kind.
 """
 
 from __future__ import annotations
@@ -12,56 +16,26 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mtl_graph.experience import secret_detectors
+from mtl_graph.experience.secret_rules import (
+    CONTEXT, ENTROPY, Finding, context_findings, is_checksum_or_id, is_reference_or_placeholder, looks_random,
+    private_key_findings, vendor_findings,
+)
 from mtl_graph.experience.trajectory import Trajectory
 
+if TYPE_CHECKING:
+    from mtl_graph.memory.models import Memory
+
+MemoryT = TypeVar("MemoryT", bound="Memory")
+
 MARK = "[REDACTED:{kind}]"
-_ALREADY = re.compile(r"^\[REDACTED:[\w-]+\]")
-
-# (kind, pattern); order matters: specific vendor formats before the generic rules that could eat them.
-_VENDOR_PATTERNS: list[tuple[str, str]] = [
-    # An unterminated block (a cut observation) is redacted up to the end of its base64 lines.
-    ("private_key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-                    r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\s*[A-Za-z0-9+/=]{8,})*)"),
-    ("anthropic_key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}"),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}(?:T3BlbkFJ[A-Za-z0-9_-]{20,})?\b"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
-    ("slack_webhook", r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
-    ("slack_token", r"\bxox[abposre]-(?:[A-Za-z0-9]+-){1,4}[A-Za-z0-9]+\b"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-    ("google_oauth_token", r"\bya29\.[0-9A-Za-z_-]{20,}"),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-]
-
-_URL_CREDENTIALS = re.compile(r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^\s/:@\[]*):(?P<pw>[^\s/@]+)@")
-_BEARER = re.compile(r"(?i)(?P<pre>\b(?:bearer|basic|token)\s+)(?P<value>(?=[A-Za-z._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}=*)")
-# Env-style names: upper case, ending in a secret-like word (MAX_TOKENS and SECRET_KEY_LENGTH are not secrets).
-_SECRET_NAME = r"[A-Z0-9_]*(?:PASSWORD|PASSWD|TOKEN|SECRET|SECRET_KEY|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|CREDENTIALS?)"
-_ENV_ASSIGN = re.compile(
-    rf"(?P<pre>\b(?P<name>{_SECRET_NAME})\s*=\s*)(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
-)
-# Lower-case keys (JSON, YAML, code) only count with a quoted value: `password: str` is a type hint, not a secret.
-_KEY_ASSIGN = re.compile(
-    r"(?i)(?P<pre>[\"']?\b(?P<name>password|passwd|secret|client[_-]?secret|secret[_-]?key|api[_-]?key|"
-    r"access[_-]?token|auth[_-]?token|refresh[_-]?token|token)[\"']?\s*[:=]\s*)(?P<value>\"[^\"\n]{3,}\"|'[^'\n]{3,}')"
-)
-_FLAG_ASSIGN = re.compile(r"(?P<pre>--(?P<name>password|passwd|token|api-key|secret)[= ])(?P<value>[^\s'\"-][^\s'\"]*)")
-_ENV_LINE = re.compile(r"(?m)^(?P<pre>[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=)(?P<value>[\"']?[A-Za-z0-9+/=_.-]+[\"']?)[ \t]*$")
-_HEX_OR_UUID = re.compile(r"^(?:[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
-_NOT_A_VALUE = re.compile(r"^(?:\$|<|%|\{\{|\[REDACTED|\*{3,}|(?:none|null|true|false)$)", re.IGNORECASE)
-
-
-def _kind_of(name: str) -> str:
-    upper = name.upper().replace("-", "_")
-    for word, kind in (("PASSW", "password"), ("API_KEY", "api_key"), ("APIKEY", "api_key"), ("TOKEN", "token"),
-                       ("CREDENTIAL", "credential")):
-        if word in upper:
-            return kind
-    return "secret"
+_NAME_SEPARATORS = re.compile(r"[._-]")
+# A whole `NAME=value` line (an env dump, a .env file): a random-looking value is a secret whatever its name.
+_ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
 
 
 def shannon_entropy(text: str) -> float:
@@ -104,40 +78,44 @@ class Redactor:
 
     def __init__(self, config: RedactionConfig | None = None) -> None:
         self.config = config or RedactionConfig()
-        patterns = _VENDOR_PATTERNS + list(self.config.extra_patterns.items())
-        self._patterns = [(kind, re.compile(p)) for kind, p in patterns]
+        self._patterns = [(kind, re.compile(p)) for kind, p in self.config.extra_patterns.items()]
 
     def redact(self, text: str) -> str:
-        """Return text with every secret replaced."""
+        """Return text with every secret replaced by its marker and nothing else changed."""
         if not text or not self.config.enabled:
             return text
+        spans = _merge(self.findings(text))
+        if not spans:
+            return text
+        out, pos = [], 0
+        for start, end, kind in spans:
+            out += [text[pos:start], MARK.format(kind=kind)]
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+    def findings(self, text: str) -> Iterator[Finding]:
+        """Every secret span in text, from all rules (spans may overlap)."""
+        yield from private_key_findings(text)
+        yield from vendor_findings(text)
+        yield from context_findings(text)
         for kind, pattern in self._patterns:
-            text = pattern.sub(MARK.format(kind=kind), text)
-        text = _URL_CREDENTIALS.sub(lambda m: f"{m['pre']}{m['user']}:{MARK.format(kind='url_credentials')}@", text)
-        text = _BEARER.sub(self._keep_prefix(lambda m: "bearer_token"), text)
-        for assign in (_ENV_ASSIGN, _KEY_ASSIGN, _FLAG_ASSIGN):
-            text = assign.sub(self._keep_prefix(lambda m: _kind_of(m["name"])), text)
-        return _ENV_LINE.sub(self._entropy_sub, text)
-
-    @staticmethod
-    def _keep_prefix(kind_of: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
-        def sub(m: re.Match[str]) -> str:
-            value = m["value"].strip("\"'")
-            if not value or _NOT_A_VALUE.match(value) or _ALREADY.match(value):
-                return m[0]
-            return m["pre"] + MARK.format(kind=kind_of(m))
-
-        return sub
-
-    def _entropy_sub(self, m: re.Match[str]) -> str:
-        value = m["value"].strip("\"'")
-        if self.is_high_entropy(value):
-            return m["pre"] + MARK.format(kind="high_entropy")
-        return m[0]
+            for m in pattern.finditer(text):
+                if m.end() > m.start():
+                    yield Finding(m.start(), m.end(), kind, CONTEXT)
+        for m in _ENV_LINE.finditer(text):
+            if self.is_high_entropy(m["value"]):
+                yield Finding(m.start("value"), m.end("value"), "high_entropy", ENTROPY)
+        yield from secret_detectors.findings(text)
 
     def is_high_entropy(self, value: str) -> bool:
-        """A long, mixed-alphabet, high-entropy token that is not a hex hash or a UUID."""
-        if len(value) < self.config.entropy_min_length or _HEX_OR_UUID.match(value) or _ALREADY.match(value):
+        """A long, random-looking token that is not a checksum, a UUID, a path or a reference."""
+        if (len(value) < self.config.entropy_min_length or not looks_random(value) or is_checksum_or_id(value)
+                or is_reference_or_placeholder(value)):
+            return False
+        # Dotted and dashed names (unit files, hosts, pods, packages) are made of short words, keys of one long run.
+        longest = max(_NAME_SEPARATORS.split(value), key=len)
+        if len(longest) < 16 or not looks_random(longest):
             return False
         classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
         # Two alphabets only count when long: host and pod names (runner-5f7c9d8b6-x2x7q) are short.
@@ -182,6 +160,29 @@ class Redactor:
             "verdict": verdict,
         })
 
+    def redact_memory(self, memory: MemoryT) -> MemoryT:
+        """memory with every content field redacted (provenance and stats kept). One that held a secret gets the
+        content id of its redacted text, so the leaky original's id never enters the pool."""
+        content = memory.content_fields()
+        clean = self.redact_value(content)
+        if not self.config.enabled or clean == content:
+            return memory
+        return type(memory).model_validate({**memory.model_dump(mode="json"), **clean, "id": ""})
+
+
+def _merge(findings: Iterable[Finding]) -> list[tuple[int, int, str]]:
+    """Disjoint (start, end, kind) spans in order: overlapping findings become one, named by the most specific."""
+    clusters: list[tuple[int, int, Finding]] = []
+    for f in sorted(findings):
+        if clusters and f.start < clusters[-1][1]:
+            start, end, best = clusters[-1]
+            if (f.priority, f.end - f.start) > (best.priority, best.end - best.start):
+                best = f
+            clusters[-1] = (start, max(end, f.end), best)
+        else:
+            clusters.append((f.start, f.end, f))
+    return [(start, end, best.kind) for start, end, best in clusters]
+
 
 _DEFAULT = Redactor()
 
@@ -199,3 +200,8 @@ def redact_value(value: Any) -> Any:
 def redact_trajectory(trajectory: Trajectory) -> Trajectory:
     """Redact a trajectory with the default configuration."""
     return _DEFAULT.redact_trajectory(trajectory)
+
+
+def redact_memory(memory: MemoryT) -> MemoryT:
+    """Redact a memory's content with the default configuration (every write path into the pool calls this)."""
+    return _DEFAULT.redact_memory(memory)

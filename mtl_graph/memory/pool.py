@@ -350,6 +350,8 @@ class MemoryPool:
 
     def import_jsonl(self, path: str | Path, batch_size: int = 256, keep_stats: bool = True) -> ImportReport:
         """Add every valid line of a JSONL file; bad lines are reported as `file:line: why`."""
+        from mtl_graph.experience.redact import redact_memory  # imports detect-secrets: only when importing
+
         report = ImportReport()
         batch: list[Memory] = []
         try:
@@ -362,7 +364,7 @@ class MemoryPool:
                     line = raw.decode("utf-8")
                     if not line.strip():
                         continue
-                    batch.append(parse_memory(json.loads(line)))
+                    batch.append(redact_memory(parse_memory(json.loads(line))))  # `mtl memories add` / `import`
                 except UnicodeDecodeError:
                     report.errors.append(f"{path}:{lineno}: not UTF-8 text")
                 except json.JSONDecodeError as exc:
