@@ -384,3 +384,41 @@ def test_the_ledger_tolerates_only_the_last_unconfirmed_batch(built, tmp_path, e
     with MemoryPool.open(path, embeddings) as pool:
         assert pool.count() == 29
     assert PointLedger.read(path).points == 29
+
+
+def test_a_truncated_edge_wal(built, tmp_path, embeddings):
+    """After a clean close the segments hold everything: a log cut short loses nothing, and one the engine cannot
+    open at all is an error that the repair gets around by reading the segments without the log."""
+    path = copy_of(built, "edge", tmp_path)
+    os.truncate(path / "edge" / "wal" / "open-1", 100)
+    with MemoryPool.open(path, embeddings) as pool:
+        assert pool.count() == 30
+    os.truncate(path / "edge" / "wal" / "open-1", 0)
+    with pytest.raises(PoolError, match=f"pool {path}: the engine failed opening it .*WAL"):
+        MemoryPool.open(path, embeddings)
+    report = check_pool(path, embeddings)
+    assert report.damaged and report.readable == 30
+    assert_repair_recovers(path, embeddings, "edge", 30, set(BY_ID))
+
+
+def test_a_truncated_edge_wal_after_a_crash_is_refused(tmp_path, embeddings):
+    """Killed before any flush, the pool lives in its log: cut short, the engine opens it empty. That is an error."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "pool"
+    code = ("import os, signal, sys\nfrom mtl_graph.memory.models import InsightMemory\n"
+            "from mtl_graph.memory.pool import MemoryPool\n"
+            "pool = MemoryPool.open(sys.argv[1], dedup_threshold=1.01)\n"
+            "for i in range(0, 30, 5):\n"
+            "    pool.add_many([InsightMemory(title=f'Lesson {j}', description=f'Case {j} of the log test.', content='c')"
+            " for j in range(i, i + 5)])\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    os.truncate(path / "edge" / "wal" / "open-1", 100)
+    with pytest.raises(PoolError, match=f"pool {path} holds 0 memories but 30 were recorded"):
+        MemoryPool.open(path, embeddings)
+    report = check_pool(path, embeddings)
+    assert (report.recorded, report.lost) == (30, 30)

@@ -131,7 +131,8 @@ class GuardedStore:
             return
         try:
             now = self.count()
-            self.ledger.record(now, max(0, now - before) if before is not None else now)
+            if now != before:  # overwrites of existing points change nothing worth a file write
+                self.ledger.record(now, max(0, now - before) if before is not None else now)
         except (PoolError, OSError):
             pass  # a ledger that lags behind the data is safe: it can only miss damage, never invent it
 
