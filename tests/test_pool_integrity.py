@@ -92,22 +92,31 @@ def test_a_healthy_pool_checks_clean_and_is_not_changed(built, engine, tmp_path,
     assert result.exit_code == 0 and json.loads(result.output)["readable"] == 30
 
 
-def test_the_recorded_engine_wins_over_the_setting(built, tmp_path, embeddings, monkeypatch):
-    path = copy_of(built, "edge", tmp_path)
-    monkeypatch.setenv("MTL_ENGINE", "client")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_recorded_engine_wins_over_the_setting(built, engine, tmp_path, embeddings, monkeypatch):
+    path = copy_of(built, engine, tmp_path)
+    other = "client" if engine == "edge" else "edge"
+    monkeypatch.setenv("MTL_ENGINE", other)
     with MemoryPool.open(path, embeddings) as pool:
-        assert pool.engine == "edge" and pool.count() == 30
-    assert not (path / "client").exists()
+        assert pool.engine == engine and pool.count() == 30
+    with MemoryPool.open(path, embeddings, engine=other) as pool:
+        assert pool.engine == engine and pool.count() == 30
+    assert not (path / other).exists()
 
 
 # ------------------------------------------------------------------ metadata and whole directories
+@pytest.mark.parametrize("damage", ["deleted", "garbled"])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_engine_data_without_pool_json_is_refused_then_repaired(built, engine, tmp_path, embeddings):
+def test_engine_data_without_pool_json_is_refused_then_repaired(built, engine, tmp_path, embeddings, damage):
     path = copy_of(built, engine, tmp_path)
-    (path / "pool.json").unlink()
+    if damage == "deleted":
+        (path / "pool.json").unlink()
+    else:
+        (path / "pool.json").write_bytes(b'{"engine": "ed\x00\xff')
     other = "client" if engine == "edge" else "edge"
     before = fingerprint(path)
-    with pytest.raises(PoolError, match=f"pool {path} has {engine} data .* but no pool.json"):
+    expected = f"pool {path} has {engine} data .* but no pool.json" if damage == "deleted" else "corrupt.*--repair"
+    with pytest.raises(PoolError, match=expected):
         MemoryPool.open(path, embeddings, engine=other)
     assert fingerprint(path) == before and not (path / other).exists()  # nothing created, nothing rewritten
     report = check_pool(path, embeddings)

@@ -180,8 +180,20 @@ class GuardedStore:
     def close(self) -> None:
         self._call("closing", self.inner.close)
 
-    def __getattr__(self, name: str) -> Any:  # engine handles (e.g. `shard`) for benchmarks and checks
-        return getattr(self.inner, name)
+    def __getattr__(self, name: str) -> Any:
+        """Anything else of the engine's store (e.g. `shard` for benchmarks); its methods still fail as PoolError.
+
+        A new method that adds or deletes points belongs above, next to `upsert` and `delete`, to keep the ledger:
+        a ledger that lags is harmless, one ahead of the data would be a false alarm."""
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            with engine_errors(self.where, f"in {name}", self.hint):
+                return attr(*args, **kwargs)
+
+        return guarded
 
 
 # ------------------------------------------------------------------ what a directory holds

@@ -74,7 +74,8 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PoolError(f"{meta_path} is corrupt ({exc}); restore it or rebuild the pool") from None
+        raise PoolError(f"{meta_path} is corrupt ({exc}); restore it, or run `mtl pool check --repair "
+                        f"{meta_path.parent}` to rebuild the pool") from None
     if not isinstance(meta, dict) or "dim" not in meta:
         raise PoolError(f"{meta_path} is corrupt (expected a JSON object with 'embeddings' and 'dim')")
     return meta
