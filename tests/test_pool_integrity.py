@@ -90,6 +90,9 @@ def test_a_healthy_pool_checks_clean_and_is_not_changed(built, engine, tmp_path,
     assert not report.damaged and fingerprint(path) == before
     result = runner.invoke(app, ["pool", "check", str(path), "--json"])
     assert result.exit_code == 0 and json.loads(result.output)["readable"] == 30
+    result = runner.invoke(app, ["pool", "check", "--repair", str(path)])
+    assert result.exit_code == 0 and "nothing to repair" in result.output
+    assert fingerprint(path) == before and list(tmp_path.iterdir()) == [path]  # no backup of a healthy pool
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -431,3 +434,32 @@ def test_a_truncated_edge_wal_after_a_crash_is_refused(tmp_path, embeddings):
         MemoryPool.open(path, embeddings)
     report = check_pool(path, embeddings)
     assert (report.recorded, report.lost) == (30, 30)
+
+
+def test_another_users_pool_is_one_clear_line_for_an_unprivileged_user(built):
+    """Run as nobody (CI runs as root; this switches where it can): a pool it may not write is refused in one line,
+    by the memory commands and by the check, and left as it was."""
+    import subprocess
+    import tempfile
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("switching to an unprivileged user needs root and setpriv")
+    parent = Path(tempfile.mkdtemp(prefix="mtl-perm-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    try:
+        parent.chmod(0o755)
+        path = parent / "pool"
+        copy_tree_sparse(built["edge"], path)
+        before = fingerprint(path)
+        mtl = str(Path(__import__("sys").executable).with_name("mtl"))
+        own_tmp = parent / "tmp"  # the embedder stages its model files in the temp dir: nobody needs its own
+        own_tmp.mkdir()
+        os.chown(own_tmp, 65534, 65534)
+        env = {"PATH": os.environ["PATH"], "HOME": str(own_tmp), "HF_HUB_OFFLINE": "1", "TMPDIR": str(own_tmp)}
+        for args in (["memories", "list", "--pool", str(path)], ["pool", "check", str(path)]):
+            proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", mtl, *args],
+                                  capture_output=True, text=True, env=env, timeout=300)
+            assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+            assert proc.stderr.strip() == f"error: cannot open pool {path}: Permission denied ({path / '.lock'})"
+        assert fingerprint(path) == before
+    finally:
+        shutil.rmtree(parent)

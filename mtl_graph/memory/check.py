@@ -276,7 +276,7 @@ def check_pool(location: str | Path, embeddings: Embeddings | None = None, repai
         except PoolError as exc:
             report.problems.append(str(exc))
         readable = _read_all(path, report, meta)
-        if repair:
+        if repair and report.damaged:
             report.repaired = _rebuild(path, report, meta, readable, embeddings)
     finally:
         os.close(lock_fd)

@@ -7,6 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+SHOWN = 20
+"""Unreadable points listed in the text output."""
+
 pool_app = typer.Typer(help="Maintain an embedded pool directory: check it, repair it.", no_args_is_help=True)
 
 
@@ -37,12 +40,12 @@ def check(
     if json_out:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
-        _print(report)
+        _print(report, repair)
     if report.damaged and report.repaired is None:
         raise typer.Exit(1)
 
 
-def _print(report) -> None:  # type: ignore[no-untyped-def]
+def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
     def known(n: int | None) -> str:
         return "?" if n is None else str(n)
 
@@ -51,8 +54,10 @@ def _print(report) -> None:  # type: ignore[no-untyped-def]
                 f"{report.lost} lost")
     for problem in report.problems:
         typer.echo(f"problem: {problem}")
-    for point in report.unreadable:
+    for point in report.unreadable[:SHOWN]:
         typer.echo(f"unreadable: {point['id']}: {point['why']}")
+    if len(report.unreadable) > SHOWN:
+        typer.echo(f"... and {len(report.unreadable) - SHOWN} more unreadable (--json lists them all)")
     if report.reembedded:
         typer.echo(f"{len(report.reembedded)} readable memories need their vectors embedded again")
     if report.repaired is not None:
@@ -63,4 +68,4 @@ def _print(report) -> None:  # type: ignore[no-untyped-def]
         typer.echo(f"damaged: run `mtl pool check --repair {report.location}` to rebuild it from the "
                    f"{report.readable} readable memories (the damaged copy is kept)")
     else:
-        typer.echo("ok")
+        typer.echo("ok" + (": nothing to repair" if repair else ""))

@@ -100,7 +100,10 @@ class PointLedger:
                 f"files were lost or damaged; run `mtl pool check --repair {where}` to rebuild it from what is "
                 "readable (the damaged copy is kept)")
         if found != self.points:
-            self.record(found)
+            try:
+                self.record(found)
+            except OSError:
+                pass  # a read-only pool keeps its old ledger: still at or below the data, so still safe
 
 
 def probe(store: Store, dim: int, where: Path) -> None:
@@ -126,21 +129,21 @@ class GuardedStore:
         with engine_errors(self.where, doing, self.hint):
             return fn(*args)
 
-    def _after_write(self, before: int | None) -> None:
-        if self.ledger is None:
+    def _after_write(self, adds: bool) -> None:
+        """Record the engine's count once its write returned; after adds, tolerate losing that batch alone."""
+        if self.ledger is None or self.ledger.points is None:
             return
         try:
-            now = self.count()
+            now, before = self.count(), self.ledger.points
             if now != before:  # overwrites of existing points change nothing worth a file write
-                self.ledger.record(now, max(0, now - before) if before is not None else now)
+                self.ledger.record(now, max(0, now - before) if adds else self.ledger.last_batch)
         except (PoolError, OSError):
             pass  # a ledger that lags behind the data is safe: it can only miss damage, never invent it
 
     def upsert(self, points: list[StoredPoint]) -> None:
         with self._lock:
-            before = self.ledger.points if self.ledger else None
             self._call("writing", self.inner.upsert, points)
-            self._after_write(before)
+            self._after_write(adds=True)
 
     def delete(self, ids: list[str]) -> None:
         with self._lock:
@@ -150,7 +153,7 @@ class GuardedStore:
                 except OSError as exc:
                     raise PoolError(f"pool {self.where}: cannot update {self.ledger.file}: {exc.strerror}") from None
             self._call("deleting", self.inner.delete, ids)
-            self._after_write(None)
+            self._after_write(adds=False)
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         self._call("writing", self.inner.set_payload, point_id, payload)

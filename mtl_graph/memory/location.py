@@ -56,7 +56,10 @@ class OpenedStore:
 
 def lock_directory(path: Path) -> int:
     # flock gives one clear error for both engines (each has its own, less helpful, lock failure).
-    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise PoolError(f"cannot open pool {path}: {exc.strerror} ({path / LOCK_FILE})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -163,7 +166,10 @@ def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedSto
         path = cleanup = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     if path.exists() and not path.is_dir():
         raise PoolError(f"pool location {path} exists and is not a directory")
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PoolError(f"cannot create pool {path}: {exc.strerror or exc}") from None
     opened = OpenedStore(store=None, dim=0, engine=engine, cleanup=cleanup, lock_fd=lock_directory(path))  # type: ignore[arg-type]
     try:
         meta_path = path / META_FILE
@@ -189,11 +195,13 @@ def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedSto
         ledger.verify(found, path)
         if found:
             probe(opened.store, opened.dim, path)
-    except BaseException:
+    except BaseException as exc:
         if opened.store is not None:  # opened, then refused: the engine lets go of the directory first
             with contextlib.suppress(Exception):
                 opened.store.close()
         opened.release()
+        if isinstance(exc, OSError):  # writing pool.json or the ledger (a read-only or full disk)
+            raise PoolError(f"pool {path}: cannot write {exc.filename or 'its files'}: {exc.strerror or exc}") from exc
         raise
     return opened
 
