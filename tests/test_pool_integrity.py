@@ -463,3 +463,15 @@ def test_another_users_pool_is_one_clear_line_for_an_unprivileged_user(built):
         assert fingerprint(path) == before
     finally:
         shutil.rmtree(parent)
+
+
+def test_a_repair_interrupted_between_its_renames_is_not_an_empty_pool(built, tmp_path, embeddings):
+    path = copy_of(built, "edge", tmp_path)
+    rebuilt = tmp_path / ".pool.rebuild-4242"
+    path.rename(rebuilt)  # the damaged pool moved aside, the rebuilt one not yet moved in
+    with pytest.raises(PoolError, match=f"pool {path} is missing but a repair left .*rename {rebuilt} to {path}"):
+        MemoryPool.open(path, embeddings)
+    assert not path.exists()
+    rebuilt.rename(path)
+    with MemoryPool.open(path, embeddings) as pool:
+        assert pool.count() == 30

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from mtl_graph.memory.embeddings import embeddings_name
 from mtl_graph.memory.errors import EmbeddingMismatchError, PoolError
-from mtl_graph.memory.integrity import ENGINE_MARKERS, PointLedger, engine_data, one_line
+from mtl_graph.memory.integrity import ENGINE_MARKERS, PointLedger, engine_data, one_line, rebuild_prefix
 from mtl_graph.memory.location import COLLECTION, META_FILE, _read_meta, lock_directory, open_directory
 from mtl_graph.memory.models import Memory, parse_memory
 from mtl_graph.memory.storage import DENSE, StoredPoint
@@ -319,7 +319,7 @@ def _rebuild(path: Path, report: CheckReport, meta: dict[str, Any], readable: li
     if meta and meta.get("embeddings") != embeddings_name(emb):
         raise EmbeddingMismatchError(f"pool {path} was built with embeddings {meta.get('embeddings')!r}: repair it "
                                      "with the same embeddings (MTL_EMBEDDINGS)")
-    staging = path.with_name(f".{path.name}.rebuild-{os.getpid()}")
+    staging = path.with_name(f"{rebuild_prefix(path)}{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     opened = open_directory(staging, emb, report.engine or "edge")
     bm25 = Bm25()
@@ -334,9 +334,13 @@ def _rebuild(path: Path, report: CheckReport, meta: dict[str, Any], readable: li
                 stored.append(StoredPoint(point.id, dense, (list(sparse.indices), list(sparse.values)), point.payload))
             opened.store.upsert(stored)
         rebuilt = opened.store.count()
-    finally:
+    except BaseException:
         opened.store.close()
         opened.release()
+        shutil.rmtree(staging, ignore_errors=True)  # the damaged pool is still in place, untouched
+        raise
+    opened.store.close()
+    opened.release()
     backup = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
     os.rename(path, backup)
     os.rename(staging, path)

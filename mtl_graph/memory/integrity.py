@@ -229,3 +229,18 @@ def refuse_missing_data(path: Path, engine: str, ledger: PointLedger) -> None:
     raise PoolError(
         f"pool {path}: pool.json records the {engine} engine but its data ({marker}) is missing: it was deleted "
         f"or moved; restore it, or remove {path / 'pool.json'} to start a new, empty pool there")
+
+
+def rebuild_prefix(path: Path) -> str:
+    """Name prefix of the directory a repair of `path` builds in, beside it."""
+    return f".{path.name}.rebuild-"
+
+
+def refuse_interrupted_repair(path: Path) -> None:
+    """A missing pool with a finished rebuild beside it: a repair stopped between its two renames."""
+    if path.exists() or not path.parent.is_dir():
+        return
+    rebuilt = [d for d in path.parent.glob(f"{rebuild_prefix(path)}*") if (d / "pool.json").exists()]
+    if rebuilt:
+        raise PoolError(f"pool {path} is missing but a repair left its rebuilt pool at {rebuilt[0]}: the repair was "
+                        f"interrupted; rename {rebuilt[0]} to {path} (the damaged pool is beside it, *.damaged-*)")

@@ -23,6 +23,7 @@ from mtl_graph.memory.integrity import (
     check_hint,
     engine_errors,
     probe,
+    refuse_interrupted_repair,
     refuse_missing_data,
     refuse_unrecorded_data,
     write_json_atomically,
@@ -166,6 +167,7 @@ def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedSto
         path = cleanup = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     if path.exists() and not path.is_dir():
         raise PoolError(f"pool location {path} exists and is not a directory")
+    refuse_interrupted_repair(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
