@@ -327,8 +327,10 @@ def _register_optional() -> None:
     """Commands that live with their pipeline stage (their modules import only typer at the top)."""
     from mtl_graph.bench.commands import eval_cmd, report_cmd
     from mtl_graph.experience.commands import ingest
+    from mtl_graph.memory.commands import pool_app
 
     app.command("ingest")(ingest)
+    app.add_typer(pool_app, name="pool")
     app.command("eval")(eval_cmd)
     app.command("report")(report_cmd)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -14,24 +15,28 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from mtl_graph.memory.embeddings import EmbeddingError, embeddings_name
+from mtl_graph.memory.errors import EmbeddingMismatchError, PoolError, PoolLockedError
+from mtl_graph.memory.integrity import (
+    ENGINE_MARKERS,
+    GuardedStore,
+    PointLedger,
+    check_hint,
+    engine_errors,
+    probe,
+    refuse_interrupted_repair,
+    refuse_missing_data,
+    refuse_unrecorded_data,
+    write_json_atomically,
+)
 from mtl_graph.memory.storage import Store
+
+__all__ = ["PoolError", "PoolLockedError", "EmbeddingMismatchError", "OpenedStore", "open_directory", "open_server"]
 
 META_FILE = "pool.json"
 LOCK_FILE = ".lock"
 COLLECTION = "mtl_memories"
 FORMAT_VERSION = 1
-
-
-class PoolError(RuntimeError):
-    """The pool cannot be opened or used."""
-
-
-class PoolLockedError(PoolError):
-    """Another process holds the embedded pool."""
-
-
-class EmbeddingMismatchError(PoolError):
-    """The pool was built with other embeddings."""
+TEMP_PREFIX = "mtl-pool-"
 
 
 @dataclass
@@ -50,9 +55,12 @@ class OpenedStore:
             shutil.rmtree(self.cleanup, ignore_errors=True)
 
 
-def _lock(path: Path) -> int:
+def lock_directory(path: Path) -> int:
     # flock gives one clear error for both engines (each has its own, less helpful, lock failure).
-    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise PoolError(f"cannot open pool {path}: {exc.strerror} ({path / LOCK_FILE})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -70,7 +78,8 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PoolError(f"{meta_path} is corrupt ({exc}); restore it or rebuild the pool") from None
+        raise PoolError(f"{meta_path} is corrupt ({exc}); restore it, or run `mtl pool check --repair "
+                        f"{meta_path.parent}` to rebuild the pool") from None
     if not isinstance(meta, dict) or "dim" not in meta:
         raise PoolError(f"{meta_path} is corrupt (expected a JSON object with 'embeddings' and 'dim')")
     return meta
@@ -92,38 +101,109 @@ def check_dimension(meta: dict[str, Any], emb: Embeddings, where: str) -> int:
         raise EmbeddingError(f"embeddings {name!r} failed: {exc}") from exc
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _held(directory: Path) -> bool:
+    """Whether a process holds the pool lock of `directory` (works across pid namespaces sharing /tmp)."""
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor drops the probe lock too
+    return False
+
+
+def remove_orphaned_temp_pools(root: Path | None = None) -> list[Path]:
+    """Temporary (":memory:") pools left by processes that died without cleaning up (SIGKILL, OOM kill).
+
+    Their directories are named with the owning pid; one is removed only when that pid is gone and nobody holds
+    its lock (a reused pid or another pid namespace keeps it, which errs on the safe side)."""
+    removed = []
+    for entry in Path(root or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
+        pid = entry.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not entry.is_dir() or _alive(int(pid)) or _held(entry):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _engine_store(path: Path, engine: str, dim: int) -> Store:
+    if engine == "edge":
+        from mtl_graph.memory.storage import EdgeStore
+
+        (path / engine).mkdir(exist_ok=True)
+        return EdgeStore(str(path / engine), dim)
+    from qdrant_client import QdrantClient
+
+    from mtl_graph.memory.storage import ClientStore
+
+    return ClientStore(QdrantClient(path=str(path / engine)), COLLECTION, dim, local=True)
+
+
 def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedStore:
-    """An embedded pool in a directory (a temporary one for ":memory:"), locked for this process."""
+    """An embedded pool in a directory (a temporary one for ":memory:"), locked for this process.
+
+    Never starts an empty pool over data it did not record, and never opens one that lost points (see
+    `mtl_graph.memory.integrity`); engine failures are PoolErrors naming the directory."""
     cleanup = None
     if path is None:
-        path = cleanup = Path(tempfile.mkdtemp(prefix="mtl-pool-"))
+        remove_orphaned_temp_pools()
+        path = cleanup = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
     if path.exists() and not path.is_dir():
         raise PoolError(f"pool location {path} exists and is not a directory")
-    path.mkdir(parents=True, exist_ok=True)
-    opened = OpenedStore(store=None, dim=0, engine=engine, cleanup=cleanup, lock_fd=_lock(path))  # type: ignore[arg-type]
+    refuse_interrupted_repair(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PoolError(f"cannot create pool {path}: {exc.strerror or exc}") from None
+    opened = OpenedStore(store=None, dim=0, engine=engine, cleanup=cleanup, lock_fd=lock_directory(path))  # type: ignore[arg-type]
     try:
         meta_path = path / META_FILE
         meta = _read_meta(meta_path)
-        opened.engine = engine = meta.get("engine", engine)
-        opened.dim = check_dimension(meta, emb, str(path))
-        if engine == "edge":
-            from mtl_graph.memory.storage import EdgeStore
-
-            (path / engine).mkdir(exist_ok=True)
-            opened.store = EdgeStore(str(path / engine), opened.dim)
-        elif engine == "client":
-            from qdrant_client import QdrantClient
-
-            from mtl_graph.memory.storage import ClientStore
-
-            opened.store = ClientStore(QdrantClient(path=str(path / engine)), COLLECTION, opened.dim, local=True)
-        else:
-            raise PoolError(f"unknown engine {engine!r} (expected 'edge' or 'client')")
+        ledger = PointLedger.read(path)
         if not meta:
-            meta_path.write_text(json.dumps({"engine": engine, "embeddings": embeddings_name(emb),
-                                             "dim": opened.dim, "format_version": FORMAT_VERSION}, indent=2))
-    except BaseException:
+            refuse_unrecorded_data(path)
+        opened.engine = engine = meta.get("engine", engine)  # the recorded engine wins over MTL_ENGINE
+        if engine not in ENGINE_MARKERS:
+            raise PoolError(f"unknown engine {engine!r} (expected 'edge' or 'client')")
+        opened.dim = check_dimension(meta, emb, str(path))
+        if meta:
+            refuse_missing_data(path, engine, ledger)
+        else:  # ledger first, pool.json next, engine data last: an interrupted creation never looks like damage
+            ledger.record(0)
+            write_json_atomically(meta_path, {"engine": engine, "embeddings": embeddings_name(emb),
+                                              "dim": opened.dim, "format_version": FORMAT_VERSION})
+        hint = check_hint(path)
+        with engine_errors(str(path), "opening it", hint):
+            store = _engine_store(path, engine, opened.dim)
+        opened.store = GuardedStore(store, str(path), hint, ledger if cleanup is None else None)
+        found = opened.store.count()
+        ledger.verify(found, path)
+        if found:
+            probe(opened.store, opened.dim, path)
+    except BaseException as exc:
+        if opened.store is not None:  # opened, then refused: the engine lets go of the directory first
+            with contextlib.suppress(Exception):
+                opened.store.close()
         opened.release()
+        if isinstance(exc, OSError):  # writing pool.json or the ledger (a read-only or full disk)
+            raise PoolError(f"pool {path}: cannot write {exc.filename or 'its files'}: {exc.strerror or exc}") from exc
         raise
     return opened
 
@@ -135,13 +215,15 @@ def open_server(url: str, emb: Embeddings, api_key: str | None) -> OpenedStore:
     from mtl_graph.memory.storage import ClientStore
 
     client = QdrantClient(url=url, api_key=api_key, timeout=10, check_compatibility=False)
+    hint = f"check that the Qdrant server at {url} is running and healthy"
     try:
         exists = client.collection_exists(COLLECTION)
     except Exception as exc:
         raise PoolError(f"cannot reach the Qdrant server at {url}: {exc}") from None
     meta = (client.get_collection(COLLECTION).config.metadata or {}) if exists else {}
     dim = check_dimension(meta, emb, url)
-    store = ClientStore(client, COLLECTION, dim)
+    with engine_errors(url, "creating the collection", hint):
+        store = GuardedStore(ClientStore(client, COLLECTION, dim), url, hint)
     if not meta:
         client.update_collection(COLLECTION, metadata={"embeddings": embeddings_name(emb), "dim": dim})
     return OpenedStore(store=store, dim=dim, engine="server")

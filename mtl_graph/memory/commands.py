@@ -1,0 +1,71 @@
+"""`mtl pool`: maintenance of an embedded pool. Only typer and the standard library load at import time."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+SHOWN = 20
+"""Unreadable points listed in the text output."""
+
+pool_app = typer.Typer(help="Maintain an embedded pool directory: check it, repair it.", no_args_is_help=True)
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+@pool_app.command("check")
+def check(
+    location: Annotated[Optional[str], typer.Argument(help="Pool directory. [env: MTL_POOL]")] = None,
+    repair: Annotated[bool, typer.Option("--repair", help="Rebuild the pool from every readable memory; the damaged one is kept beside it.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of text.")] = False,
+) -> None:
+    """Read every memory without changing the pool, compare counts, list what is unreadable (exit 1 if damaged)."""
+    from mtl_graph.memory.check import check_pool
+    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.errors import PoolError
+    from mtl_graph.settings import get_settings
+
+    location = location or get_settings().pool
+    if location == ":memory:" or location.startswith(("http://", "https://")):
+        _fail(f"{location}: `mtl pool check` checks an embedded pool directory (a server checks its own storage)")
+    try:
+        report = check_pool(location, repair=repair)
+    except (PoolError, EmbeddingError, OSError) as exc:
+        _fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        _print(report, repair)
+    if report.damaged and report.repaired is None:
+        raise typer.Exit(1)
+
+
+def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
+    def known(n: int | None) -> str:
+        return "?" if n is None else str(n)
+
+    typer.echo(f"pool {report.location} ({report.engine}): {known(report.recorded)} recorded, engine counts "
+                f"{known(report.engine_count)}, {report.readable} readable, {len(report.unreadable)} unreadable, "
+                f"{report.lost} lost")
+    for problem in report.problems:
+        typer.echo(f"problem: {problem}")
+    for point in report.unreadable[:SHOWN]:
+        typer.echo(f"unreadable: {point['id']}: {point['why']}")
+    if len(report.unreadable) > SHOWN:
+        typer.echo(f"... and {len(report.unreadable) - SHOWN} more unreadable (--json lists them all)")
+    if report.reembedded:
+        typer.echo(f"{len(report.reembedded)} readable memories need their vectors embedded again")
+    if report.repaired is not None:
+        done = report.repaired
+        typer.echo(f"repaired: rebuilt {done['rebuilt']} memories ({done['reembedded']} embedded again), "
+                   f"{done['lost']} lost; the damaged pool is kept at {done['backup']}")
+    elif report.damaged:
+        typer.echo(f"damaged: run `mtl pool check --repair {report.location}` to rebuild it from the "
+                   f"{report.readable} readable memories (the damaged copy is kept)")
+    else:
+        typer.echo("ok" + (": nothing to repair" if repair else ""))

@@ -1,0 +1,15 @@
+"""The pool's error types (a module of their own so the location, integrity and pool modules share them)."""
+
+from __future__ import annotations
+
+
+class PoolError(RuntimeError):
+    """The pool cannot be opened or used."""
+
+
+class PoolLockedError(PoolError):
+    """Another process holds the embedded pool."""
+
+
+class EmbeddingMismatchError(PoolError):
+    """The pool was built with other embeddings."""
