@@ -109,14 +109,14 @@ def test_file_size_limit_stops_a_large_write(tmp_path):
 
 def test_memory_limit_stops_a_large_allocation(tmp_path):
     with LocalSandbox(tmp_path, SandboxConfig(memory_mb=300)) as sb:
-        result = sb.run(f"{sys.executable} -c 'x = bytearray(800 * 2**20); print(len(x))'")
+        result = sb.run("python3 -c 'x = bytearray(800 * 2**20); print(len(x))'")
     assert result.exit_code != 0
     assert "MemoryError" in result.output
 
 
 def test_cpu_limit_stops_a_busy_loop(tmp_path):
     with LocalSandbox(tmp_path, SandboxConfig(cpu_seconds=1)) as sb:
-        result = sb.run(f"{sys.executable} -c 'while True: pass'", timeout=20)
+        result = sb.run("python3 -c 'while True: pass'", timeout=20)
     assert not result.timed_out and result.exit_code != 0
     assert result.duration_s < 10
 
