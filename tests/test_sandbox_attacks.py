@@ -20,7 +20,7 @@ import pytest
 
 from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
 from mtl_graph.sandbox.workspace import disk_usage
-from tests.sandbox_attack_kit import (
+from sandbox_attack_kit import (
     NOBODY,
     kill_leftovers,
     marker,

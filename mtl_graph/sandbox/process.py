@@ -143,7 +143,8 @@ def _follow(
     exited_at: float | None = None
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
-        sel.register(supervisor.sock, selectors.EVENT_READ)
+        sock = supervisor.sock
+        sel.register(sock, selectors.EVENT_READ)
         while status is None or not eof:
             now = time.monotonic()
             if status is None and killing_since is None:
@@ -172,15 +173,16 @@ def _follow(
                     sel.unregister(fd)
                 else:
                     out.add(decoder.decode(chunk))
-            if status is None and (supervisor.sock.fileno() in ready or supervisor.pending()):
+            if status is None and (sock.fileno() in ready or supervisor.pending()):
                 try:
                     message = supervisor.receive(0.0)
                 except SupervisorGone:
+                    supervisor.kill_orphaned_command()
                     message = {"exit": -signal.SIGKILL}
                     note = "the sandbox supervisor was killed"
                 if message is not None and "exit" in message:
                     status = int(message["exit"])
-                    sel.unregister(supervisor.sock)
+                    sel.unregister(sock)
     out.add(decoder.decode(b"", final=True))
     assert status is not None
     return status, timed_out, note, out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ class Supervisor:
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._buffer = b""
+        self.command_pid = 0
 
     @property
     def pid(self) -> int | None:
@@ -76,7 +78,16 @@ class Supervisor:
         if reply is None or "error" in reply:
             os.close(read_fd)
             raise SandboxError(reply["error"] if reply else "sandbox supervisor did not answer")
+        self.command_pid = int(reply["pid"])
         return read_fd
+
+    def kill_orphaned_command(self) -> None:
+        """After the supervisor was killed: the best left to do, kill the command's process group."""
+        if self.command_pid:
+            try:
+                os.killpg(self.command_pid, signal.SIGKILL)
+            except OSError:
+                pass
 
     def kill(self) -> None:
         """Ask for the running command and everything below it to be killed (its exit follows)."""
@@ -97,6 +108,7 @@ class Supervisor:
                 return None
             chunk = self.sock.recv(1 << 16)
             if not chunk:
+                self.close()  # reaps it, so the next command starts a new one
                 raise SupervisorGone("sandbox supervisor ended unexpectedly")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
