@@ -136,8 +136,9 @@ def test_unmount_proc_to_see_host_processes(attacker):
     host = subprocess.Popen(["sleep", tag])
     try:
         (out,) = attacker.run(
-            "umount -l /proc; unshare -rm sh -c 'umount -l /proc; cat /proc/[0-9]*/cmdline'; "
-            "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"
+            # the sleep's argument on its own line, matched without writing the tag into this command line
+            "umount -l /proc; unshare -rm sh -c 'umount -l /proc; cat /proc/[0-9]*/cmdline' | tr '\\0' '\\n'"
+            " | grep -E '^[0-9]{5}[.][0-9]{3}$'; cat /proc/[0-9]*/cmdline | tr '\\0' '\\n' | grep -E '^[0-9]{5}[.][0-9]{3}$'"
         )
     finally:
         host.kill()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
-from mtl_graph.sandbox.process import SHELL, rlimits, run_process, scrubbed_env
+from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
 from mtl_graph.sandbox.supervisor import Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over
 
@@ -55,18 +55,23 @@ class WorkspaceSandbox:
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         limit = timeout if timeout is not None else self.config.timeout
         uid, gid = self.identity()
+        limits = self.limits()
+        wrapper = limit_wrapper(limits)
+        argv = self.argv(command, limit)
+        if wrapper is not None:
+            argv, limits = [*wrapper, *argv], []
         if self.quota is not None:
             self.quota.begin()
         result = run_process(
             self.supervisor,
-            self.argv(command, limit),
+            argv,
             cwd=str(self.workspace),
             env=scrubbed_env(self.config, str(self.workspace)),
             timeout=limit,
             cap=self.config.output_cap,
             uid=uid,
             gid=gid,
-            limits=self.limits(),
+            limits=limits,  # applied by the supervisor only when prlimit is missing
             watchdog=self.quota.check if self.quota is not None else None,
         )
         if self.quota is not None and (note := self.quota.check()):  # grown past it faster than one poll

@@ -85,6 +85,27 @@ def rlimits(config: SandboxConfig) -> list[tuple[int, int]]:
     return [(res, value) for res, value in wanted if value]
 
 
+_PRLIMIT = shutil.which("prlimit")
+_PRLIMIT_OPTIONS = {resource.RLIMIT_AS: "--as", resource.RLIMIT_CPU: "--cpu", resource.RLIMIT_NPROC: "--nproc",
+                    resource.RLIMIT_FSIZE: "--fsize"}  # fmt: skip
+
+
+def limit_wrapper(limits: Sequence[tuple[int, int]]) -> list[str] | None:
+    """An argv prefix setting the limits with util-linux ``prlimit`` before exec, or None when it is missing.
+
+    One exec costs less than a preexec function, which makes the supervisor run Python in every forked child.
+    """
+    if not limits or _PRLIMIT is None:
+        return None
+    argv = [_PRLIMIT]
+    for res, value in limits:
+        _, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY:  # never ask for more than the inherited hard limit
+            value = min(value, hard)
+        argv.append(f"{_PRLIMIT_OPTIONS[res]}={value}")
+    return [*argv, "--"]
+
+
 def run_process(
     supervisor: Supervisor,
     argv: Sequence[str],
