@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import json
@@ -76,6 +77,7 @@ def unprivileged_python() -> tuple[str, str] | str:
     if os.geteuid() != 0:
         return "not root: cannot switch to another uid"
     stage = Path(tempfile.mkdtemp(prefix="mtl-unpriv-"))
+    atexit.register(shutil.rmtree, stage, ignore_errors=True)
     os.chmod(stage, 0o755)
     shutil.copytree(Path(mtl_graph.__file__).parent, stage / "mtl_graph", ignore=shutil.ignore_patterns("__pycache__"))
     for name in _DEPENDENCIES:

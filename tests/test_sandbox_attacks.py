@@ -92,6 +92,19 @@ def test_commands_run_unprivileged_without_capabilities(attacker):
         assert uid == str(NOBODY)
 
 
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["caller", pytest.param("nobody", marks=needs_nobody)])
+def test_bwrap_refuses_nested_user_namespaces_but_not_threads_or_processes(mode, tmp_path):
+    attacker = Attacker("bwrap", mode, nobody_workspace() if mode == "nobody" else tmp_path / "ws")
+    (out,) = attacker.run(
+        "unshare -r id; unshare -rm id; echo unshare=$?; "
+        "python3 -c 'import threading, subprocess; t = threading.Thread(target=print, args=(\"thread-ok\",)); "
+        "t.start(); t.join(); subprocess.run([\"echo\", \"spawn-ok\"])'"
+    )
+    assert "uid=0" not in out["output"] and "unshare=1" in out["output"]
+    assert "thread-ok" in out["output"] and "spawn-ok" in out["output"]
+
+
 def test_remount_root_read_write_then_write_a_host_file(attacker):
     name = f"mtl-pwned-{marker()}"
     targets = [Path("/usr") / name, Path("/etc") / name, Path("/") / name]
@@ -228,7 +241,9 @@ def test_no_orphan_when_the_parent_is_killed(kind, mode, tmp_path):
             if len(processes_with(tag)) >= 5:
                 break
             subprocess.run(["sleep", "0.05"])
-        assert len(processes_with(tag)) >= 5
+        if len(processes_with(tag)) < 5:
+            proc.kill()
+            pytest.fail(f"the command did not start its processes: {proc.communicate()[1][-2000:]}")
         proc.kill()
         proc.wait()
         assert wait_gone(tag) == []

@@ -195,6 +195,15 @@ def test_docker_container_flags(tmp_path):
     assert not any(a.startswith("PATH=") for a in exec_argv)
 
 
+def test_seccomp_program_shape():
+    from mtl_graph.sandbox.seccomp import filter_program
+
+    assert filter_program("riscv64") is None  # unknown: bwrap runs without it rather than with wrong numbers
+    for machine in ("x86_64", "aarch64"):
+        program = filter_program(machine)
+        assert program is not None and len(program) == 14 * 8  # struct sock_filter is 8 bytes
+
+
 # ---------------------------------------------------------------- quota and supervisor
 
 

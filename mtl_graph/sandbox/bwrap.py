@@ -27,6 +27,8 @@ from mtl_graph.sandbox.base import SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
 from mtl_graph.sandbox.process import SHELL, scrubbed_env
+from mtl_graph.sandbox.reaper import FD_TOKEN, with_fds
+from mtl_graph.sandbox.seccomp import filter_file
 from mtl_graph.sandbox.workspace import hand_over
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -139,10 +141,13 @@ def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig) -> l
     tmp_size = str(config.tmp_size_mb * _MIB)
     if os.geteuid() == 0:
         # No user namespace: its root would be the host's root (owner of /etc/shadow...). setpriv needs
-        # these three capabilities, and drops them (and everything else) before the command runs.
+        # these three capabilities, and drops them (and everything else) before the command runs; nested user
+        # namespaces are refused by a seccomp filter instead (see seccomp.py).
         identity = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                     "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
                     "--cap-add", "CAP_SETPCAP"]  # fmt: skip
+        if filter_file() is not None:
+            identity += ["--seccomp", f"{FD_TOKEN}0"]
     else:
         identity = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
                     "--uid", str(config.run_as_uid), "--gid", str(config.run_as_gid)]  # fmt: skip
@@ -188,10 +193,15 @@ def _probe() -> str | None:
         if os.geteuid() == 0:
             hand_over(ws, config.run_as_uid, config.run_as_gid)
         argv = bwrap_argv(ws, {"PATH": "/usr/bin:/bin"}, config) + [SHELL, "-c", "touch probe"]
+        seccomp = filter_file() if os.geteuid() == 0 else None
+        fds = [os.open(seccomp, os.O_RDONLY)] if seccomp is not None else []
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+            proc = subprocess.run(with_fds(argv, fds), capture_output=True, text=True, timeout=20, pass_fds=fds)
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bwrap failed to start: {exc}"
+        finally:
+            for fd in fds:
+                os.close(fd)
         if proc.returncode != 0 or not (ws / "probe").exists():
             return f"bwrap cannot create a sandbox here: {proc.stderr.strip() or proc.returncode}"
     return None
@@ -215,6 +225,10 @@ class BwrapSandbox(WorkspaceSandbox):
 
     def identity(self) -> tuple[int | None, int | None]:
         return None, None  # bwrap starts as the caller; the switch happens inside (privilege_drop)
+
+    def passed_files(self) -> list[str]:
+        seccomp = filter_file() if os.geteuid() == 0 else None
+        return [str(seccomp)] if seccomp is not None else []
 
     def argv(self, command: str, timeout: float) -> list[str]:
         return [*self._prefix, SHELL, "-c", command]

@@ -48,6 +48,10 @@ class WorkspaceSandbox:
         """Resource limits of the started process, inherited by everything it spawns."""
         return rlimits(self.config)
 
+    def passed_files(self) -> list[str]:
+        """Files the supervisor opens for the command (``@mtl-fd:N`` in argv becomes the N-th one's number)."""
+        return []
+
     def argv(self, command: str, timeout: float) -> list[str]:
         """The argv that runs command (a shell string) in this backend."""
         raise NotImplementedError
@@ -72,6 +76,7 @@ class WorkspaceSandbox:
             uid=uid,
             gid=gid,
             limits=limits,  # applied by the supervisor only when prlimit is missing
+            files=self.passed_files(),
             watchdog=self.quota.check if self.quota is not None else None,
         )
         if self.quota is not None and (note := self.quota.check()):  # grown past it faster than one poll

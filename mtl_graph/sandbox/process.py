@@ -117,14 +117,17 @@ def run_process(
     uid: int | None = None,
     gid: int | None = None,
     limits: Sequence[tuple[int, int]] = (),
+    files: Sequence[str] = (),
     watchdog: Callable[[], str | None] | None = None,
 ) -> CommandResult:
     """Run argv through the supervisor under a deadline; everything it spawned is dead when this returns.
 
     watchdog is polled while the command runs; a string it returns kills the command and is appended to the output.
+    files are opened by the supervisor and passed to the command, their numbers replacing ``@mtl-fd:N`` in argv.
     """
     start = time.monotonic()
-    request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "uid": uid, "gid": gid, "limits": list(limits)}
+    request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "uid": uid, "gid": gid, "limits": list(limits),
+               "files": list(files)}  # fmt: skip
     with supervisor.lock:
         fd = supervisor.start(request)
         try:

@@ -7,7 +7,8 @@ Runs as its own small, single-threaded process (``python -I -S reaper.py FD``, s
 - resource limits and uid switches happen in a fork of this small process, never in the (threaded) host.
 
 Protocol on the control socket (newline-delimited JSON; one command at a time):
-  host → ``{"op": "run", "argv", "cwd", "env", "uid", "gid", "limits": [[resource, value], ...]}`` with the
+  host → ``{"op": "run", "argv", "cwd", "env", "uid", "gid", "limits": [[resource, value], ...], "files": [path]}``
+  (each file opened read-only and passed to the child, its number replacing ``@mtl-fd:N`` in argv) with the
   output pipe's write end attached (SCM_RIGHTS); reply ``{"pid": N}`` or ``{"error": "..."}``, later ``{"exit": code}``.
   host → ``{"op": "kill"}``: kill the running command and everything below; its ``{"exit": ...}`` follows.
 """
@@ -110,6 +111,16 @@ def _reap() -> dict[int, int]:
         done[pid] = status
 
 
+FD_TOKEN = "@mtl-fd:"
+
+
+def with_fds(argv: list[str], fds: list[int]) -> list[str]:
+    """argv with each ``@mtl-fd:N`` option replaced by the number of the N-th opened file (never the last
+    element: that is the command text)."""
+    head = [str(fds[int(a[len(FD_TOKEN):])]) if a.startswith(FD_TOKEN) else a for a in argv[:-1]]
+    return head + argv[-1:]
+
+
 class Supervisor:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -151,17 +162,21 @@ class Supervisor:
                 resource.setrlimit(res, (value, value))
 
         switch = {"user": uid, "group": gid, "extra_groups": []} if uid is not None else {}
+        opened: list[int] = []
         try:
+            opened = [os.open(path, os.O_RDONLY) for path in request.get("files", [])]
             proc = subprocess.Popen(
-                request["argv"], cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL,
+                with_fds(request["argv"], opened), cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL,
                 stdout=out, stderr=out, start_new_session=True, preexec_fn=apply_limits if limits else None,
-                **switch,
+                pass_fds=opened, **switch,
             )  # fmt: skip
         except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
             self.send(error=f"could not start {request.get('argv', ['?'])[0]!r}: {exc}")
             return None
         finally:
             os.close(out)
+            for fd in opened:
+                os.close(fd)
         self.send(pid=proc.pid)
         return proc
 
