@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -98,10 +99,14 @@ class Task(BaseModel):
             raise TaskError(f"{root}: invalid task ({exc})") from None
 
     def materialize(self, workspace: Path) -> Path:
-        """Copy the task's files into workspace (created if missing) and return it."""
+        """Copy the task's files into workspace (created if missing) and return it.
+
+        Symbolic links are never followed out of the task directory: one that resolves inside it is copied as a
+        (relative) link, any other is refused with a TaskError before anything is copied.
+        """
         workspace.mkdir(parents=True, exist_ok=True)
         if self.source_dir is not None:
-            shutil.copytree(self.source_dir, workspace, dirs_exist_ok=True)
+            _copy_task_dir(self.source_dir, workspace, self.id)
         for rel, content in self.files.items():
             target = (workspace / rel).resolve()
             if not target.is_relative_to(workspace.resolve()):
@@ -135,6 +140,53 @@ def _test_list(value: Any, meta_path: Path, files_dir: Path) -> list[str]:
         if not (files_dir / rel).is_file():
             raise TaskError(f"{meta_path}: test file {rel!r} is not in {FILES_DIR}/ (its pristine copy)")
     return value
+
+def _copy_task_dir(source: Path, workspace: Path, task_id: str) -> None:
+    """Copy source into workspace: regular files and directories, and links that stay inside source."""
+    try:
+        root = source.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise TaskError(f"task {task_id}: cannot read its files directory {source}: {exc}") from None
+    plan: list[tuple[str, Path, str | None]] = []  # (kind, relative path, link target)
+    for dirpath, dirnames, filenames in os.walk(root):  # os.walk does not descend into linked directories
+        here = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            path = here / name
+            rel = path.relative_to(root)
+            if path.is_symlink():
+                plan.append(("link", rel, _inside_link(path, root, task_id, rel)))
+            elif path.is_dir():
+                plan.append(("dir", rel, None))
+            elif path.is_file():
+                plan.append(("file", rel, None))
+            else:
+                raise TaskError(f"task {task_id}: {rel} is not a regular file, directory or link; refusing it")
+    for kind, rel, target in plan:  # every entry was checked before the first copy: a refusal copies nothing
+        dest = workspace / rel
+        if kind == "dir":
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_symlink() or dest.exists():
+            dest.unlink()
+        if kind == "link":
+            dest.symlink_to(target)  # type: ignore[arg-type]
+        else:
+            shutil.copy2(root / rel, dest, follow_symlinks=False)
+
+
+def _inside_link(path: Path, root: Path, task_id: str, rel: Path) -> str:
+    """The target to give a copy of the link at path, relative; TaskError when it resolves outside root."""
+    target = os.readlink(path)
+    try:
+        resolved = path.resolve()  # follows the whole chain
+    except (OSError, RuntimeError) as exc:  # a loop
+        raise TaskError(f"task {task_id}: symlink {rel} -> {target} cannot be resolved ({exc}); refusing it") from None
+    if not resolved.is_relative_to(root):
+        raise TaskError(
+            f"task {task_id}: symlink {rel} -> {target} points outside the task directory; refusing to copy it"
+        )
+    return os.path.relpath(resolved, path.parent)
 
 
 class TaskRef(BaseModel):

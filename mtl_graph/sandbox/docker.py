@@ -1,10 +1,12 @@
 """The docker backend: one container per sandbox, one ``docker exec`` per command.
 
-The workspace is bind-mounted at the same path, the network is off, limits are container flags.
+The workspace is bind-mounted at the same path and is the only writable place besides a size-limited /tmp;
+the network is off; no capability, no privilege gain (setuid binaries), a non-root user; limits are cgroup flags.
 """
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +14,10 @@ from pathlib import Path
 from mtl_graph.sandbox.base import SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
-from mtl_graph.sandbox.process import scrubbed_env
+from mtl_graph.sandbox.process import rlimits, scrubbed_env
+
+# Per-process limits docker applies with --ulimit (memory and processes are cgroup limits there).
+_ULIMIT_NAMES = {resource.RLIMIT_CPU: "cpu", resource.RLIMIT_FSIZE: "fsize"}
 
 
 def docker_available() -> bool:
@@ -25,8 +30,35 @@ def docker_available() -> bool:
         return False
 
 
+def docker_run_argv(workspace: Path, config: SandboxConfig) -> list[str]:
+    """``docker run`` of the long-lived container: no capability, no privilege gain, limits, a read-only root."""
+    ws = str(workspace)
+    user = f"{config.run_as_uid}:{config.run_as_gid}"
+    argv = [
+        "docker", "run", "-d", "--rm", "--init",
+        "--network", "none",
+        "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges",
+        "--user", user,
+        "--read-only",
+        "--tmpfs", f"/tmp:rw,nosuid,nodev,size={config.tmp_size_mb}m,mode=1777",
+        "--mount", f"type=bind,source={ws},target={ws}",
+        "-w", ws,
+        "--cpus", f"{config.docker_cpus:g}",
+    ]  # fmt: skip
+    if config.memory_mb:
+        argv += ["--memory", f"{config.memory_mb}m", "--memory-swap", f"{config.memory_mb}m"]
+    if config.max_processes:
+        argv += ["--pids-limit", str(config.max_processes)]
+    for res, value in rlimits(config):
+        name = _ULIMIT_NAMES.get(res)
+        if name:
+            argv += ["--ulimit", f"{name}={value}:{value}"]
+    return argv + [config.docker_image, "sleep", "infinity"]
+
+
 class DockerSandbox(WorkspaceSandbox):
-    """Commands run inside a long-lived container started for this sandbox."""
+    """Commands run inside a long-lived container started for this sandbox (reuse one instance per run)."""
 
     kind = "docker"
 
@@ -42,31 +74,33 @@ class DockerSandbox(WorkspaceSandbox):
     is_available = staticmethod(docker_available)
 
     def _start(self) -> str:
-        cfg, ws = self.config, str(self.workspace)
-        argv = ["docker", "run", "-d", "--rm", "--network", "none", "-v", f"{ws}:{ws}", "-w", ws]
-        if cfg.memory_mb:
-            argv += ["--memory", f"{cfg.memory_mb}m"]
-        if cfg.max_processes:
-            argv += ["--pids-limit", str(cfg.max_processes)]
-        argv += [cfg.docker_image, "sleep", "infinity"]
+        argv = docker_run_argv(self.workspace, self.config)
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
-            raise SandboxError(f"could not start a {cfg.docker_image} container: {proc.stderr.strip()}")
+            raise SandboxError(f"could not start a {self.config.docker_image} container: {proc.stderr.strip()}")
         return proc.stdout.strip()
 
-    def preexec(self):
-        return None  # the limits belong to the container, not to the docker client
+    def identity(self) -> tuple[int | None, int | None]:
+        return None, None  # the docker client runs as the caller; --user applies inside
+
+    def limits(self) -> list[tuple[int, int]]:
+        return []  # the limits belong to the container, not to the docker client
 
     def argv(self, command: str, timeout: float) -> list[str]:
-        env = scrubbed_env(self.config, str(self.workspace))
-        env.pop("PATH", None)  # the image's PATH, not the host's
-        flags = [f for key, value in env.items() for f in ("-e", f"{key}={value}")]
-        # Killing the client on timeout does not stop the process in the container; timeout(1) does.
-        inner = ["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)), "sh", "-c", command]
-        return ["docker", "exec", "-w", str(self.workspace), *flags, self.container, *inner]
+        return docker_exec_argv(self.container, self.workspace, self.config, command, timeout)
 
     def close(self) -> None:
         super().close()
         if getattr(self, "container", None):
             subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, timeout=60)
             self.container = ""
+
+
+def docker_exec_argv(container: str, workspace: Path, config: SandboxConfig, command: str, timeout: float) -> list[str]:
+    """``docker exec`` of one command in the container."""
+    env = scrubbed_env(config, str(workspace))
+    env.pop("PATH", None)  # the image's PATH, not the host's
+    flags = [f for key, value in env.items() for f in ("-e", f"{key}={value}")]
+    # Killing the client on timeout does not stop the process in the container; timeout(1) does.
+    inner = ["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)), "sh", "-c", command]
+    return ["docker", "exec", "-w", str(workspace), *flags, container, *inner]

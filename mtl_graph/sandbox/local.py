@@ -1,26 +1,26 @@
 """The local backend: a subprocess on the host with resource limits and a scrubbed environment.
 
-It does not isolate the filesystem or the network; prefer the bubblewrap backend where it works.
+It does not isolate the filesystem or the network; prefer the bubblewrap backend where it works. What it does:
+every process a command starts is killed when the command ends (a supervising subreaper, see reaper.py), and
+as root, commands run as an unprivileged uid.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+import weakref
 from pathlib import Path
 
 from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
-from mtl_graph.sandbox.process import (
-    SHELL,
-    group_alive,
-    kill_group,
-    rlimit_preexec,
-    run_process,
-    scrubbed_env,
-)
+from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
+from mtl_graph.sandbox.supervisor import Supervisor
+from mtl_graph.sandbox.workspace import QuotaWatch, hand_over
 
 
 class WorkspaceSandbox:
-    """What every backend shares: the workspace, file access confined to it, the capped runner."""
+    """What every backend shares: the workspace, file access confined to it, the supervised capped runner."""
 
     kind = "base"
 
@@ -28,28 +28,59 @@ class WorkspaceSandbox:
         self.config = config or SandboxConfig()
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        self._groups: set[int] = set()
+        self.owner = self.workspace_owner()
+        if self.owner is not None:
+            hand_over(self.workspace, *self.owner)
+        quota = self.config.workspace_quota_mb
+        self.quota = QuotaWatch(self.workspace, quota) if quota else None
+        self.supervisor = Supervisor()
+        self._finalizer = weakref.finalize(self, self.supervisor.close)
+
+    def workspace_owner(self) -> tuple[int, int] | None:
+        """Who must own the workspace for commands to write it: the unprivileged uid when we are root."""
+        return (self.config.run_as_uid, self.config.run_as_gid) if os.geteuid() == 0 else None
+
+    def identity(self) -> tuple[int | None, int | None]:
+        """The uid and gid the supervisor starts argv as (None: unchanged)."""
+        return self.owner if self.owner is not None else (None, None)
+
+    def limits(self) -> list[tuple[int, int]]:
+        """Resource limits of the started process, inherited by everything it spawns."""
+        return rlimits(self.config)
+
+    def passed_files(self) -> list[str]:
+        """Files the supervisor opens for the command (``@mtl-fd:N`` in argv becomes the N-th one's number)."""
+        return []
 
     def argv(self, command: str, timeout: float) -> list[str]:
         """The argv that runs command (a shell string) in this backend."""
         raise NotImplementedError
 
-    def preexec(self):
-        """Runs in the child before exec: the resource limits (inherited by everything it spawns)."""
-        return rlimit_preexec(self.config)
-
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         limit = timeout if timeout is not None else self.config.timeout
-        result, pgid = run_process(
-            self.argv(command, limit),
+        uid, gid = self.identity()
+        limits = self.limits()
+        wrapper = limit_wrapper(limits)
+        argv = self.argv(command, limit)
+        if wrapper is not None:
+            argv, limits = [*wrapper, *argv], []
+        if self.quota is not None:
+            self.quota.begin()
+        result = run_process(
+            self.supervisor,
+            argv,
             cwd=str(self.workspace),
             env=scrubbed_env(self.config, str(self.workspace)),
             timeout=limit,
             cap=self.config.output_cap,
-            preexec_fn=self.preexec(),
+            uid=uid,
+            gid=gid,
+            limits=limits,  # applied by the supervisor only when prlimit is missing
+            files=self.passed_files(),
+            watchdog=self.quota.check if self.quota is not None else None,
         )
-        if group_alive(pgid):  # background processes left behind: killed on close()
-            self._groups.add(pgid)
+        if self.quota is not None and (note := self.quota.check()):  # grown past it faster than one poll
+            result = result.model_copy(update={"output": f"{result.output}\n[{note}]\n"})
         return result
 
     def resolve(self, path: str | Path) -> Path:
@@ -66,11 +97,15 @@ class WorkspaceSandbox:
         target = self.resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
+        if self.owner is not None:  # the new file and directories belong to the commands' uid, like theirs
+            for made in [target, *target.parents]:
+                if made == self.workspace:
+                    break
+                if made.stat().st_uid == os.geteuid():
+                    os.chown(made, *self.owner, follow_symlinks=False)
 
     def close(self) -> None:
-        for pgid in self._groups:
-            kill_group(pgid)
-        self._groups.clear()
+        self.supervisor.close()
 
     def __enter__(self):
         return self
@@ -82,10 +117,28 @@ class WorkspaceSandbox:
         return f"{type(self).__name__}({str(self.workspace)!r})"
 
 
+def uncontained() -> str:
+    """What the local backend leaves open, for the warning it gives."""
+    who = (
+        "as an unprivileged uid: world-readable host files stay readable"
+        if os.geteuid() == 0
+        else "as your own user: your files (~/.ssh...) and your processes' environments (/proc/PID/environ) "
+        "stay readable"
+    )
+    return (
+        f"local sandbox: commands run on the host {who}; the network, host sockets, the host's processes and "
+        "world-writable directories such as /tmp (unbounded) stay reachable. Use the bwrap backend to isolate them"
+    )
+
+
 class LocalSandbox(WorkspaceSandbox):
-    """Commands run directly on the host, in the workspace, in their own process group."""
+    """Commands run directly on the host, in the workspace, under a supervisor that leaves no process behind."""
 
     kind = "local"
+
+    def __init__(self, workspace: str | Path, config: SandboxConfig | None = None) -> None:
+        super().__init__(workspace, config)
+        warnings.warn(uncontained(), RuntimeWarning, stacklevel=2)
 
     @staticmethod
     def is_available() -> bool:

@@ -1,4 +1,4 @@
-"""Run one process under a deadline, keeping only the head and tail of its output.
+"""Run one command under a deadline, keeping only the head and tail of its output.
 
 Shared by every backend: the backends differ only in the argv they build around the command.
 """
@@ -11,12 +11,12 @@ import resource
 import selectors
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from mtl_graph.sandbox.base import CommandResult, SandboxError
+from mtl_graph.sandbox.base import CommandResult
 from mtl_graph.sandbox.config import SandboxConfig
+from mtl_graph.sandbox.supervisor import Supervisor, SupervisorGone
 
 TIMEOUT_EXIT_CODE = 124
 CUT_MARKER = "\n... [{n} characters cut] ...\n"
@@ -24,9 +24,10 @@ SHELL = shutil.which("bash") or "/bin/sh"
 
 _CHUNK = 64 * 1024
 _POLL_S = 0.05
-# A command that exits but leaves a background child holding the pipe would otherwise block until the
-# deadline; after this grace the output so far is returned and the pipe closed.
+# The supervisor kills everything a command leaves, so its output ends with it; a holder of the pipe outside the
+# process tree (handed over a Unix socket, say) would otherwise block until the deadline.
 _LINGER_S = 0.5
+_KILL_GRACE_S = 10.0
 
 
 class CappedOutput:
@@ -72,8 +73,8 @@ def scrubbed_env(config: SandboxConfig, home: str) -> dict[str, str]:
     return env
 
 
-def rlimit_preexec(config: SandboxConfig) -> Callable[[], None] | None:
-    """A preexec function applying the configured resource limits in the child, or None when unlimited."""
+def rlimits(config: SandboxConfig) -> list[tuple[int, int]]:
+    """The configured resource limits as (resource, value) pairs (the supervisor applies them in the child)."""
     mib = 1024 * 1024
     wanted = [
         (resource.RLIMIT_AS, config.memory_mb and config.memory_mb * mib),
@@ -81,111 +82,131 @@ def rlimit_preexec(config: SandboxConfig) -> Callable[[], None] | None:
         (resource.RLIMIT_NPROC, config.max_processes),
         (resource.RLIMIT_FSIZE, config.max_file_size_mb and config.max_file_size_mb * mib),
     ]
-    limits = [(res, value) for res, value in wanted if value]
-    if not limits:
+    return [(res, value) for res, value in wanted if value]
+
+
+_PRLIMIT = shutil.which("prlimit")
+_PRLIMIT_OPTIONS = {resource.RLIMIT_AS: "--as", resource.RLIMIT_CPU: "--cpu", resource.RLIMIT_NPROC: "--nproc",
+                    resource.RLIMIT_FSIZE: "--fsize"}  # fmt: skip
+
+
+def limit_wrapper(limits: Sequence[tuple[int, int]]) -> list[str] | None:
+    """An argv prefix setting the limits with util-linux ``prlimit`` before exec, or None when it is missing.
+
+    One exec costs less than a preexec function, which makes the supervisor run Python in every forked child.
+    """
+    if not limits or _PRLIMIT is None:
         return None
-
-    def apply() -> None:
-        for res, value in limits:
-            _, hard = resource.getrlimit(res)
-            # An unprivileged process may not raise its hard limit: never ask for more than it has.
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(res, (value, value))
-
-    return apply
-
-
-def kill_group(pgid: int) -> None:
-    """SIGKILL a whole process group, ignoring one that is already gone."""
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    argv = [_PRLIMIT]
+    for res, value in limits:
+        _, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY:  # never ask for more than the inherited hard limit
+            value = min(value, hard)
+        argv.append(f"{_PRLIMIT_OPTIONS[res]}={value}")
+    return [*argv, "--"]
 
 
 def run_process(
+    supervisor: Supervisor,
     argv: Sequence[str],
     *,
     cwd: str,
     env: Mapping[str, str],
     timeout: float,
     cap: int,
-    preexec_fn: Callable[[], None] | None = None,
-) -> tuple[CommandResult, int]:
-    """Run argv in its own process group; return the result and the group id (for later cleanup)."""
+    uid: int | None = None,
+    gid: int | None = None,
+    limits: Sequence[tuple[int, int]] = (),
+    files: Sequence[str] = (),
+    watchdog: Callable[[], str | None] | None = None,
+) -> CommandResult:
+    """Run argv through the supervisor under a deadline; everything it spawned is dead when this returns.
+
+    watchdog is polled while the command runs; a string it returns kills the command and is appended to the output.
+    files are opened by the supervisor and passed to the command, their numbers replacing ``@mtl-fd:N`` in argv.
+    """
     start = time.monotonic()
-    deadline = start + timeout
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # so a timeout can kill the command and everything it spawned
-            preexec_fn=preexec_fn,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxError(f"could not start {argv[0]!r}: {exc}") from exc
-    assert proc.stdout is not None
-    out = CappedOutput(cap)
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    timed_out = False
-    try:
-        timed_out = _pump(proc, out, decoder, deadline)
-        out.add(decoder.decode(b"", final=True))
-        if not timed_out:
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:  # closed its output but kept running
-                timed_out = True
-    finally:
-        if timed_out or proc.poll() is None:
-            kill_group(proc.pid)
-        proc.wait()
-        proc.stdout.close()
+    request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "uid": uid, "gid": gid, "limits": list(limits),
+               "files": list(files)}  # fmt: skip
+    with supervisor.lock:
+        fd = supervisor.start(request)
+        try:
+            status, timed_out, note, out = _follow(supervisor, fd, start + timeout, watchdog, cap)
+        except BaseException:
+            supervisor.close()  # interrupted while the command runs: closing the supervisor kills it all
+            raise
+        finally:
+            os.close(fd)
+    if note:
+        out.add(f"\n[{note}]\n")
     text, truncated = out.render()
-    code = proc.returncode
     if timed_out:
         code = TIMEOUT_EXIT_CODE
-    elif code < 0:  # killed by a signal: report it the way a shell would
-        code = 128 - code
-    result = CommandResult(
+    elif status < 0:  # killed by a signal: report it the way a shell would
+        code = 128 - status
+    else:
+        code = status
+    return CommandResult(
         exit_code=code,
         output=text,
         timed_out=timed_out,
         duration_s=round(time.monotonic() - start, 3),
         truncated=truncated,
     )
-    return result, proc.pid
 
 
-def _pump(proc: subprocess.Popen, out: CappedOutput, decoder: codecs.IncrementalDecoder, deadline: float) -> bool:
-    """Read output until EOF, a lingering exit, or the deadline; True when the deadline was hit."""
-    fd = proc.stdout.fileno()  # type: ignore[union-attr]
+def _follow(
+    supervisor: Supervisor, fd: int, deadline: float, watchdog: Callable[[], str | None] | None, cap: int
+) -> tuple[int, bool, str | None, CappedOutput]:
+    """Read output and the supervisor's messages until the exit is known and the output drained."""
+    out = CappedOutput(cap)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    status: int | None = None
+    timed_out, note, eof = False, None, False
+    killing_since: float | None = None
     exited_at: float | None = None
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
-        while True:
+        sock = supervisor.sock
+        sel.register(sock, selectors.EVENT_READ)
+        while status is None or not eof:
             now = time.monotonic()
-            if now >= deadline:
-                return True
-            if sel.select(min(deadline - now, _POLL_S)):
+            if status is None and killing_since is None:
+                if now >= deadline:
+                    timed_out, killing_since = True, now
+                    supervisor.kill()
+                elif watchdog is not None and (note := watchdog()):
+                    killing_since = now
+                    supervisor.kill()
+            if status is not None:
+                exited_at = exited_at or now
+                if now - exited_at >= _LINGER_S:  # a process outside the tree still holds the pipe
+                    break
+            if killing_since is not None and status is None and now - killing_since > _KILL_GRACE_S:
+                supervisor.close()  # unresponsive: closing it kills the whole tree
+                status = -signal.SIGKILL
+                break
+            wait = _POLL_S if killing_since is not None else max(0.0, min(_POLL_S, deadline - now))
+            if status is None and supervisor.pending():
+                wait = 0.0
+            ready = {key.fd for key, _ in sel.select(wait)}
+            if fd in ready:
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
-                    return False
-                out.add(decoder.decode(chunk))
-            elif proc.poll() is not None:
-                exited_at = exited_at if exited_at is not None else now
-                if now - exited_at >= _LINGER_S:
-                    return False
+                    eof = True
+                    sel.unregister(fd)
+                else:
+                    out.add(decoder.decode(chunk))
+            if status is None and (sock.fileno() in ready or supervisor.pending()):
+                try:
+                    message = supervisor.receive(0.0)
+                except SupervisorGone:
+                    supervisor.kill_orphaned_command()
+                    message = {"exit": -signal.SIGKILL}
+                    note = "the sandbox supervisor was killed"
+                if message is not None and "exit" in message:
+                    status = int(message["exit"])
+                    sel.unregister(sock)
+    out.add(decoder.decode(b"", final=True))
+    assert status is not None
+    return status, timed_out, note, out

@@ -1,0 +1,230 @@
+"""The per-sandbox supervisor: starts each command and kills every process it leaves behind.
+
+Runs as its own small, single-threaded process (``python -I -S reaper.py FD``, standard library only) so that:
+- it is a child subreaper: whatever a command spawns, even after ``setsid``, ``nohup`` or a double fork, stays
+  below it, and is killed when the command ends, times out, or the sandbox closes;
+- it notices its parent's death (the control socket reaches EOF) and then kills everything too;
+- resource limits and uid switches happen in a fork of this small process, never in the (threaded) host.
+
+Protocol on the control socket (newline-delimited JSON; one command at a time):
+  host → ``{"op": "run", "argv", "cwd", "env", "uid", "gid", "limits": [[resource, value], ...], "files": [path]}``
+  (each file opened read-only and passed to the child, its number replacing ``@mtl-fd:N`` in argv) with the
+  output pipe's write end attached (SCM_RIGHTS); reply ``{"pid": N}`` or ``{"error": "..."}``, later ``{"exit": code}``.
+  host → ``{"op": "kill"}``: kill the running command and everything below; its ``{"exit": ...}`` follows.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+_MAX_MSG = 64 * 1024 * 1024
+
+
+def set_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of pid (from /proc/PID/task/*/children, else a scan of every process's parent)."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                found += [int(c) for c in fh.read().split()]
+        except FileNotFoundError:  # kernel without CONFIG_PROC_CHILDREN
+            return _children_by_scan(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """False for a process that is gone or only a zombie waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def kill_all_descendants() -> None:
+    """SIGKILL every process below this one until none is left, reaping as they die."""
+    me = os.getpid()
+    while True:
+        stack, living = [me], []
+        while stack:
+            for child in _children(stack.pop()):
+                stack.append(child)
+                if _alive(child):
+                    living.append(child)
+        for pid in living:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _reap()
+        if not living:
+            return
+        time.sleep(0.001)  # orphans of the killed reparent to us a moment later
+
+
+def _reap() -> dict[int, int]:
+    """Collect every finished child; pid -> wait status."""
+    done: dict[int, int] = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return done
+        if pid == 0:
+            return done
+        done[pid] = status
+
+
+FD_TOKEN = "@mtl-fd:"
+
+
+def with_fds(argv: list[str], fds: list[int]) -> list[str]:
+    """argv with each ``@mtl-fd:N`` option replaced by the number of the N-th opened file (never the last
+    element: that is the command text)."""
+    head = [str(fds[int(a[len(FD_TOKEN):])]) if a.startswith(FD_TOKEN) else a for a in argv[:-1]]
+    return head + argv[-1:]
+
+
+class Supervisor:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.fds: list[int] = []
+
+    def send(self, **message: object) -> None:
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def receive(self) -> dict | None:
+        """The next message (None at EOF: the host is gone)."""
+        while b"\n" not in self.buffer:
+            data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 4)
+            self.fds += fds
+            if not data:
+                return None
+            self.buffer += data
+            if len(self.buffer) > _MAX_MSG:
+                return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def spawn(self, request: dict) -> subprocess.Popen | None:
+        out = self.fds.pop(0) if self.fds else None
+        for extra in self.fds:
+            os.close(extra)
+        self.fds = []
+        if out is None:
+            self.send(error="no output pipe attached")
+            return None
+        limits = [(int(res), int(value)) for res, value in request.get("limits", [])]
+        uid, gid = request.get("uid"), request.get("gid")
+
+        def apply_limits() -> None:  # safe here: this process is single-threaded
+            for res, value in limits:
+                _, hard = resource.getrlimit(res)
+                if hard != resource.RLIM_INFINITY and os.geteuid() != 0:
+                    value = min(value, hard)
+                resource.setrlimit(res, (value, value))
+
+        switch = {"user": uid, "group": gid, "extra_groups": []} if uid is not None else {}
+        opened: list[int] = []
+        try:
+            opened = [os.open(path, os.O_RDONLY) for path in request.get("files", [])]
+            proc = subprocess.Popen(
+                with_fds(request["argv"], opened), cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL,
+                stdout=out, stderr=out, start_new_session=True, preexec_fn=apply_limits if limits else None,
+                pass_fds=opened, **switch,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
+            self.send(error=f"could not start {request.get('argv', ['?'])[0]!r}: {exc}")
+            return None
+        finally:
+            os.close(out)
+            for fd in opened:
+                os.close(fd)
+        self.send(pid=proc.pid)
+        return proc
+
+    def serve(self) -> None:
+        while True:
+            request = self.receive()
+            if request is None:
+                return
+            if request.get("op") != "run":
+                continue  # a kill for a command that already ended
+            proc = self.spawn(request)
+            if proc is not None and not self.supervise(proc):
+                return
+
+    def supervise(self, proc: subprocess.Popen) -> bool:
+        """Wait for the command or a kill; kill what is left; report. False when the host is gone."""
+        pidfd = os.pidfd_open(proc.pid)
+        host_alive = True
+        try:
+            while True:
+                ready, _, _ = select.select([pidfd, self.sock], [], [])
+                if pidfd in ready:
+                    break
+                request = self.receive()
+                if request is None:
+                    host_alive = False
+                    break
+                if request.get("op") == "kill":
+                    break
+        finally:
+            os.close(pidfd)
+        if proc.poll() is None:
+            proc.kill()
+        status = proc.wait()  # before anything reaps with waitpid(-1), which would lose the exit status
+        kill_all_descendants()
+        if host_alive:
+            self.send(exit=status)
+        return host_alive
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    set_subreaper()
+    try:
+        Supervisor(sock).serve()
+    finally:
+        kill_all_descendants()
+
+
+if __name__ == "__main__":
+    main()

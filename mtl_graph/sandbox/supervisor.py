@@ -1,0 +1,128 @@
+"""The host side of the per-sandbox supervisor (see reaper.py): start it, ask it to run or kill, close it."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from mtl_graph.sandbox.base import SandboxError
+
+REAPER = Path(__file__).with_name("reaper.py")
+_REPLY_TIMEOUT_S = 30.0
+
+
+class SupervisorGone(SandboxError):
+    """The supervisor process ended (killed from outside): the command's fate is unknown."""
+
+
+class Supervisor:
+    """One supervisor process, started lazily and restarted if it dies; one command at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+        self.command_pid = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def sock(self) -> socket.socket:
+        assert self._sock is not None
+        return self._sock
+
+    def ensure_started(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self.close()
+        host, child = socket.socketpair()
+        try:
+            # -I -S: no site, no user paths, only the standard library; a minimal environment, so a command
+            # reading its parent's /proc/PID/environ finds no secrets of the host.
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(REAPER), str(child.fileno())],
+                pass_fds=[child.fileno()], env={"PATH": os.defpath}, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # the terminal's Ctrl-C reaches the host, which then closes us
+            )  # fmt: skip
+        except OSError as exc:
+            host.close()
+            raise SandboxError(f"could not start the sandbox supervisor: {exc}") from exc
+        finally:
+            child.close()
+        self._sock, self._buffer = host, b""
+
+    def start(self, request: dict) -> int:
+        """Start a command; the read end of its output pipe (the caller closes it)."""
+        self.ensure_started()
+        read_fd, write_fd = os.pipe()
+        data = json.dumps({"op": "run", **request}).encode() + b"\n"
+        try:
+            sent = socket.send_fds(self.sock, [data], [write_fd])
+            self.sock.sendall(data[sent:])
+        except OSError as exc:
+            os.close(read_fd)
+            raise SupervisorGone(f"sandbox supervisor unreachable: {exc}") from exc
+        finally:
+            os.close(write_fd)
+        reply = self.receive(_REPLY_TIMEOUT_S)
+        if reply is None or "error" in reply:
+            os.close(read_fd)
+            raise SandboxError(reply["error"] if reply else "sandbox supervisor did not answer")
+        self.command_pid = int(reply["pid"])
+        return read_fd
+
+    def kill_orphaned_command(self) -> None:
+        """After the supervisor was killed: the best left to do, kill the command's process group."""
+        if self.command_pid:
+            try:
+                os.killpg(self.command_pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """Ask for the running command and everything below it to be killed (its exit follows)."""
+        try:
+            self.sock.sendall(b'{"op": "kill"}\n')
+        except OSError:
+            pass
+
+    def pending(self) -> bool:
+        """True when a whole message is already buffered (select() would not report it)."""
+        return b"\n" in self._buffer
+
+    def receive(self, timeout: float | None = 0.0) -> dict | None:
+        """The next message, None when none arrived within timeout; SupervisorGone at EOF."""
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.sock], [], [], timeout)
+            if not ready:
+                return None
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                self.close()  # reaps it, so the next command starts a new one
+                raise SupervisorGone("sandbox supervisor ended unexpectedly")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        """Closing the socket makes the supervisor kill everything left and exit."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
