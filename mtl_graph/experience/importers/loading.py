@@ -1,0 +1,156 @@
+"""Detecting a log's format from its content and importing files, strictly (first problem raises) or leniently
+(every good run, one error per bad file or record)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from mtl_graph.experience.importers.common import (FORMATS, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT, RUNLOG,
+                                                   SWE_AGENT, BadJSON, FileImport, Loaded, NotARunError, TrajectoryImportError,
+                                                   decode_utf8, one_line, parse_json, read_log_bytes)
+from mtl_graph.experience.importers.langchain import looks_like_messages, message_list, parse_langchain
+from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
+from mtl_graph.experience.importers.runlog import is_run_record, looks_like_runlog, parse_runlog
+from mtl_graph.experience.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
+from mtl_graph.experience.trajectory import Trajectory
+
+_PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
+    LANGCHAIN: parse_langchain,
+    MINI_SWE_AGENT: parse_mini,
+    SWE_AGENT: parse_swe_agent,
+}
+
+
+def _detect_object(obj: Any) -> str | None:
+    if is_run_record(obj):
+        return RUNLOG
+    if looks_like_swe_agent(obj):
+        return SWE_AGENT
+    if isinstance(obj, dict) and str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
+        return MINI_SWE_AGENT
+    msgs = message_list(obj)
+    if msgs is None:
+        return None
+    if looks_like_mini_messages(msgs) or (isinstance(obj, dict) and isinstance(obj.get("info"), dict)
+                                          and msgs and all(isinstance(m, dict) and "role" in m for m in msgs)):
+        return MINI_SWE_AGENT
+    return LANGCHAIN if looks_like_messages(msgs) else None
+
+
+def detect_format(text: str) -> str | None:
+    """The format name of a log's text, or None when it is none of the known ones."""
+    try:
+        return _detect_object(parse_json(text))
+    except BadJSON:
+        return RUNLOG if looks_like_runlog(text.split("\n")) else None
+
+
+def iter_log_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The files named, with directories expanded recursively (sorted; hidden entries skipped)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                rel = child.relative_to(path)
+                if child.is_file() and not any(part.startswith(".") for part in rel.parts):
+                    yield child
+        else:
+            yield path
+
+
+def _finish(runs: list[Trajectory], fmt: str, domain: str | None) -> list[Trajectory]:
+    out = []
+    for t in runs:
+        update: dict[str, Any] = {"source_format": t.source_format or fmt}
+        if domain and t.task.domain == "default":
+            update["task"] = t.task.model_copy(update={"domain": domain})
+        out.append(t.model_copy(update=update))
+    return out
+
+
+def _import(path: Path, format: str | None, domain: str | None, max_bytes: int) -> FileImport:
+    if format is not None and format not in FORMATS:
+        raise TrajectoryImportError(path, f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
+    raw = read_log_bytes(path, max_bytes)
+    loose = raw.decode("utf-8-sig", errors="replace")
+    if not loose.strip():
+        raise TrajectoryImportError(path, "empty file")
+    fmt = format or detect_format(loose)
+    if fmt == RUNLOG:  # read line by line: a bad line (bytes included) costs only itself
+        result = parse_runlog(raw, path)
+        result.runs = _finish(result.runs, fmt, domain)
+        if not result.runs and not result.errors:
+            raise TrajectoryImportError(path, "no runs in the file")
+        return result
+    text = decode_utf8(path, raw)
+    if fmt is None and text.lstrip()[:1] not in ("{", "["):
+        raise TrajectoryImportError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+    try:
+        data = parse_json(text)
+    except BadJSON as exc:
+        raise TrajectoryImportError(path, exc.reason, line=exc.line) from None
+    if fmt is None:
+        raise TrajectoryImportError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+    if fmt == MINI_SWE_AGENT and not (isinstance(data, dict) or looks_like_mini_messages(data)):
+        raise TrajectoryImportError(path, f"a {fmt} log is a JSON object or a list of its messages")
+    try:
+        runs = _PARSERS[fmt](data, path)
+    except TrajectoryImportError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+        raise TrajectoryImportError(path, f"invalid {fmt} log ({one_line(exc)})") from None
+    if not runs:
+        raise TrajectoryImportError(path, "no runs in the file")
+    return FileImport(path, runs=_finish(runs, fmt, domain))
+
+
+def import_file(path: str | Path, format: str | None = None, *, domain: str | None = None,
+                max_bytes: int = MAX_FILE_BYTES) -> FileImport:
+    """Import one log file leniently: never raises for bad input; problems are in ``errors`` / ``skipped``."""
+    path = Path(path)
+    try:
+        return _import(path, format, domain, max_bytes)
+    except NotARunError as exc:
+        return FileImport(path, skipped=exc)
+    except TrajectoryImportError as exc:
+        return FileImport(path, errors=[exc])
+    except RecursionError:
+        return FileImport(path, errors=[TrajectoryImportError(path, "nested too deeply to import")])
+    except Exception as exc:  # a log shape no parser foresaw must cost this file only, never the batch
+        return FileImport(path, errors=[TrajectoryImportError(path, f"cannot import ({one_line(exc)})")])
+
+
+def load_file(path: str | Path, format: str | None = None, *, domain: str | None = None,
+              max_bytes: int = MAX_FILE_BYTES) -> list[Trajectory]:
+    """Import one log file strictly: its first problem (a bad record, or "not a run") raises."""
+    result = import_file(path, format, domain=domain, max_bytes=max_bytes)
+    if result.skipped is not None:
+        raise result.skipped
+    if result.errors:
+        raise result.errors[0]
+    return result.runs
+
+
+def load_trajectories(path: str | Path, format: str | None = None, *, domain: str | None = None,
+                      max_bytes: int = MAX_FILE_BYTES) -> list[Trajectory]:
+    """Import a file, or every file of a directory; the first problem raises."""
+    return [t for f in iter_log_files([path]) for t in load_file(f, format, domain=domain, max_bytes=max_bytes)]
+
+
+def load_many(paths: Iterable[str | Path], format: str | None = None, *, domain: str | None = None,
+              max_bytes: int = MAX_FILE_BYTES) -> tuple[list[Loaded], list[TrajectoryImportError]]:
+    """Import files and directories leniently: every good run, and one error per bad file or record.
+
+    Files that are not runs (SWE-agent demonstrations) come back as `NotARunError` among the errors, so a caller
+    can report them as skipped rather than failed.
+    """
+    loaded: list[Loaded] = []
+    errors: list[TrajectoryImportError] = []
+    for f in iter_log_files(paths):
+        result = import_file(f, format, domain=domain, max_bytes=max_bytes)
+        loaded.extend(Loaded(f, t) for t in result.runs)
+        errors.extend(result.errors)
+        if result.skipped is not None:
+            errors.append(result.skipped)
+    return loaded, errors
