@@ -11,7 +11,8 @@ from mtl_graph.experience.importers import (NotARunError, TrajectoryImportError,
                                             load_file, load_many, parse_observation, task_text)
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
-MINI = LOGS / "mini_swe_agent"
+SHAPES = LOGS / "shapes"
+MINI = SHAPES / "mini_swe_agent"
 TAIL = "2 failed, 400 passed in 3.21s"
 
 
@@ -91,7 +92,7 @@ def test_every_mini_action_syntax(tmp_path: Path, fence: str) -> None:
 
 
 def test_swe_agent_ctf_task_is_the_challenge_not_the_prompt() -> None:
-    path = LOGS / "swe_agent" / "ctf" / "lockbox.traj"
+    path = SHAPES / "swe_agent" / "ctf" / "lockbox.traj"
     [t] = load_file(path)
     prompt = json.loads(path.read_text())["history"][1]["content"]
     assert len(prompt) > 2000 and len(t.task.instruction) < 400
@@ -101,7 +102,7 @@ def test_swe_agent_ctf_task_is_the_challenge_not_the_prompt() -> None:
 
 
 def test_swe_agent_demonstration_is_skipped_as_not_a_run() -> None:
-    path = LOGS / "not_runs" / "version_twice_demo.traj"
+    path = SHAPES / "not_runs" / "version_twice_demo.traj"
     result = import_file(path)
     assert not result.runs and not result.errors
     assert isinstance(result.skipped, NotARunError) and "not a run" in str(result.skipped)
@@ -117,14 +118,14 @@ def test_task_text_of_each_template_family() -> None:
 
 
 def test_langchain_lc_state_dump() -> None:
-    [t] = load_file(LOGS / "langchain" / "inventory_json_lc_state.json")
+    [t] = load_file(SHAPES / "langchain" / "inventory_json_lc_state.json")
     assert t.task.id == "inventory-json-flag" and t.task.domain == "cli-tools"
     assert [s.tool for s in t.steps] == ["bash", "str_replace", "bash"] and t.model == "qwen2.5-coder-7b"
     assert t.tokens.input == 640 + 720 + 800 + 850 and t.submission.startswith("The --json flag")
 
 
 def test_malformed_tool_call_arguments_keep_the_failed_step() -> None:
-    [t] = load_file(LOGS / "langchain" / "lint_openai_messages.json")
+    [t] = load_file(SHAPES / "langchain" / "lint_openai_messages.json")
     assert len(t.steps) == 3
     bad = t.steps[1]
     assert bad.action == "bash({\"command\": \"sed -i '3d' tools/report.py)" and "not valid JSON" in bad.observation
@@ -132,7 +133,7 @@ def test_malformed_tool_call_arguments_keep_the_failed_step() -> None:
 
 
 def test_mini_malformed_tool_call_arguments(tmp_path: Path) -> None:
-    data = json.loads((MINI / "astropy__astropy-12907.traj.json").read_text())
+    data = json.loads((LOGS / "mini_swe_agent" / "astropy__astropy-12907.traj.json").read_text())
     data["messages"][2]["tool_calls"][0]["function"]["arguments"] = '{"command": "sed -n 1p x.py'
     path = tmp_path / "a.traj.json"
     path.write_text(json.dumps(data))
@@ -141,7 +142,7 @@ def test_mini_malformed_tool_call_arguments(tmp_path: Path) -> None:
 
 
 def test_run_log_bad_lines_cost_only_themselves() -> None:
-    path = LOGS / "bad" / "runs_with_bad_lines.jsonl"
+    path = SHAPES / "bad" / "runs_with_bad_lines.jsonl"
     result = import_file(path)
     assert [r.task.id for r in result.runs] == [f"kata-{i}" for i in range(1, 7)]
     assert [(e.line, e.reason.split(" (")[0]) for e in result.errors] == [
@@ -194,6 +195,6 @@ def test_directory_argument_to_load_file_and_batch_never_raises(tmp_path: Path) 
     assert "is a directory" in str(result.errors[0])
     (tmp_path / "junk.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (tmp_path / "weird.json").write_text(json.dumps({"messages": [{"type": "human", "content": {"nested": 1}}]}))
-    loaded, errors = load_many([tmp_path, LOGS / "not_runs"])
+    loaded, errors = load_many([tmp_path, SHAPES / "not_runs"])
     assert not loaded and len(errors) == 3
     assert sum(isinstance(e, NotARunError) for e in errors) == 1

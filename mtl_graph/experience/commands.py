@@ -56,7 +56,18 @@ def ingest(
         fail(f"no such file or directory: {', '.join(missing)}")
     model = model or settings.model
     location = pool or settings.pool
-    report = _run(paths, location, model, config, Ledger.for_pool(location, ledger), console, fail)
+    from mtl_graph.experience.ingest import IngestInterrupted
+
+    try:
+        report = _run(paths, location, model, config, Ledger.for_pool(location, ledger), console, fail)
+    except IngestInterrupted as stop:  # Ctrl-C: what finished is in the pool and the ledger
+        _print_report(stop.report, Console())
+        console.print(f"[yellow]interrupted:[/] {stop.pending} runs not done; "
+                      "run the same command again to resume (runs already ingested are skipped)")
+        raise typer.Exit(130) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/] while reading the logs, before any run was distilled: nothing was written")
+        raise typer.Exit(130) from None
     _print_report(report, Console())
     if not report.ok:
         raise typer.Exit(1)
@@ -109,15 +120,40 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
     for status in ("ingested", "planned", "skipped", "failed"):
         if report.count(status) or status in ("ingested", "failed"):
             summary.add_row(status, str(report.count(status)))
-    summary.add_row("bad files", str(len(report.file_failures)))
+    summary.add_row("bad files or lines", str(len(report.file_failures)))
+    if report.skipped_files:
+        summary.add_row("files that are not runs", str(len(report.skipped_files)))
     usage = report.usage
     summary.caption = f"tokens: {usage.input} in / {usage.output} out"
     console.print(summary)
-    problems = [(r.status, r.path, r.task_id, r.reason) for r in report.runs if r.status in ("failed", "skipped")]
-    problems += [("bad file", f.path, "", f.reason) for f in report.file_failures]
+    _print_problems(report, console)
+
+
+def _print_problems(report, console) -> None:  # type: ignore[no-untyped-def]
+    """One line per failure, never folded, so a path can be copied (and grepped) whole; skips are counted, not
+    listed, when they only repeat that a run is already in the pool (a rerun would otherwise print one per run)."""
     from rich.markup import escape
 
-    # One line per problem, never folded, so a path can be copied (and grepped) whole.
-    for status, path, task_id, reason in problems:
+    def line(status: str, path: str, task_id: str, reason: str) -> None:
         where = "" if reason.startswith(str(path)) else f"{path}{f' [{task_id}]' if task_id else ''}: "
         console.print(f"[red]{status}[/]: {escape(where + reason)}", soft_wrap=True)
+
+    repeats = {"already ingested": 0, "duplicate": 0}
+    for r in report.runs:
+        if r.status == "skipped" and r.reason == "already ingested":
+            repeats["already ingested"] += 1
+        elif r.status == "skipped" and r.reason.startswith("same run as in"):
+            repeats["duplicate"] += 1
+        elif r.status in ("failed", "skipped"):
+            line(r.status, r.path, r.task_id, r.reason)
+    for f in report.file_failures:
+        line("bad file", f.path, "", f.reason)
+    if repeats["already ingested"]:
+        console.print(f"{repeats['already ingested']} already ingested, skipped")
+    if repeats["duplicate"]:
+        console.print(f"{repeats['duplicate']} duplicates of another file's run, skipped")
+    if report.skipped_files:
+        first = ", ".join(f.path for f in report.skipped_files[:3])
+        more = f" and {len(report.skipped_files) - 3} more" if len(report.skipped_files) > 3 else ""
+        console.print(f"{len(report.skipped_files)} files are not runs (e.g. SWE-agent demonstrations), skipped: "
+                      f"{escape(first)}{more}", soft_wrap=True)
