@@ -62,30 +62,61 @@ def _memory_row(memory) -> tuple[str, str, str, str, str]:
 
 
 @memories_app.command("add")
-def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line.")],
+def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line (or a directory: its *.jsonl files).")],
                  pool: PoolOption = None) -> None:
     """Add memories from a JSONL file (usage stats reset). Bad lines are reported; good lines are still added."""
     _import(file, pool, keep_stats=False)
 
 
 @memories_app.command("import")
-def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export`.")],
+def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export` (or a directory: its *.jsonl files).")],
                     pool: PoolOption = None) -> None:
     """Import an exported JSONL file exactly, usage stats included."""
     _import(file, pool, keep_stats=True)
 
 
+MAX_ERROR_LINES = 20
+"""Bad lines listed per import; the rest are counted (a wrong file would otherwise print one line per line)."""
+
+
+def _jsonl_files(path: Path) -> list[Path]:
+    """The file, or the *.jsonl files directly inside a directory (name order); a clear error otherwise."""
+    from mtl_graph.memory.location import META_FILE
+
+    if path.is_dir():
+        if (path / META_FILE).is_file():
+            fail(f"{path} is a memory pool directory, not an export: run `mtl memories export FILE --pool {path}` "
+                 "and import FILE")
+        files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+        if not files:
+            fail(f"{path} is a directory with no .jsonl files in it")
+        return files
+    if not path.is_file():
+        fail(f"{path}: no such file")
+    with path.open("rb") as fh:
+        if b"\x00" in fh.read(8192):
+            fail(f"{path}: binary file, not a JSONL file of memories")
+    return [path]
+
+
 def _import(file: Path, location: str | None, keep_stats: bool) -> None:
-    if not file.is_file():
-        fail(f"{file}: no such file")
+    files = _jsonl_files(file)
+    results, errors = [], []
     with open_pool(location) as pool:
-        report = pool.import_jsonl(file, keep_stats=keep_stats)
-    counts = {s: sum(r.status == s for r in report.results) for s in ("added", "merged", "exists")}
+        for path in files:
+            report = pool.import_jsonl(path, keep_stats=keep_stats)
+            results += report.results
+            errors += report.errors
+    counts = {s: sum(r.status == s for r in results) for s in ("added", "merged", "exists")}
+    source = f" from {len(files)} files" if len(files) > 1 else ""
     typer.echo(f"{counts['added']} added, {counts['merged']} merged into near-duplicates, "
-               f"{counts['exists']} already present")
-    for error in report.errors:
+               f"{counts['exists']} already present{source}")
+    for error in errors[:MAX_ERROR_LINES]:
         typer.secho(error, fg=typer.colors.RED, err=True)
-    if report.errors:
+    if len(errors) > MAX_ERROR_LINES:
+        typer.secho(f"... and {len(errors) - MAX_ERROR_LINES} more bad lines ({len(errors)} in all)",
+                    fg=typer.colors.RED, err=True)
+    if errors:
         raise typer.Exit(1)
 
 
