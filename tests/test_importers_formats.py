@@ -198,3 +198,17 @@ def test_directory_argument_to_load_file_and_batch_never_raises(tmp_path: Path) 
     loaded, errors = load_many([tmp_path, SHAPES / "not_runs"])
     assert not loaded and len(errors) == 3
     assert sum(isinstance(e, NotARunError) for e in errors) == 1
+
+
+def test_trajectory_memory_marks_how_much_of_a_long_observation_was_cut() -> None:
+    from mtl_graph.experience.distill import distill
+    from mtl_graph.memory.models import MAX_LONG, MemoryType
+
+    [t] = load_file(MINI / "textkit__textkit-57.v2_fences.traj.json")
+    long = "\n".join(f"line {i}" for i in range(6000)) + "\n" + TAIL
+    t.steps[1].observation = long
+    [memory] = distill(t, [MemoryType.TRAJECTORY], None).memories
+    kept = memory.steps[1].observation
+    assert len(kept) <= MAX_LONG and kept.startswith("line 0\n") and kept.endswith(TAIL)
+    cut = int(kept.split("[... ")[1].split(" characters cut")[0])
+    assert len(kept) - len(f"\n[... {cut} characters cut ...]\n") + cut == len(long)
