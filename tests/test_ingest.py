@@ -184,11 +184,18 @@ def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddi
         (["--format", "openhands"], "unknown log format"),
         (["--formats", "summary"], "--model is required"),
         (["--concurrency", "0"], "Invalid value"),
+        (["--formats", ","], "invalid option: formats: List should have at least 1 item"),
     ],
 )
 def test_cli_bad_options(tmp_path: Path, extra: list[str], message: str) -> None:
     result = CliRunner().invoke(cli(), ["ingest", str(LOGS / "swe_agent"), "--pool", str(tmp_path / "p"), *extra])
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_cli_directory_without_logs(tmp_path: Path) -> None:
+    (tmp_path / "empty" / ".hidden").mkdir(parents=True)
+    result = CliRunner().invoke(cli(), ["ingest", str(tmp_path / "empty"), "--dry-run"])
+    assert result.exit_code == 2 and "no log files in" in result.output, result.output
 
 
 def test_cli_missing_path_and_dry_run(tmp_path: Path) -> None:

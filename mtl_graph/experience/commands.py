@@ -31,9 +31,9 @@ def ingest(
     from pydantic import ValidationError
     from rich.console import Console
 
-    from mtl_graph.experience.importers import FORMATS
+    from mtl_graph.experience.importers import FORMATS, iter_log_files
     from mtl_graph.experience.ingest import IngestConfig, Ledger
-    from mtl_graph.memory.models import memory_type_of
+    from mtl_graph.memory.models import first_validation_error, memory_type_of
     from mtl_graph.settings import get_settings
 
     console = Console(stderr=True)
@@ -50,10 +50,12 @@ def ingest(
         config = IngestConfig(formats=kinds, domain=domain, log_format=log_format, judge=judge,
                               skip_uncertain=skip_uncertain, concurrency=concurrency, dry_run=dry_run)
     except (ValueError, ValidationError) as exc:
-        fail(str(exc).splitlines()[0] if isinstance(exc, ValidationError) else str(exc))
+        fail(f"invalid option: {first_validation_error(exc)}" if isinstance(exc, ValidationError) else str(exc))
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or directory: {', '.join(missing)}")
+    if next(iter_log_files(paths), None) is None:
+        fail(f"no log files in {', '.join(map(str, paths))}")
     model = model or settings.model
     location = pool or settings.pool
     from mtl_graph.experience.ingest import IngestInterrupted

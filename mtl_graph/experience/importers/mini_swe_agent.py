@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.experience.importers.common import (MINI_SWE_AGENT, TrajectoryImportError, dig, given_verdict,
+from mtl_graph.experience.importers.common import (TrajectoryImportError, dig, given_verdict,
                                                    render_call, stem, text_of, usage_of)
 from mtl_graph.experience.importers.langchain import message_list
 from mtl_graph.experience.importers.mini_observation import parse_observation
@@ -102,7 +102,9 @@ class _Run:
         if dig(msg, "extra", "interrupt_type") == "FormatError" or not self.pending:
             return
         call_id = msg.get("tool_call_id")
-        index = next((i for i, (_, cid) in enumerate(self.pending) if call_id and cid == call_id), 0)
+        index = next((i for i, (_, cid) in enumerate(self.pending) if cid == call_id), None) if call_id else 0
+        if index is None:
+            return  # an answer to a call that never ran (mini refused its malformed arguments)
         step, _ = self.pending.pop(index)
         text, code, rendered = parse_observation(msg)
         if not rendered and any(marker in step.action for marker in _SUBMIT_MARKERS):
