@@ -212,3 +212,18 @@ def test_trajectory_memory_marks_how_much_of_a_long_observation_was_cut() -> Non
     assert len(kept) <= MAX_LONG and kept.startswith("line 0\n") and kept.endswith(TAIL)
     cut = int(kept.split("[... ")[1].split(" characters cut")[0])
     assert len(kept) - len(f"\n[... {cut} characters cut ...]\n") + cut == len(long)
+
+
+def test_run_log_has_no_size_limit_other_logs_do(tmp_path: Path) -> None:
+    good = (LOGS / "runlog" / "runs.jsonl").read_text().splitlines()[1]
+    log = tmp_path / "runs.jsonl"
+    log.write_text((good + "\n") * 40)
+    assert len(import_file(log, max_bytes=1000).runs) == 40  # streamed line by line, however long it grows
+    big = tmp_path / "big.traj.json"
+    big.write_text((MINI / "textkit__textkit-57.v2_tags.traj.json").read_text())
+    assert "file too large" in str(import_file(big, max_bytes=1000).errors[0])
+    fifo = tmp_path / "pipe.json"
+    import os
+
+    os.mkfifo(fifo)
+    assert "not a regular file" in str(import_file(fifo).errors[0])

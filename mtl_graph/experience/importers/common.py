@@ -52,24 +52,40 @@ class Loaded:
 
 
 # --- reading --------------------------------------------------------------------------------------------------
-def read_log_bytes(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The file's bytes, or a clear error for missing, directory, empty, huge and binary files."""
+HEAD_BYTES = 64 * 1024
+"""How much of a file is read to recognise a JSONL run log before streaming it."""
+
+
+def log_head(path: Path) -> bytes:
+    """The first bytes of a log file, or a clear error for missing, directory, empty and binary files."""
     if path.is_dir():
         raise TrajectoryImportError(path, "is a directory (pass it as a path to import every file inside)")
-    if not path.is_file():
+    if not path.exists():
         raise TrajectoryImportError(path, "no such file")
-    size = path.stat().st_size
-    if size == 0:
+    if not path.is_file():
+        raise TrajectoryImportError(path, "not a regular file")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError as exc:
+        raise TrajectoryImportError(path, f"cannot read ({exc.strerror})") from None
+    if not head:
         raise TrajectoryImportError(path, "empty file")
+    if b"\x00" in head[:8192]:
+        raise TrajectoryImportError(path, "binary file, not a text log")
+    return head
+
+
+def read_log_bytes(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes, or a clear error for missing, directory, empty, huge and binary files."""
+    log_head(path)
+    size = path.stat().st_size
     if size > max_bytes:
         raise TrajectoryImportError(path, f"file too large ({size} bytes; the limit is {max_bytes})")
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise TrajectoryImportError(path, f"cannot read ({exc.strerror})") from None
-    if b"\x00" in raw[:8192]:
-        raise TrajectoryImportError(path, "binary file, not a text log")
-    return raw
 
 
 def decode_utf8(path: Path, raw: bytes) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from mtl_graph.experience.importers.common import (FORMATS, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT, RUNLOG,
-                                                   SWE_AGENT, BadJSON, FileImport, Loaded, NotARunError, TrajectoryImportError,
-                                                   decode_utf8, one_line, parse_json, read_log_bytes)
+                                                   SWE_AGENT, HEAD_BYTES, BadJSON, FileImport, Loaded, NotARunError, TrajectoryImportError,
+                                                   decode_utf8, log_head, one_line, parse_json, read_log_bytes)
 from mtl_graph.experience.importers.langchain import looks_like_messages, message_list, parse_langchain
 from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
 from mtl_graph.experience.importers.runlog import is_run_record, looks_like_runlog, parse_runlog
@@ -69,20 +69,30 @@ def _finish(runs: list[Trajectory], fmt: str, domain: str | None) -> list[Trajec
     return out
 
 
+def _runlog(path: Path, domain: str | None) -> FileImport:
+    """A run log read line by line: a bad line (bytes included) costs only itself."""
+    with path.open("rb") as fh:
+        result = parse_runlog(fh, path)
+    result.runs = _finish(result.runs, RUNLOG, domain)
+    if not result.runs and not result.errors:
+        raise TrajectoryImportError(path, "no runs in the file")
+    return result
+
+
 def _import(path: Path, format: str | None, domain: str | None, max_bytes: int) -> FileImport:
     if format is not None and format not in FORMATS:
         raise TrajectoryImportError(path, f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
+    head = log_head(path)
+    complete = head.split(b"\n")[:-1] if len(head) == HEAD_BYTES else head.split(b"\n")
+    if format == RUNLOG or (format is None and looks_like_runlog([ln.decode("utf-8", "replace") for ln in complete])):
+        return _runlog(path, domain)
     raw = read_log_bytes(path, max_bytes)
     loose = raw.decode("utf-8-sig", errors="replace")
     if not loose.strip():
         raise TrajectoryImportError(path, "empty file")
     fmt = format or detect_format(loose)
-    if fmt == RUNLOG:  # read line by line: a bad line (bytes included) costs only itself
-        result = parse_runlog(raw, path)
-        result.runs = _finish(result.runs, fmt, domain)
-        if not result.runs and not result.errors:
-            raise TrajectoryImportError(path, "no runs in the file")
-        return result
+    if fmt == RUNLOG:  # a run log whose first line is longer than the head
+        return _runlog(path, domain)
     text = decode_utf8(path, raw)
     if fmt is None and text.lstrip()[:1] not in ("{", "["):
         raise TrajectoryImportError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")

@@ -1,6 +1,7 @@
 """The project's own run log: JSONL, one record per line; `record: "run"` lines are runs, other kinds are skipped.
 
-Read line by line from the bytes, so one bad line (malformed, not UTF-8, a crash's cut last line) is reported
+Read line by line from the bytes (streamed from the file: the log grows with every run and has no size limit), so
+one bad line (malformed, not UTF-8, a crash's cut last line) is reported
 with its true line number and costs only itself. Lines are split on "\\n" alone: the log is written with
 ``ensure_ascii=False``, so U+2028 and friends may sit unescaped inside a string, where ``str.splitlines`` would
 cut a record in two.
@@ -9,7 +10,7 @@ cut a record in two.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import ValidationError
 
@@ -36,15 +37,15 @@ def looks_like_runlog(lines: list[str]) -> bool:
         is_run_record(o) or "record" in o for o in objs)
 
 
-def parse_runlog(raw: bytes, path: Path) -> FileImport:
-    """Every run of the log, and one error per line that is not a readable record."""
+def parse_runlog(lines: Iterable[bytes], path: Path) -> FileImport:
+    """Every run of the log, and one error per line that is not a readable record.
+
+    lines are the file's lines with their line ends (an open binary file streams; the log has no size limit).
+    """
     result = FileImport(path)
-    lines = raw.split(b"\n")
-    complete = raw.endswith(b"\n")
     for n, chunk in enumerate(lines, 1):
-        last = n == len(lines)
         try:
-            run = _record(chunk, n, path, cut=last and not complete)
+            run = _record(chunk.rstrip(b"\r\n"), n, path, cut=not chunk.endswith(b"\n"))
         except TrajectoryImportError as exc:
             result.errors.append(exc)
             continue
