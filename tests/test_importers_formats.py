@@ -227,3 +227,13 @@ def test_run_log_has_no_size_limit_other_logs_do(tmp_path: Path) -> None:
 
     os.mkfifo(fifo)
     assert "not a regular file" in str(import_file(fifo).errors[0])
+
+
+def test_langgraph_state_history_uses_the_newest_state(tmp_path: Path) -> None:
+    state = json.loads((SHAPES / "langchain" / "inventory_json_lc_state.json").read_text())
+    older = {"values": {"messages": state["messages"][:4]}, "next": ["tools"], "metadata": {"step": 2}}
+    newest = {"values": {"messages": state["messages"]}, "next": [], "metadata": {"step": 8}}
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps([newest, older]))
+    [t] = load_file(path)
+    assert len(t.steps) == 3 and t.submission and t.submission.startswith("The --json flag")

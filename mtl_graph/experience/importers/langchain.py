@@ -15,7 +15,10 @@ from mtl_graph.tasks import TaskRef
 
 
 def message_list(obj: Any) -> list[Any] | None:
-    """The messages of a LangChain/LangGraph dump: a bare list, {"messages"}, {"values" / "channel_values": {...}}."""
+    """The messages of a LangChain/LangGraph dump: a bare list, {"messages"}, {"values" / "channel_values": {...}},
+    or a thread's state history (a list of states, newest first, as ``threads.get_history`` returns it)."""
+    if isinstance(obj, list) and obj and all(isinstance(s, dict) and isinstance(s.get("values"), dict) for s in obj):
+        obj = obj[0]
     if isinstance(obj, list):
         return obj
     if isinstance(obj, dict):
