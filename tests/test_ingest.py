@@ -166,6 +166,7 @@ def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddi
     result = CliRunner().invoke(cli(), args)
     assert result.exit_code == 1, result.output
     assert "ingested" in result.output and "bad file" in result.output and "malformed.traj.json" in result.output
+    assert re.search(r"bad line: \S*bad_line\.jsonl:2: not a run record: steps", result.output), result.output
     again = CliRunner().invoke(cli(), args[:1] + [str(p) for p in GOOD] + args[6:])
     assert again.exit_code == 0, again.output
     assert re.search(r"skipped\s*│\s*7", again.output)

@@ -149,7 +149,7 @@ def _print_problems(report, console) -> None:  # type: ignore[no-untyped-def]
         elif r.status in ("failed", "skipped"):
             line(r.status, r.path, r.task_id, r.reason)
     for f in report.file_failures:
-        line("bad file", f.path, "", f.reason)
+        line("bad line" if f.line is not None else "bad file", f.path, "", f.reason)
     if repeats["already ingested"]:
         console.print(f"{repeats['already ingested']} already ingested, skipped")
     if repeats["duplicate"]:

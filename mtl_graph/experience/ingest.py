@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mtl_graph.experience.distill import DistillConfig, distill
-from mtl_graph.experience.importers import MAX_FILE_BYTES, Loaded, NotARunError, load_many
+from mtl_graph.experience.importers import MAX_FILE_BYTES, BadRecordError, Loaded, NotARunError, load_many
 from mtl_graph.experience.importers.common import one_line
 from mtl_graph.experience.judge import Judge, JudgeConfig, LLMJudge
 from mtl_graph.experience.redact import RedactionConfig, Redactor
@@ -92,6 +92,8 @@ class FileFailure(BaseModel):
     """The file."""
     reason: str
     """Why (names the line for JSONL)."""
+    line: int | None = None
+    """The line of a JSONL log when one record of it is bad (the file's other records are imported)."""
 
 
 class IngestReport(BaseModel):
@@ -247,7 +249,9 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
     ledger = ledger or Ledger.for_pool(getattr(pool, "location", ":memory:"))
     loaded, errors = load_many(paths, config.log_format, domain=config.domain, max_bytes=config.max_file_bytes)
     report = IngestReport(
-        file_failures=[FileFailure(path=e.path, reason=str(e)) for e in errors if not isinstance(e, NotARunError)],
+        file_failures=[FileFailure(path=e.path, reason=str(e), line=e.line if isinstance(e, BadRecordError) else None)
+                       for e in errors
+                       if not isinstance(e, NotARunError)],
         skipped_files=[FileFailure(path=e.path, reason=str(e)) for e in errors if isinstance(e, NotARunError)])
 
     todo: list[tuple[Loaded, list[MemoryType]]] = []

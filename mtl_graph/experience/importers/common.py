@@ -29,6 +29,10 @@ class TrajectoryImportError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class BadRecordError(TrajectoryImportError):
+    """One record (line) of a JSONL log could not be imported; the file's other records are."""
+
+
 class NotARunError(TrajectoryImportError):
     """A well-formed file that holds no run to learn from (e.g. a SWE-agent demonstration): skipped, not failed."""
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from mtl_graph.experience.importers.common import (FORMATS, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT, RUNLOG,
-                                                   SWE_AGENT, HEAD_BYTES, BadJSON, FileImport, Loaded, NotARunError, TrajectoryImportError,
-                                                   decode_utf8, log_head, one_line, parse_json, read_log_bytes)
+from mtl_graph.experience.importers.common import (FORMATS, HEAD_BYTES, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT,
+                                                   RUNLOG, SWE_AGENT, BadJSON, FileImport, Loaded, NotARunError,
+                                                   TrajectoryImportError, decode_utf8, log_head, one_line, parse_json,
+                                                   read_log_bytes)
 from mtl_graph.experience.importers.langchain import looks_like_messages, message_list, parse_langchain
 from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
 from mtl_graph.experience.importers.runlog import is_run_record, looks_like_runlog, parse_runlog

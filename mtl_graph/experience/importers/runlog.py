@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from mtl_graph.experience.importers.common import BadJSON, FileImport, TrajectoryImportError, one_line, parse_json
+from mtl_graph.experience.importers.common import BadJSON, BadRecordError, FileImport, one_line, parse_json
 from mtl_graph.experience.trajectory import Trajectory
 
 _KNOWN = set(Trajectory.model_fields)
@@ -46,7 +46,7 @@ def parse_runlog(lines: Iterable[bytes], path: Path) -> FileImport:
     for n, chunk in enumerate(lines, 1):
         try:
             run = _record(chunk.rstrip(b"\r\n"), n, path, cut=not chunk.endswith(b"\n"))
-        except TrajectoryImportError as exc:
+        except BadRecordError as exc:
             result.errors.append(exc)
             continue
         if run is not None:
@@ -58,21 +58,21 @@ def _record(chunk: bytes, n: int, path: Path, *, cut: bool) -> Trajectory | None
     try:
         line = chunk.decode("utf-8-sig" if n == 1 else "utf-8")
     except UnicodeDecodeError as exc:
-        raise TrajectoryImportError(path, f"not UTF-8 text (invalid byte at column {exc.start + 1})", line=n) from None
+        raise BadRecordError(path, f"not UTF-8 text (invalid byte at column {exc.start + 1})", line=n) from None
     if not line.strip():
         return None
     try:
         obj = parse_json(line)
     except BadJSON as exc:
         reason = "the line is cut short (the writer stopped mid-line)" if cut else exc.reason
-        raise TrajectoryImportError(path, reason, line=n) from None
+        raise BadRecordError(path, reason, line=n) from None
     if not isinstance(obj, dict):
-        raise TrajectoryImportError(path, "expected a JSON object per line", line=n)
+        raise BadRecordError(path, "expected a JSON object per line", line=n)
     if obj.get("record", "run") != "run":
         return None  # other record kinds (sessions, events, summaries) share the log
     try:
         return Trajectory.model_validate({k: v for k, v in obj.items() if k in _KNOWN})
     except ValidationError as exc:
-        raise TrajectoryImportError(path, f"not a run record: {one_line(exc)}", line=n) from None
+        raise BadRecordError(path, f"not a run record: {one_line(exc)}", line=n) from None
     except RecursionError:
-        raise TrajectoryImportError(path, "record nested too deeply to read", line=n) from None
+        raise BadRecordError(path, "record nested too deeply to read", line=n) from None
