@@ -67,8 +67,9 @@ def ingest(
         console.print(f"[yellow]interrupted:[/] {stop.pending} runs not done; "
                       "run the same command again to resume (runs already ingested are skipped)")
         raise typer.Exit(130) from None
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/] while reading the logs, before any run was distilled: nothing was written")
+    except KeyboardInterrupt:  # before the runs started, or a second Ctrl-C while the runs in flight finished
+        console.print("[yellow]interrupted:[/] runs that finished are in the pool and its ledger; "
+                      "run the same command again to resume")
         raise typer.Exit(130) from None
     _print_report(report, Console())
     if not report.ok:
