@@ -237,3 +237,13 @@ def test_langgraph_state_history_uses_the_newest_state(tmp_path: Path) -> None:
     path.write_text(json.dumps([newest, older]))
     [t] = load_file(path)
     assert len(t.steps) == 3 and t.submission and t.submission.startswith("The --json flag")
+
+
+def test_a_file_forced_as_run_log_lists_a_bounded_number_of_bad_lines() -> None:
+    from mtl_graph.experience.importers.runlog import MAX_LISTED_LINES
+
+    path = MINI / "textkit__textkit-57.v2_fences.traj.json"
+    n_lines = path.read_text().count("\n")
+    result = import_file(path, format="mtl-runlog")
+    assert not result.runs and len(result.errors) == MAX_LISTED_LINES + 1
+    assert str(result.errors[-1]).endswith(f"{n_lines - MAX_LISTED_LINES} more bad lines after line {MAX_LISTED_LINES}")

@@ -126,7 +126,8 @@ def parse_mini(data: Any, path: Path) -> list[Trajectory]:
     if first_user is None:
         raise TrajectoryImportError(path, "no user message with the task")
     run = _Run()
-    for n, msg in enumerate(messages[messages.index(first_user) + 1:], messages.index(first_user) + 1):
+    start = messages.index(first_user) + 1
+    for n, msg in enumerate(messages[start:], start):
         role = msg.get("role")
         if role == "assistant":
             run.assistant(msg, n)
@@ -134,8 +135,6 @@ def parse_mini(data: Any, path: Path) -> list[Trajectory]:
             run.observation(msg)
         elif role == "exit":
             run.exit(msg)
-    if not run.tokens.input and isinstance(info.get("model_stats"), dict):
-        run.tokens = usage_of(info["model_stats"], "info.model_stats", ("tokens_sent",), ("tokens_received",))
     model = dig(info, "config", "model", "model_name") or dig(info, "config", "model", "model")
     instance = data.get("instance_id") if isinstance(data, dict) else None
     task = TaskRef(id=str(instance or info.get("instance_id") or stem(path)),

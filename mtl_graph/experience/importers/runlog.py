@@ -18,6 +18,8 @@ from mtl_graph.experience.importers.common import BadJSON, BadRecordError, FileI
 from mtl_graph.experience.trajectory import Trajectory
 
 _KNOWN = set(Trajectory.model_fields)
+MAX_LISTED_LINES = 20
+"""Bad lines of one file reported one by one; the rest are counted in one more error."""
 
 
 def is_run_record(obj: Any) -> bool:
@@ -43,14 +45,20 @@ def parse_runlog(lines: Iterable[bytes], path: Path) -> FileImport:
     lines are the file's lines with their line ends (an open binary file streams; the log has no size limit).
     """
     result = FileImport(path)
+    unlisted = 0
     for n, chunk in enumerate(lines, 1):
         try:
             run = _record(chunk.rstrip(b"\r\n"), n, path, cut=not chunk.endswith(b"\n"))
         except BadRecordError as exc:
-            result.errors.append(exc)
+            if len(result.errors) < MAX_LISTED_LINES:
+                result.errors.append(exc)
+            else:
+                unlisted += 1
             continue
         if run is not None:
             result.runs.append(run)
+    if unlisted:  # e.g. a file forced to be read as a run log that is not one: not one line per line
+        result.errors.append(BadRecordError(path, f"{unlisted} more bad lines after line {result.errors[-1].line}"))
     return result
 
 
