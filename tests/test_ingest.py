@@ -289,3 +289,15 @@ def test_sigint_prints_the_summary_so_far_and_how_to_resume(tmp_path: Path) -> N
     assert len(in_pool) >= done  # runs in flight at the interrupt finish and reach the ledger
     assert plan.returncode == 0 and f"{len(in_pool)} already ingested, skipped" in plan.stdout, plan.stdout
     assert plan.stdout.count("\n") < 30
+
+
+def test_cli_counts_demonstrations_and_repeats_in_one_line_each(tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(LOGS / "swe_agent" / "django__django-11099.traj", copy / "again.traj")
+    args = ["ingest", str(LOGS / "shapes" / "not_runs"), str(LOGS / "swe_agent"), str(copy), "--dry-run"]
+    result = CliRunner().invoke(cli(), args)
+    assert result.exit_code == 0, result.output
+    assert "1 run repeats another file's run, skipped" in result.output
+    assert re.search(r"1 file is not a run \(e\.g\. a SWE-agent demonstration\), skipped: \S+version_twice_demo\.traj",
+                     result.output), result.output

@@ -154,9 +154,11 @@ def _print_problems(report, console) -> None:  # type: ignore[no-untyped-def]
     if repeats["already ingested"]:
         console.print(f"{repeats['already ingested']} already ingested, skipped")
     if repeats["duplicate"]:
-        console.print(f"{repeats['duplicate']} duplicates of another file's run, skipped")
+        n = repeats["duplicate"]
+        console.print(f"{n} {'run repeats' if n == 1 else 'runs repeat'} another file's run, skipped")
     if report.skipped_files:
+        n = len(report.skipped_files)
         first = ", ".join(f.path for f in report.skipped_files[:3])
-        more = f" and {len(report.skipped_files) - 3} more" if len(report.skipped_files) > 3 else ""
-        console.print(f"{len(report.skipped_files)} files are not runs (e.g. SWE-agent demonstrations), skipped: "
-                      f"{escape(first)}{more}", soft_wrap=True)
+        more = f" and {n - 3} more" if n > 3 else ""
+        console.print(f"{n} {'file is' if n == 1 else 'files are'} not a run (e.g. a SWE-agent demonstration), "
+                      f"skipped: {escape(first)}{more}", soft_wrap=True)

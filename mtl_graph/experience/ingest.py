@@ -250,8 +250,7 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
     loaded, errors = load_many(paths, config.log_format, domain=config.domain, max_bytes=config.max_file_bytes)
     report = IngestReport(
         file_failures=[FileFailure(path=e.path, reason=str(e), line=e.line if isinstance(e, BadRecordError) else None)
-                       for e in errors
-                       if not isinstance(e, NotARunError)],
+                       for e in errors if not isinstance(e, NotARunError)],
         skipped_files=[FileFailure(path=e.path, reason=str(e)) for e in errors if isinstance(e, NotARunError)])
 
     todo: list[tuple[Loaded, list[MemoryType]]] = []
