@@ -247,3 +247,18 @@ def test_a_file_forced_as_run_log_lists_a_bounded_number_of_bad_lines() -> None:
     result = import_file(path, format="mtl-runlog")
     assert not result.runs and len(result.errors) == MAX_LISTED_LINES + 1
     assert str(result.errors[-1]).endswith(f"{n_lines - MAX_LISTED_LINES} more bad lines after line {MAX_LISTED_LINES}")
+
+
+def test_swe_agent_1x_traj_task_from_replay_config_or_history(tmp_path: Path) -> None:
+    path = SHAPES / "swe_agent" / "csvkit__csvkit-1184.traj"
+    [t] = load_file(path)
+    assert t.task.id == "csvkit__csvkit-1184" and t.task.instruction.startswith("`csvkit.sniff()` treats")
+    assert t.model == "claude-sonnet-4-20250514" and t.tokens.input == 52110 and len(t.steps) == 5
+    assert t.steps[1].duration_s == 1.4 and "Row count: 0" in t.steps[3].observation
+    data = json.loads(path.read_text())
+    del data["replay_config"]
+    bare = tmp_path / "csvkit__csvkit-1184.traj"
+    bare.write_text(json.dumps(data))
+    [u] = load_file(bare)
+    # the demonstration's <pr_description> is skipped; the content-part list of the real prompt is read
+    assert u.task.instruction == t.task.instruction and u.task.id == "csvkit__csvkit-1184"
