@@ -262,3 +262,22 @@ def test_swe_agent_1x_traj_task_from_replay_config_or_history(tmp_path: Path) ->
     [u] = load_file(bare)
     # the demonstration's <pr_description> is skipped; the content-part list of the real prompt is read
     assert u.task.instruction == t.task.instruction and u.task.id == "csvkit__csvkit-1184"
+
+
+def test_agent_output_directory_side_files(tmp_path: Path) -> None:
+    """A mini-swe-agent / SWE-agent output directory: logs beside predictions, configs, patches and text logs."""
+    run = tmp_path / "textkit__textkit-57"
+    run.mkdir()
+    (run / "textkit__textkit-57.traj.json").write_text((MINI / "textkit__textkit-57.v2_tags.traj.json").read_text())
+    (run / "textkit__textkit-57.patch").write_text("diff --git a/x b/x\n")
+    (run / "textkit__textkit-57.pred").write_text(json.dumps({"model_patch": "diff"}))
+    (tmp_path / "minisweagent.log").write_text("INFO started\n")
+    (tmp_path / "exit_statuses_1.yaml").write_text("Submitted: [textkit__textkit-57]\n")
+    (tmp_path / "preds.json").write_text(json.dumps({"textkit__textkit-57": {"model_patch": "diff"}}))
+    loaded, errors = load_many([tmp_path])
+    assert [i.trajectory.task.id for i in loaded] == ["textkit__textkit-57"]
+    [skipped] = errors
+    assert isinstance(skipped, NotARunError) and skipped.path.endswith("preds.json") and "no known log format" in str(skipped)
+    # named explicitly, a file of no known format is an error
+    [err] = load_many([tmp_path / "preds.json"])[1]
+    assert not isinstance(err, NotARunError) and "unknown log format" in str(err)

@@ -125,7 +125,7 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
             summary.add_row(status, str(report.count(status)))
     summary.add_row("bad files or lines", str(len(report.file_failures)))
     if report.skipped_files:
-        summary.add_row("files that are not runs", str(len(report.skipped_files)))
+        summary.add_row("files that are not runs", str(len(report.skipped_files)))  # demonstrations, predictions
     usage = report.usage
     summary.caption = f"tokens: {usage.input} in / {usage.output} out"
     console.print(summary)
@@ -156,9 +156,10 @@ def _print_problems(report, console) -> None:  # type: ignore[no-untyped-def]
     if repeats["duplicate"]:
         n = repeats["duplicate"]
         console.print(f"{n} {'run repeats' if n == 1 else 'runs repeat'} another file's run, skipped")
-    if report.skipped_files:
-        n = len(report.skipped_files)
-        first = ", ".join(f.path for f in report.skipped_files[:3])
-        more = f" and {n - 3} more" if n > 3 else ""
-        console.print(f"{n} {'file is' if n == 1 else 'files are'} not a run (e.g. a SWE-agent demonstration), "
-                      f"skipped: {escape(first)}{more}", soft_wrap=True)
+    by_reason: dict[str, list[str]] = {}
+    for f in report.skipped_files:
+        by_reason.setdefault(f.reason.removeprefix(f"{f.path}: "), []).append(f.path)
+    for reason, files in by_reason.items():  # one line per kind: a directory of demonstrations is not 100 lines
+        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        console.print(f"{len(files)} {'file' if len(files) == 1 else 'files'} skipped, {escape(reason)}: "
+                      f"{escape(', '.join(files[:3]))}{more}", soft_wrap=True)

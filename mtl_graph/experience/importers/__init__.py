@@ -9,7 +9,8 @@ demonstrations) are a `NotARunError`, to be reported as skipped.
 
 from mtl_graph.experience.importers.common import (FORMATS, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT, RUNLOG,
                                                    SWE_AGENT, BadRecordError, FileImport, Loaded, NotARunError,
-                                                   TrajectoryImportError, exit_code_of, read_log_text, render_call)
+                                                   TrajectoryImportError, UnknownFormatError, exit_code_of, read_log_text,
+                                                   render_call)
 from mtl_graph.experience.importers.langchain import trajectory_from_messages
 from mtl_graph.experience.importers.loading import (detect_format, import_file, iter_log_files, load_file, load_many,
                                                     load_trajectories)
@@ -18,7 +19,7 @@ from mtl_graph.experience.importers.task_text import task_text
 
 __all__ = [
     "FORMATS", "LANGCHAIN", "MAX_FILE_BYTES", "MINI_SWE_AGENT", "RUNLOG", "SWE_AGENT", "BadRecordError", "FileImport",
-    "Loaded", "NotARunError", "TrajectoryImportError", "detect_format", "exit_code_of", "import_file",
+    "Loaded", "NotARunError", "TrajectoryImportError", "UnknownFormatError", "detect_format", "exit_code_of", "import_file",
     "iter_log_files", "load_file", "load_many", "load_trajectories", "parse_observation", "read_log_text",
     "render_call", "task_text", "trajectory_from_messages",
 ]

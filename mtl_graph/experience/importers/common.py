@@ -33,6 +33,10 @@ class BadRecordError(TrajectoryImportError):
     """One record (line) of a JSONL log could not be imported; the file's other records are."""
 
 
+class UnknownFormatError(TrajectoryImportError):
+    """The content is none of the known log formats."""
+
+
 class NotARunError(TrajectoryImportError):
     """A well-formed file that holds no run to learn from (e.g. a SWE-agent demonstration): skipped, not failed."""
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from mtl_graph.experience.importers.common import (FORMATS, HEAD_BYTES, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT,
                                                    RUNLOG, SWE_AGENT, BadJSON, FileImport, Loaded, NotARunError,
-                                                   TrajectoryImportError, decode_utf8, log_head, one_line, parse_json,
+                                                   TrajectoryImportError, UnknownFormatError, decode_utf8, log_head, one_line, parse_json,
                                                    read_log_bytes)
 from mtl_graph.experience.importers.langchain import looks_like_messages, message_list, parse_langchain
 from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
@@ -47,17 +47,27 @@ def detect_format(text: str) -> str | None:
         return RUNLOG if looks_like_runlog(text.split("\n")) else None
 
 
-def iter_log_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """The files named, with directories expanded recursively (sorted; hidden entries skipped)."""
+LOG_SUFFIXES = (".json", ".jsonl", ".traj")
+"""What a directory is searched for; agents' side files (.log, .yaml, .patch, .pred) beside the logs are not."""
+
+
+def _walk(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, found in a directory): the files named, and the log files under the directories named."""
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                rel = child.relative_to(path)
-                if child.is_file() and not any(part.startswith(".") for part in rel.parts):
-                    yield child
-        else:
-            yield path
+        if not path.is_dir():
+            yield path, False
+            continue
+        for child in sorted(path.rglob("*")):
+            rel = child.relative_to(path)
+            if child.is_file() and child.suffix in LOG_SUFFIXES and not any(p.startswith(".") for p in rel.parts):
+                yield child, True
+
+
+def iter_log_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The files named, and under each directory named its .json, .jsonl and .traj files (sorted; hidden entries
+    skipped)."""
+    return (path for path, _ in _walk(paths))
 
 
 def _finish(runs: list[Trajectory], fmt: str, domain: str | None) -> list[Trajectory]:
@@ -96,13 +106,13 @@ def _import(path: Path, format: str | None, domain: str | None, max_bytes: int) 
         return _runlog(path, domain)
     text = decode_utf8(path, raw)
     if fmt is None and text.lstrip()[:1] not in ("{", "["):
-        raise TrajectoryImportError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+        raise UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
     try:
         data = parse_json(text)
     except BadJSON as exc:
         raise TrajectoryImportError(path, exc.reason, line=exc.line) from None
     if fmt is None:
-        raise TrajectoryImportError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+        raise UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
     if fmt == MINI_SWE_AGENT and not (isinstance(data, dict) or looks_like_mini_messages(data)):
         raise TrajectoryImportError(path, f"a {fmt} log is a JSON object or a list of its messages")
     try:
@@ -153,14 +163,17 @@ def load_many(paths: Iterable[str | Path], format: str | None = None, *, domain:
               max_bytes: int = MAX_FILE_BYTES) -> tuple[list[Loaded], list[TrajectoryImportError]]:
     """Import files and directories leniently: every good run, and one error per bad file or record.
 
-    Files that are not runs (SWE-agent demonstrations) come back as `NotARunError` among the errors, so a caller
-    can report them as skipped rather than failed.
+    Files that are not runs come back as `NotARunError` among the errors, so a caller can report them as skipped
+    rather than failed: SWE-agent demonstrations, and JSON files of no known format found in a directory (the
+    predictions and results agents write beside their logs); a file named explicitly must be a log.
     """
     loaded: list[Loaded] = []
     errors: list[TrajectoryImportError] = []
-    for f in iter_log_files(paths):
+    for f, found in _walk(paths):
         result = import_file(f, format, domain=domain, max_bytes=max_bytes)
         loaded.extend(Loaded(f, t) for t in result.runs)
+        if found and len(result.errors) == 1 and isinstance(result.errors[0], UnknownFormatError):
+            result.errors, result.skipped = [], NotARunError(f, "not a run: no known log format")
         errors.extend(result.errors)
         if result.skipped is not None:
             errors.append(result.skipped)
