@@ -116,8 +116,22 @@ def _import(file: Path, location: str | None, keep_stats: bool) -> None:
     if len(errors) > MAX_ERROR_LINES:
         typer.secho(f"... and {len(errors) - MAX_ERROR_LINES} more bad lines ({len(errors)} in all)",
                     fg=typer.colors.RED, err=True)
+    if errors and not results:
+        _hint_agent_logs(files)
     if errors:
         raise typer.Exit(1)
+
+
+def _hint_agent_logs(files: list[Path]) -> None:
+    """Point to `mtl ingest` when the files given are agent logs rather than memories."""
+    from mtl_graph.experience.importers import MAX_FILE_BYTES, detect_format
+
+    for path in files:
+        if path.stat().st_size <= MAX_FILE_BYTES:
+            fmt = detect_format(path.read_bytes().decode("utf-8", errors="replace"))
+            if fmt is not None:
+                typer.secho(f"{path} looks like a {fmt} agent log: make memories from it with `mtl ingest {path}`",
+                            err=True)
 
 
 @memories_app.command("search")

@@ -71,3 +71,11 @@ def test_pool_directory_is_refused_with_the_way_out(tmp_path: Path) -> None:
     result = invoke("memories", "import", pool, "--pool", tmp_path / "other")
     assert result.exit_code == 1 and "is a memory pool directory, not an export" in result.output
     assert f"mtl memories export FILE --pool {pool}" in result.output
+
+
+def test_an_agent_log_given_to_import_points_to_ingest(tmp_path: Path) -> None:
+    log = Path(__file__).parent / "fixtures" / "logs" / "swe_agent" / "django__django-11099.traj"
+    result = invoke("memories", "import", log, "--pool", tmp_path / "pool")
+    assert result.exit_code == 1
+    assert f"{log} looks like a swe-agent agent log: make memories from it with `mtl ingest {log}`" in result.output
+    assert len(result.output.strip().splitlines()) <= MAX_ERROR_LINES + 3
