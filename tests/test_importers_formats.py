@@ -281,3 +281,25 @@ def test_agent_output_directory_side_files(tmp_path: Path) -> None:
     # named explicitly, a file of no known format is an error
     [err] = load_many([tmp_path / "preds.json"])[1]
     assert not isinstance(err, NotARunError) and "unknown log format" in str(err)
+
+
+def test_lone_surrogates_become_replacement_characters(tmp_path: Path) -> None:
+    record = json.loads((LOGS / "runlog" / "runs.jsonl").read_text().splitlines()[1])
+    record["steps"][0]["observation"] = "read \ud800 then \ud83d\ude00"
+    log = tmp_path / "runs.jsonl"
+    log.write_text(json.dumps(record) + "\n")  # json.dumps escapes them: "\\ud800"
+    [run] = load_file(log)
+    assert run.steps[0].observation == "read \ufffd then \U0001F600"
+    run.steps[0].observation.encode("utf-8")  # storable
+
+
+def test_a_pool_kept_beside_the_logs_is_not_searched(tmp_path: Path) -> None:
+    (tmp_path / "runs.jsonl").write_text((LOGS / "runlog" / "runs.jsonl").read_text())
+    pool = tmp_path / "pool"
+    (pool / "edge").mkdir(parents=True)
+    (pool / "pool.json").write_text(json.dumps({"engine": "edge"}))
+    (pool / "edge" / "edge_config.json").write_text("{}")
+    (pool / "ingest-ledger.jsonl").write_text(json.dumps({"hash": "x", "format": "insight"}) + "\n")
+    loaded, errors = load_many([tmp_path])
+    assert len(loaded) == 2 and not errors
+    assert load_many([pool]) == ([], [])

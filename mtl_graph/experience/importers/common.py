@@ -121,10 +121,27 @@ class BadJSON(ValueError):
         super().__init__(reason)
 
 
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(obj: Any) -> Any:
+    """Lone UTF-16 surrogates (JSON allows "\\ud800"; UTF-8 cannot hold it) replaced by U+FFFD."""
+    if isinstance(obj, str):
+        return _LONE_SURROGATE.sub("\ufffd", obj)
+    if isinstance(obj, list):
+        return [_scrub(v) for v in obj]
+    if isinstance(obj, dict):
+        return {_scrub(k): _scrub(v) for k, v in obj.items()}
+    return obj
+
+
 def parse_json(text: str) -> Any:
-    """json.loads with its two failure modes (syntax, nesting too deep for the parser) as one BadJSON."""
+    """json.loads with its two failure modes (syntax, nesting too deep for the parser) as one BadJSON; lone
+    surrogates escaped in the text are replaced, so a run is not lost for one unencodable character."""
     try:
-        return json.loads(text)
+        obj = json.loads(text)
+        return _scrub(obj) if _ESCAPED_SURROGATE.search(text) else obj
     except json.JSONDecodeError as exc:
         raise BadJSON(f"malformed JSON ({exc.msg} at column {exc.colno})", exc.lineno) from None
     except RecursionError:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -52,16 +53,24 @@ LOG_SUFFIXES = (".json", ".jsonl", ".traj")
 
 
 def _walk(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, found in a directory): the files named, and the log files under the directories named."""
+    """(file, found in a directory): the files named, and the log files under the directories named.
+
+    Hidden entries and memory pool directories (a pool kept beside the logs holds JSON files of its own) are
+    not searched."""
+    from mtl_graph.memory.location import META_FILE
+
     for raw in paths:
         path = Path(raw)
         if not path.is_dir():
             yield path, False
             continue
-        for child in sorted(path.rglob("*")):
-            rel = child.relative_to(path)
-            if child.is_file() and child.suffix in LOG_SUFFIXES and not any(p.startswith(".") for p in rel.parts):
-                yield child, True
+        if (path / META_FILE).is_file():
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(root, d) / META_FILE).is_file())
+            for name in sorted(files):
+                if not name.startswith(".") and Path(name).suffix in LOG_SUFFIXES:
+                    yield Path(root, name), True
 
 
 def iter_log_files(paths: Iterable[str | Path]) -> Iterator[Path]:
