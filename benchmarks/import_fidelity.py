@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.experience.importers import import_file, iter_log_files
+from mtl_graph.experience.importers import UnknownFormatError, import_file, iter_log_files
 from mtl_graph.experience.importers.mini_swe_agent import ACTION_PATTERNS
 
 _OUTPUT_BLOCKS = re.compile(r"<(output|output_head|output_tail)>\n?(.*?)\n?</\1>", re.S)
@@ -82,7 +82,7 @@ def main() -> None:
             print(f"skip  {path}: {result.skipped.reason}")
             continue
         if result.errors and not result.runs:
-            totals["failed files"] += 1
+            totals["unknown format" if isinstance(result.errors[0], UnknownFormatError) else "failed files"] += 1
             print(f"fail  {path}: {result.errors[0].reason}")
             continue
         held = in_file(path)
