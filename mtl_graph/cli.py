@@ -101,25 +101,27 @@ def _jsonl_files(path: Path) -> list[Path]:
 
 def _import(file: Path, location: str | None, keep_stats: bool) -> None:
     files = _jsonl_files(file)
-    results, errors = [], []
     with open_pool(location) as pool:
-        for path in files:
-            report = pool.import_jsonl(path, keep_stats=keep_stats)
-            results += report.results
-            errors += report.errors
-    counts = {s: sum(r.status == s for r in results) for s in ("added", "merged", "exists")}
-    source = f" from {len(files)} files" if len(files) > 1 else ""
+        report = pool.import_jsonl(files[0], keep_stats=keep_stats)
+        for more in files[1:]:  # a directory: all its files in one report
+            other = pool.import_jsonl(more, keep_stats=keep_stats)
+            report.results, report.errors = report.results + other.results, report.errors + other.errors
+    counts = {s: sum(r.status == s for r in report.results) for s in ("added", "merged", "exists")}
     typer.echo(f"{counts['added']} added, {counts['merged']} merged into near-duplicates, "
-               f"{counts['exists']} already present{source}")
+               f"{counts['exists']} already present")
+    _print_import_errors(report.errors, files, nothing_imported=not report.results)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def _print_import_errors(errors: list[str], files: list[Path], nothing_imported: bool) -> None:
     for error in errors[:MAX_ERROR_LINES]:
         typer.secho(error, fg=typer.colors.RED, err=True)
     if len(errors) > MAX_ERROR_LINES:
         typer.secho(f"... and {len(errors) - MAX_ERROR_LINES} more bad lines ({len(errors)} in all)",
                     fg=typer.colors.RED, err=True)
-    if errors and not results:
+    if errors and nothing_imported:
         _hint_agent_logs(files)
-    if errors:
-        raise typer.Exit(1)
 
 
 def _hint_agent_logs(files: list[Path]) -> None:
