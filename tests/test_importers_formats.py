@@ -162,7 +162,11 @@ def test_run_log_bad_lines_cost_only_themselves() -> None:
          "content": "```bash\nls\n```", "extra": {"response": {"usage": {"prompt_tokens": "lots"}}}}]},
          "messages[1].usage.prompt_tokens is not a token count ('lots')"),
         ("lc_tokens.json", {"messages": [{"type": "human", "content": "t"}, {"type": "ai", "content": "x",
-         "usage_metadata": {"input_tokens": 1.5, "output_tokens": 1, "total_tokens": 2}}]}, "is not a"),
+         "usage_metadata": {"input_tokens": 1.5, "output_tokens": 1, "total_tokens": 2}}]},
+         "message 1 input_tokens is not a token count ('1.5')"),
+        ("lc_dict_tokens.json", [{"type": "human", "data": {"content": "t"}}, {"type": "ai", "data": {"content": "x",
+         "usage_metadata": {"input_tokens": "lots", "output_tokens": 1, "total_tokens": 2}}}],
+         "message 1 is not a chat message (usage_metadata.input_tokens: Input should be a valid integer"),
         ("swe_tokens.traj", {"trajectory": [], "info": {"model_stats": {"tokens_sent": [1]}},
          "replay_config": {"problem_statement": {"text": "t"}}}, "info.model_stats.tokens_sent is not a token count"),
         ("pydantic.json", {"messages": [{"type": "human", "content": "t"}, {"type": "ai", "content": "x",
@@ -175,7 +179,7 @@ def test_bad_records_give_one_line(tmp_path: Path, name: str, payload: object, m
     result = import_file(path)
     assert not result.runs and len(result.errors) == 1
     text = str(result.errors[0])
-    assert message in text and "\n" not in text and str(path) in text
+    assert message in text and "\n" not in text and text.startswith(f"{path}: ") and "Error" not in text
 
 
 def test_deeply_nested_json_is_one_error_not_a_crash(tmp_path: Path) -> None:

@@ -130,7 +130,10 @@ def parse_mini(data: Any, path: Path) -> list[Trajectory]:
     for n, msg in enumerate(messages[start:], start):
         role = msg.get("role")
         if role == "assistant":
-            run.assistant(msg, n)
+            try:
+                run.assistant(msg, n)
+            except ValueError as exc:  # a token count that is not one
+                raise TrajectoryImportError(path, str(exc)) from None
         elif role in ("user", "tool"):
             run.observation(msg)
         elif role == "exit":
