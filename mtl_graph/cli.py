@@ -65,32 +65,80 @@ def _memory_row(memory) -> tuple[str, str, str, str, str]:
 
 
 @memories_app.command("add")
-def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line.")],
+def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line (or a directory: its *.jsonl files).")],
                  pool: PoolOption = None) -> None:
     """Add memories from a JSONL file (usage stats reset). Bad lines are reported; good lines are still added."""
     _import(file, pool, keep_stats=False)
 
 
 @memories_app.command("import")
-def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export`.")],
+def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export` (or a directory: its *.jsonl files).")],
                     pool: PoolOption = None) -> None:
     """Import an exported JSONL file exactly, usage stats included."""
     _import(file, pool, keep_stats=True)
 
 
+MAX_ERROR_LINES = 20
+"""Bad lines listed per import; the rest are counted (a wrong file would otherwise print one line per line)."""
+
+
+def _jsonl_files(path: Path) -> list[Path]:
+    """The file, or the *.jsonl files directly inside a directory (name order); a clear error otherwise."""
+    from mtl_graph.memory.location import META_FILE
+
+    if path.is_dir():
+        if (path / META_FILE).is_file():
+            fail(f"{path} is a memory pool directory, not an export: run `mtl memories export FILE --pool {path}` "
+                 "and import FILE")
+        files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+        if not files:
+            fail(f"{path} is a directory with no .jsonl files in it")
+        return files
+    if not path.is_file():
+        fail(f"{path}: no such file")
+    with path.open("rb") as fh:
+        if b"\x00" in fh.read(8192):
+            fail(f"{path}: binary file, not a JSONL file of memories")
+    return [path]
+
+
 def _import(file: Path, location: str | None, keep_stats: bool) -> None:
-    if not file.is_file():
-        fail(f"{file}: no such file")
+    files = _jsonl_files(file)
     with open_pool(location) as pool:
-        report = pool.import_jsonl(file, keep_stats=keep_stats)
+        report = pool.import_jsonl(files[0], keep_stats=keep_stats)
+        for more in files[1:]:  # a directory: all its files in one report
+            other = pool.import_jsonl(more, keep_stats=keep_stats)
+            report.results.extend(other.results)
+            report.errors.extend(other.errors)
     counts = report.results.counts
     typer.echo(f"{counts['added']} added, {counts['merged']} merged into memories with the same content, "
                f"{counts['identical']} already present" + (f"; {counts['flagged']} flagged by screening "
                                                            "(see `mtl memories flagged`)" if counts["flagged"] else ""))
-    for error in report.errors:
-        typer.secho(error, fg=typer.colors.RED, err=True)
+    _print_import_errors(report.errors, files, nothing_imported=not report.results)
     if report.errors:
         raise typer.Exit(1)
+
+
+def _print_import_errors(errors: list[str], files: list[Path], nothing_imported: bool) -> None:
+    for error in errors[:MAX_ERROR_LINES]:
+        typer.secho(error, fg=typer.colors.RED, err=True)
+    if len(errors) > MAX_ERROR_LINES:
+        typer.secho(f"... and {len(errors) - MAX_ERROR_LINES} more bad lines ({len(errors)} in all)",
+                    fg=typer.colors.RED, err=True)
+    if errors and nothing_imported:
+        _hint_agent_logs(files)
+
+
+def _hint_agent_logs(files: list[Path]) -> None:
+    """Point to `mtl ingest` when the files given are agent logs rather than memories."""
+    from mtl_graph.experience.importers import MAX_FILE_BYTES, detect_format
+
+    for path in files:
+        if path.stat().st_size <= MAX_FILE_BYTES:
+            fmt = detect_format(path.read_bytes().decode("utf-8", errors="replace"))
+            if fmt is not None:
+                typer.secho(f"{path} looks like a {fmt} agent log: make memories from it with `mtl ingest {path}`",
+                            err=True)
 
 
 @memories_app.command("search")

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from mtl_graph.experience.commands import ingest as ingest_command
-from mtl_graph.experience.ingest import LEDGER_FILE, IngestConfig, Ledger, ingest
+from mtl_graph.experience.ingest import LEDGER_FILE, IngestConfig, IngestInterrupted, Ledger, ingest
 from mtl_graph.experience.testing import RoutedChatModel
 from mtl_graph.memory.models import MemoryType, Outcome, SummaryMemory
 from mtl_graph.memory.pool import MemoryPool
@@ -85,9 +85,11 @@ def test_resume_after_interrupted_ingest(pool: MemoryPool) -> None:
                 raise KeyboardInterrupt
         return route(tool, messages)
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(IngestInterrupted) as stopped:
         ingest(GOOD, pool, RoutedChatModel(route=interrupting), config(concurrency=1))
     assert pool.count() == 4  # two runs finished before the interruption
+    partial = stopped.value.report
+    assert partial.interrupted and partial.count("ingested") == 2 and stopped.value.pending == 5
     calls.clear()
     report = ingest(GOOD, pool, RoutedChatModel(route=interrupting), config(concurrency=2))
     assert report.count("skipped") == 2 and report.count("ingested") == 5 and report.ok
@@ -114,10 +116,15 @@ def test_failed_format_is_reported_and_retried_on_resume(pool: MemoryPool) -> No
 
 def test_bad_files_do_not_stop_the_batch(pool: MemoryPool) -> None:
     report = ingest([LOGS / "bad", LOGS / "swe_agent"], pool, RoutedChatModel(route=route), config())
-    assert report.count("ingested") == 1 and len(report.file_failures) == 6 and not report.ok
+    # bad_line.jsonl's good first run is ingested; only its bad second line is reported
+    assert sorted(r.task_id for r in report.runs if r.status == "ingested") == ["django__django-11099", "fizzbuzz-cli"]
+    assert len(report.file_failures) == 5 and not report.ok
     reasons = " | ".join(f.reason for f in report.file_failures)
-    for name in ("empty.json", "malformed.traj.json", "unknown.json", "binary.traj", "latin1.json", "bad_line.jsonl:2"):
+    for name in ("empty.json", "malformed.traj.json", "binary.traj", "latin1.json:1", "bad_line.jsonl:2"):
         assert name in reasons
+    # a JSON file of no known format found in a directory is skipped (agents write predictions beside their logs)
+    assert [Path(f.path).name for f in report.skipped_files] == ["unknown.json"]
+    assert all("\n" not in f.reason for f in report.file_failures)
 
 
 def test_dry_run_and_uncertain_runs(tmp_path: Path, pool: MemoryPool) -> None:
@@ -161,9 +168,12 @@ def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddi
     result = CliRunner().invoke(cli(), args)
     assert result.exit_code == 1, result.output
     assert "ingested" in result.output and "bad file" in result.output and "malformed.traj.json" in result.output
+    assert re.search(r"bad line: \S*bad_line\.jsonl:2: not a run record: steps", result.output), result.output
     again = CliRunner().invoke(cli(), args[:1] + [str(p) for p in GOOD] + args[6:])
     assert again.exit_code == 0, again.output
     assert re.search(r"skipped\s*│\s*7", again.output)
+    # a rerun says once that the runs are already in, instead of one line per run
+    assert "7 already ingested, skipped" in again.output and "skipped:" not in again.output
     with MemoryPool.open(location, embeddings=embeddings) as opened:
         assert opened.count() == 14
         hit = opened.search("deep merge nested dictionaries", type="summary", k=1)[0].memory
@@ -177,11 +187,18 @@ def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddi
         (["--format", "openhands"], "unknown log format"),
         (["--formats", "summary"], "--model is required"),
         (["--concurrency", "0"], "Invalid value"),
+        (["--formats", ","], "invalid option: formats: List should have at least 1 item"),
     ],
 )
 def test_cli_bad_options(tmp_path: Path, extra: list[str], message: str) -> None:
     result = CliRunner().invoke(cli(), ["ingest", str(LOGS / "swe_agent"), "--pool", str(tmp_path / "p"), *extra])
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_cli_directory_without_logs(tmp_path: Path) -> None:
+    (tmp_path / "empty" / ".hidden").mkdir(parents=True)
+    result = CliRunner().invoke(cli(), ["ingest", str(tmp_path / "empty"), "--dry-run"])
+    assert result.exit_code == 2 and "no log files in" in result.output, result.output
 
 
 def test_cli_missing_path_and_dry_run(tmp_path: Path) -> None:
@@ -227,3 +244,62 @@ def test_custom_judge_protocol(pool: MemoryPool) -> None:
                     IngestConfig(formats=[MemoryType.TRAJECTORY], judge=True), judge=TestsJudge())
     assert [r.outcome for r in report.runs] == ["failure"]
     assert next(iter(pool)).outcome == Outcome.FAILURE
+
+
+def test_demonstrations_are_skipped_not_failed(pool: MemoryPool) -> None:
+    report = ingest([LOGS / "shapes" / "not_runs", LOGS / "swe_agent"], pool, None,
+                    IngestConfig(formats=[MemoryType.TRAJECTORY]))
+    assert report.ok and report.count("ingested") == 1 and not report.file_failures
+    [skipped] = report.skipped_files
+    assert "version_twice_demo.traj" in skipped.path and "not a run" in skipped.reason
+
+
+def _many_runs(path: Path, n: int) -> Path:
+    """A run log of n distinct small runs (one JSON line each)."""
+    template = json.loads((LOGS / "runlog" / "runs.jsonl").read_text().splitlines()[1])
+    with path.open("w") as fh:
+        for i in range(n):
+            run = dict(template, task=dict(template["task"], id=f"fizzbuzz-{i}"))
+            fh.write(json.dumps(run) + "\n")
+    return path
+
+
+def test_sigint_prints_the_summary_so_far_and_how_to_resume(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    logs = _many_runs(tmp_path / "runs.jsonl", 400)
+    pool_dir = tmp_path / "pool"
+    cmd = [sys.executable, "-m", "mtl_graph.cli", "ingest", str(logs), "--pool", str(pool_dir),
+           "--formats", "trajectory", "--concurrency", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    ledger = pool_dir / LEDGER_FILE
+    while proc.poll() is None and not (ledger.is_file() and ledger.read_text().count("\n") >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err and "run the same command again to resume" in err and "Traceback" not in err
+    done = int(re.search(r"ingested\s*│\s*(\d+)", out).group(1))
+    assert 1 <= done < 400 and f"{400 - done} runs not done" in err
+    # the rerun (planned only) skips what is in the ledger, in one line
+    plan = subprocess.run(cmd + ["--dry-run"], capture_output=True, text=True, timeout=120)
+    in_pool = {json.loads(line)["hash"] for line in ledger.read_text().splitlines()}
+    assert len(in_pool) >= done  # runs in flight at the interrupt finish and reach the ledger
+    assert plan.returncode == 0 and f"{len(in_pool)} already ingested, skipped" in plan.stdout, plan.stdout
+    assert plan.stdout.count("\n") < 30
+
+
+def test_cli_counts_demonstrations_and_repeats_in_one_line_each(tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(LOGS / "swe_agent" / "django__django-11099.traj", copy / "again.traj")
+    args = ["ingest", str(LOGS / "shapes" / "not_runs"), str(LOGS / "swe_agent"), str(copy), "--dry-run"]
+    result = CliRunner().invoke(cli(), args)
+    assert result.exit_code == 0, result.output
+    assert "1 run repeats another file's run, skipped" in result.output
+    assert re.search(r"1 file skipped, not a run: a SWE-agent demonstration .*: \S+version_twice_demo\.traj",
+                     result.output), result.output

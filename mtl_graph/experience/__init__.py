@@ -1,7 +1,8 @@
 """How raw agent runs become memories.
 
 - `trajectory` — a run as data (task, steps, submission, verdict, model, tokens).
-- `importers` — the project's run log, LangChain messages, mini-swe-agent and SWE-agent logs -> trajectories.
+- `importers` — the project's run log, LangChain messages, mini-swe-agent and SWE-agent logs -> trajectories
+  (a package, one module per format).
 - `redact` — secrets become ``[REDACTED:<kind>]`` before any text reaches a prompt, the pool or a log.
 - `judge` — the `Judge` protocol, the strict `LLMJudge`, and `LabelJudge` (labels that came with the logs).
 - `distill` — one distiller per memory format, success and failure prompts (templates under ``prompts/``).

@@ -31,9 +31,9 @@ def ingest(
     from pydantic import ValidationError
     from rich.console import Console
 
-    from mtl_graph.experience.importers import FORMATS
+    from mtl_graph.experience.importers import FORMATS, iter_log_files
     from mtl_graph.experience.ingest import IngestConfig, Ledger
-    from mtl_graph.memory.models import memory_type_of
+    from mtl_graph.memory.models import first_validation_error, memory_type_of
     from mtl_graph.settings import get_settings
 
     console = Console(stderr=True)
@@ -50,13 +50,27 @@ def ingest(
         config = IngestConfig(formats=kinds, domain=domain, log_format=log_format, judge=judge,
                               skip_uncertain=skip_uncertain, concurrency=concurrency, dry_run=dry_run)
     except (ValueError, ValidationError) as exc:
-        fail(str(exc).splitlines()[0] if isinstance(exc, ValidationError) else str(exc))
+        fail(f"invalid option: {first_validation_error(exc)}" if isinstance(exc, ValidationError) else str(exc))
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or directory: {', '.join(missing)}")
+    if next(iter_log_files(paths), None) is None:
+        fail(f"no log files in {', '.join(map(str, paths))}")
     model = model or settings.model
     location = pool or settings.pool
-    report = _run(paths, location, model, config, Ledger.for_pool(location, ledger), console, fail)
+    from mtl_graph.experience.ingest import IngestInterrupted
+
+    try:
+        report = _run(paths, location, model, config, Ledger.for_pool(location, ledger), console, fail)
+    except IngestInterrupted as stop:  # Ctrl-C: what finished is in the pool and the ledger
+        _print_report(stop.report, Console())
+        console.print(f"[yellow]interrupted:[/] {stop.pending} runs not done; "
+                      "run the same command again to resume (runs already ingested are skipped)")
+        raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # before the runs started, or a second Ctrl-C while the runs in flight finished
+        console.print("[yellow]interrupted:[/] runs that finished are in the pool and its ledger; "
+                      "run the same command again to resume")
+        raise typer.Exit(130) from None
     _print_report(report, Console())
     if not report.ok:
         raise typer.Exit(1)
@@ -109,7 +123,9 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
     for status in ("ingested", "planned", "skipped", "failed"):
         if report.count(status) or status in ("ingested", "failed"):
             summary.add_row(status, str(report.count(status)))
-    summary.add_row("bad files", str(len(report.file_failures)))
+    summary.add_row("bad files or lines", str(len(report.file_failures)))
+    if report.skipped_files:
+        summary.add_row("files that are not runs", str(len(report.skipped_files)))  # demonstrations, predictions
     written = report.written()
     if any(written.values()):  # what "N runs -> M memories" is made of
         for status in ("added", "merged", "identical", "flagged"):
@@ -117,11 +133,37 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
     usage = report.usage
     summary.caption = f"tokens: {usage.input} in / {usage.output} out"
     console.print(summary)
-    problems = [(r.status, r.path, r.task_id, r.reason) for r in report.runs if r.status in ("failed", "skipped")]
-    problems += [("bad file", f.path, "", f.reason) for f in report.file_failures]
+    _print_problems(report, console)
+
+
+def _print_problems(report, console) -> None:  # type: ignore[no-untyped-def]
+    """One line per failure, never folded, so a path can be copied (and grepped) whole; skips are counted, not
+    listed, when they only repeat that a run is already in the pool (a rerun would otherwise print one per run)."""
     from rich.markup import escape
 
-    # One line per problem, never folded, so a path can be copied (and grepped) whole.
-    for status, path, task_id, reason in problems:
+    def line(status: str, path: str, task_id: str, reason: str) -> None:
         where = "" if reason.startswith(str(path)) else f"{path}{f' [{task_id}]' if task_id else ''}: "
         console.print(f"[red]{status}[/]: {escape(where + reason)}", soft_wrap=True)
+
+    repeats = {"already ingested": 0, "duplicate": 0}
+    for r in report.runs:
+        if r.status == "skipped" and r.reason == "already ingested":
+            repeats["already ingested"] += 1
+        elif r.status == "skipped" and r.reason.startswith("same run as in"):
+            repeats["duplicate"] += 1
+        elif r.status in ("failed", "skipped"):
+            line(r.status, r.path, r.task_id, r.reason)
+    for f in report.file_failures:
+        line("bad line" if f.line is not None else "bad file", f.path, "", f.reason)
+    if repeats["already ingested"]:
+        console.print(f"{repeats['already ingested']} already ingested, skipped")
+    if repeats["duplicate"]:
+        n = repeats["duplicate"]
+        console.print(f"{n} {'run repeats' if n == 1 else 'runs repeat'} another file's run, skipped")
+    by_reason: dict[str, list[str]] = {}
+    for f in report.skipped_files:
+        by_reason.setdefault(f.reason.removeprefix(f"{f.path}: "), []).append(f.path)
+    for reason, files in by_reason.items():  # one line per kind: a directory of demonstrations is not 100 lines
+        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        console.print(f"{len(files)} {'file' if len(files) == 1 else 'files'} skipped, {escape(reason)}: "
+                      f"{escape(', '.join(files[:3]))}{more}", soft_wrap=True)

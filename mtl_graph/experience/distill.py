@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Annotated, Any, Callable, Iterable, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -17,7 +18,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from mtl_graph.experience.leaks import find_leaks, task_specifics
-from mtl_graph.experience.prompting import CHARS_PER_TOKEN, fill, render_trajectory
+from mtl_graph.experience.prompting import CHARS_PER_TOKEN, clip_middle, fill, render_trajectory
 from mtl_graph.experience.redact import Redactor
 from mtl_graph.experience.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
                                              resolve_model, structured_call)
@@ -176,7 +177,8 @@ class TrajectoryDistiller(Distiller):
 
     def distill(self, trajectory: Trajectory, outcome: Outcome, provenance: Provenance,
                 model: BaseChatModel | None, config: DistillConfig) -> Distilled:
-        steps = [TrajectoryStep(command=s.action.strip()[:MAX_LONG], observation=s.observation[:MAX_LONG],
+        fit = partial(clip_middle, limit=MAX_LONG - 64)  # the marker says how much was cut; room left for it
+        steps = [TrajectoryStep(command=fit(s.action.strip()), observation=fit(s.observation),
                                 exit_code=s.exit_code) for s in trajectory.steps if s.action.strip()]
         if not steps:
             raise DistillError("the run has no actions")
@@ -185,7 +187,7 @@ class TrajectoryDistiller(Distiller):
             warnings.append(f"trajectory: kept the first and last {MAX_STEPS // 2} of {len(steps)} steps")
             steps = steps[: MAX_STEPS // 2] + steps[-(MAX_STEPS // 2):]
         try:
-            memory = TrajectoryMemory(task=trajectory.task.instruction[:MAX_LONG], steps=steps, outcome=outcome,
+            memory = TrajectoryMemory(task=fit(trajectory.task.instruction), steps=steps, outcome=outcome,
                                       sources=[provenance.model_copy(update={"distill_model": None})])
         except ValidationError as exc:
             raise DistillError(f"invalid trajectory memory: {describe_validation_error(exc)}") from None

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mtl_graph.experience.distill import DistillConfig, distill
-from mtl_graph.experience.importers import MAX_FILE_BYTES, Loaded, load_many
+from mtl_graph.experience.importers import MAX_FILE_BYTES, BadRecordError, Loaded, NotARunError, load_many
+from mtl_graph.experience.importers.common import one_line
 from mtl_graph.experience.judge import Judge, JudgeConfig, LLMJudge
 from mtl_graph.experience.redact import RedactionConfig, Redactor
 from mtl_graph.experience.structured import model_label, resolve_model
@@ -93,6 +94,8 @@ class FileFailure(BaseModel):
     """The file."""
     reason: str
     """Why (names the line for JSONL)."""
+    line: int | None = None
+    """The line of a JSONL log when one record of it is bad (the file's other records are imported)."""
 
 
 class IngestReport(BaseModel):
@@ -101,7 +104,11 @@ class IngestReport(BaseModel):
     runs: list[RunRecord] = Field(default_factory=list)
     """One record per run found."""
     file_failures: list[FileFailure] = Field(default_factory=list)
-    """Files that could not be imported."""
+    """Files, or records of a JSONL log, that could not be imported (the file's other records still are)."""
+    skipped_files: list[FileFailure] = Field(default_factory=list)
+    """Files that hold no run (e.g. SWE-agent demonstrations): skipped, not failed."""
+    interrupted: bool = False
+    """The ingest was interrupted: the report holds the runs finished before it stopped."""
 
     def count(self, status: Status) -> int:
         return sum(r.status == status for r in self.runs)
@@ -122,6 +129,14 @@ class IngestReport(BaseModel):
     def ok(self) -> bool:
         """Nothing failed: every file imported and every run ingested, skipped or planned."""
         return not self.file_failures and self.count("failed") == 0
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest; ``report`` holds what finished (already in the pool and the ledger)."""
+
+    def __init__(self, report: IngestReport, pending: int) -> None:
+        super().__init__(f"ingest interrupted with {pending} runs not done")
+        self.report, self.pending = report, pending
 
 
 class Ledger:
@@ -244,7 +259,10 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
         raise ValueError("a pool is needed unless dry_run is set")
     ledger = ledger or Ledger.for_pool(getattr(pool, "location", ":memory:"))
     loaded, errors = load_many(paths, config.log_format, domain=config.domain, max_bytes=config.max_file_bytes)
-    report = IngestReport(file_failures=[FileFailure(path=e.path, reason=str(e)) for e in errors])
+    report = IngestReport(
+        file_failures=[FileFailure(path=e.path, reason=str(e), line=e.line if isinstance(e, BadRecordError) else None)
+                       for e in errors if not isinstance(e, NotARunError)],
+        skipped_files=[FileFailure(path=e.path, reason=str(e)) for e in errors if isinstance(e, NotARunError)])
 
     todo: list[tuple[Loaded, list[MemoryType]]] = []
     seen: dict[str, str] = {}
@@ -271,23 +289,36 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
 
     label = model_name or (model if isinstance(model, str) else model_label(model))
     worker = _Worker(pool, resolve_model(model) if model is not None else None, label, config, ledger, judge)
+    before = len(report.runs)  # the runs skipped or planned without a worker
+    reported: set[Future[RunRecord]] = set()
     with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="mtl-ingest") as executor:
         futures: dict[Future[RunRecord], Loaded] = {executor.submit(worker, item, wanted): item
                                                     for item, wanted in todo}
         try:
             for future in as_completed(futures):
-                item = futures[future]
-                try:
-                    rec = future.result()
-                except Exception as exc:  # one broken run (pool error, model crash) must not sink the batch
-                    rec = RunRecord(path=str(item.path), task_id=item.trajectory.task.id,
-                                    content_hash=item.trajectory.content_hash(), status="failed",
-                                    reason=f"{exc.__class__.__name__}: {exc}")
-                report.runs.append(rec)
-                if on_run:
-                    on_run(rec)
-        except BaseException:
+                reported.add(future)
+                _report_run(future, futures[future], report, on_run)
+        except BaseException as exc:
             worker.stop.set()
             executor.shutdown(wait=True, cancel_futures=True)  # runs in flight finish and reach the ledger
-            raise
+            if not isinstance(exc, KeyboardInterrupt):
+                raise
+            for future, item in futures.items():  # runs that finished while the interrupt was handled
+                if future not in reported and future.done() and not future.cancelled() \
+                        and not isinstance(future.exception(), (KeyboardInterrupt, CancelledError)):
+                    _report_run(future, item, report, on_run)
+            report.interrupted = True
+            raise IngestInterrupted(report, len(todo) - (len(report.runs) - before)) from None
     return report
+
+
+def _report_run(future: Future[RunRecord], item: Loaded, report: IngestReport,
+                on_run: Callable[[RunRecord], None] | None) -> None:
+    try:
+        rec = future.result()
+    except Exception as exc:  # one broken run (pool error, model crash) must not sink the batch
+        rec = RunRecord(path=str(item.path), task_id=item.trajectory.task.id,
+                        content_hash=item.trajectory.content_hash(), status="failed", reason=one_line(exc))
+    report.runs.append(rec)
+    if on_run:
+        on_run(rec)

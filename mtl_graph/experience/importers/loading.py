@@ -1,0 +1,189 @@
+"""Detecting a log's format from its content and importing files, strictly (first problem raises) or leniently
+(every good run, one error per bad file or record)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from mtl_graph.experience.importers.common import (FORMATS, HEAD_BYTES, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT,
+                                                   RUNLOG, SWE_AGENT, BadJSON, FileImport, Loaded, NotARunError,
+                                                   TrajectoryImportError, UnknownFormatError, decode_utf8, log_head, one_line, parse_json,
+                                                   read_log_bytes)
+from mtl_graph.experience.importers.langchain import looks_like_messages, message_list, parse_langchain
+from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
+from mtl_graph.experience.importers.runlog import is_run_record, looks_like_runlog, parse_runlog
+from mtl_graph.experience.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
+from mtl_graph.experience.trajectory import Trajectory
+
+_PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
+    LANGCHAIN: parse_langchain,
+    MINI_SWE_AGENT: parse_mini,
+    SWE_AGENT: parse_swe_agent,
+}
+
+
+def _detect_object(obj: Any) -> str | None:
+    if is_run_record(obj):
+        return RUNLOG
+    if looks_like_swe_agent(obj):
+        return SWE_AGENT
+    if isinstance(obj, dict) and str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
+        return MINI_SWE_AGENT
+    msgs = message_list(obj)
+    if msgs is None:
+        return None
+    if looks_like_mini_messages(msgs) or (isinstance(obj, dict) and isinstance(obj.get("info"), dict)
+                                          and msgs and all(isinstance(m, dict) and "role" in m for m in msgs)):
+        return MINI_SWE_AGENT
+    return LANGCHAIN if looks_like_messages(msgs) else None
+
+
+def detect_format(text: str) -> str | None:
+    """The format name of a log's text, or None when it is none of the known ones."""
+    try:
+        return _detect_object(parse_json(text))
+    except BadJSON:
+        return RUNLOG if looks_like_runlog(text.split("\n")) else None
+
+
+LOG_SUFFIXES = (".json", ".jsonl", ".traj")
+"""What a directory is searched for; agents' side files (.log, .yaml, .patch, .pred) beside the logs are not."""
+
+
+def _walk(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, found in a directory): the files named, and the log files under the directories named.
+
+    Hidden entries and memory pool directories (a pool kept beside the logs holds JSON files of its own) are
+    not searched."""
+    from mtl_graph.memory.location import META_FILE
+
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            yield path, False
+            continue
+        if (path / META_FILE).is_file():
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(root, d) / META_FILE).is_file())
+            for name in sorted(files):
+                if not name.startswith(".") and Path(name).suffix in LOG_SUFFIXES:
+                    yield Path(root, name), True
+
+
+def iter_log_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The files named, and under each directory named its .json, .jsonl and .traj files (sorted; hidden entries
+    skipped)."""
+    return (path for path, _ in _walk(paths))
+
+
+def _finish(runs: list[Trajectory], fmt: str, domain: str | None) -> list[Trajectory]:
+    out = []
+    for t in runs:
+        update: dict[str, Any] = {"source_format": t.source_format or fmt}
+        if domain and t.task.domain == "default":
+            update["task"] = t.task.model_copy(update={"domain": domain})
+        out.append(t.model_copy(update=update))
+    return out
+
+
+def _runlog(path: Path, domain: str | None) -> FileImport:
+    """A run log read line by line: a bad line (bytes included) costs only itself."""
+    with path.open("rb") as fh:
+        result = parse_runlog(fh, path)
+    result.runs = _finish(result.runs, RUNLOG, domain)
+    if not result.runs and not result.errors:
+        raise TrajectoryImportError(path, "no runs in the file")
+    return result
+
+
+def _import(path: Path, format: str | None, domain: str | None, max_bytes: int) -> FileImport:
+    if format is not None and format not in FORMATS:
+        raise TrajectoryImportError(path, f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
+    head = log_head(path)
+    complete = head.split(b"\n")[:-1] if len(head) == HEAD_BYTES else head.split(b"\n")
+    if format == RUNLOG or (format is None and looks_like_runlog([ln.decode("utf-8", "replace") for ln in complete])):
+        return _runlog(path, domain)
+    raw = read_log_bytes(path, max_bytes)
+    loose = raw.decode("utf-8-sig", errors="replace")
+    if not loose.strip():
+        raise TrajectoryImportError(path, "empty file")
+    fmt = format or detect_format(loose)
+    if fmt == RUNLOG:  # a run log whose first line is longer than the head
+        return _runlog(path, domain)
+    text = decode_utf8(path, raw)
+    if fmt is None and text.lstrip()[:1] not in ("{", "["):
+        raise UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+    try:
+        data = parse_json(text)
+    except BadJSON as exc:
+        raise TrajectoryImportError(path, exc.reason, line=exc.line) from None
+    if fmt is None:
+        raise UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+    if fmt == MINI_SWE_AGENT and not (isinstance(data, dict) or looks_like_mini_messages(data)):
+        raise TrajectoryImportError(path, f"a {fmt} log is a JSON object or a list of its messages")
+    try:
+        runs = _PARSERS[fmt](data, path)
+    except TrajectoryImportError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+        raise TrajectoryImportError(path, f"invalid {fmt} log ({one_line(exc)})") from None
+    if not runs:
+        raise TrajectoryImportError(path, "no runs in the file")
+    return FileImport(path, runs=_finish(runs, fmt, domain))
+
+
+def import_file(path: str | Path, format: str | None = None, *, domain: str | None = None,
+                max_bytes: int = MAX_FILE_BYTES) -> FileImport:
+    """Import one log file leniently: never raises for bad input; problems are in ``errors`` / ``skipped``."""
+    path = Path(path)
+    try:
+        return _import(path, format, domain, max_bytes)
+    except NotARunError as exc:
+        return FileImport(path, skipped=exc)
+    except TrajectoryImportError as exc:
+        return FileImport(path, errors=[exc])
+    except RecursionError:
+        return FileImport(path, errors=[TrajectoryImportError(path, "nested too deeply to import")])
+    except Exception as exc:  # a log shape no parser foresaw must cost this file only, never the batch
+        return FileImport(path, errors=[TrajectoryImportError(path, f"cannot import ({one_line(exc)})")])
+
+
+def load_file(path: str | Path, format: str | None = None, *, domain: str | None = None,
+              max_bytes: int = MAX_FILE_BYTES) -> list[Trajectory]:
+    """Import one log file strictly: its first problem (a bad record, or "not a run") raises."""
+    result = import_file(path, format, domain=domain, max_bytes=max_bytes)
+    if result.skipped is not None:
+        raise result.skipped
+    if result.errors:
+        raise result.errors[0]
+    return result.runs
+
+
+def load_trajectories(path: str | Path, format: str | None = None, *, domain: str | None = None,
+                      max_bytes: int = MAX_FILE_BYTES) -> list[Trajectory]:
+    """Import a file, or every file of a directory; the first problem raises."""
+    return [t for f in iter_log_files([path]) for t in load_file(f, format, domain=domain, max_bytes=max_bytes)]
+
+
+def load_many(paths: Iterable[str | Path], format: str | None = None, *, domain: str | None = None,
+              max_bytes: int = MAX_FILE_BYTES) -> tuple[list[Loaded], list[TrajectoryImportError]]:
+    """Import files and directories leniently: every good run, and one error per bad file or record.
+
+    Files that are not runs come back as `NotARunError` among the errors, so a caller can report them as skipped
+    rather than failed: SWE-agent demonstrations, and JSON files of no known format found in a directory (the
+    predictions and results agents write beside their logs); a file named explicitly must be a log.
+    """
+    loaded: list[Loaded] = []
+    errors: list[TrajectoryImportError] = []
+    for f, found in _walk(paths):
+        result = import_file(f, format, domain=domain, max_bytes=max_bytes)
+        loaded.extend(Loaded(f, t) for t in result.runs)
+        if found and len(result.errors) == 1 and isinstance(result.errors[0], UnknownFormatError):
+            result.errors, result.skipped = [], NotARunError(f, "not a run: no known log format")
+        errors.extend(result.errors)
+        if result.skipped is not None:
+            errors.append(result.skipped)
+    return loaded, errors
