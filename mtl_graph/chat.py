@@ -30,6 +30,8 @@ class ModelOptions(BaseModel):
     """Sampling temperature."""
     timeout: float | None = Field(default=None, gt=0)
     """Seconds one model call may take."""
+    max_retries: int | None = Field(default=None, ge=0, le=20)
+    """Retries of a failed call inside the provider's client (transient errors, with backoff)."""
 
     def kwargs(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
