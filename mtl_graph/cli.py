@@ -269,6 +269,36 @@ def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to wri
 ModelOption = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model as provider:model, e.g. openai:gpt-5-mini, or scripted:FILE.json to replay an action script. [env: MTL_MODEL]")]
 MemoryOption = Annotated[Optional[str], typer.Option("--memory", help="Memory format to retrieve: insight, summary, workflow, trajectory, or none (zero-shot). [env: MTL_MEMORY_TYPE, default insight]")]
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. [env: MTL_SANDBOX]")]
+BaseUrlOption = Annotated[Optional[str], typer.Option("--base-url", help="Model server endpoint, e.g. http://127.0.0.1:8080/v1 for a local OpenAI-compatible server.")]
+MaxTokensOption = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Most tokens per model answer.")]
+TemperatureOption = Annotated[Optional[float], typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature.")]
+ModelTimeoutOption = Annotated[Optional[float], typer.Option("--model-timeout", min=0.1, help="Seconds one model call may take.")]
+ActionFormatOption = Annotated[Optional[str], typer.Option("--action-format", help="How the agent acts: tool_calls (bash/submit tools) or text (one fenced bash block per reply, for models without tool calling).")]
+StepLimitOption = Annotated[Optional[int], typer.Option("--step-limit", min=1, help="Model turns before the agent stops (default 30).")]
+TimeLimitOption = Annotated[Optional[float], typer.Option("--time-limit", min=1.0, help="Seconds before the agent stops (default 1800).")]
+
+
+def _model_options(base_url: str | None, max_tokens: int | None, temperature: float | None,
+                   timeout: float | None) -> dict[str, Any]:
+    values = {"base_url": base_url, "max_tokens": max_tokens, "temperature": temperature, "timeout": timeout}
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _agent(action_format: str | None, step_limit: int | None, time_limit: float | None) -> Any:
+    """The default agent with the CLI's overrides (None: the graph's default agent)."""
+    values = {"action_format": action_format, "step_limit": step_limit, "wall_time_limit": time_limit}
+    overrides = {key: value for key, value in values.items() if value is not None}
+    if not overrides:
+        return None
+    from pydantic import ValidationError
+
+    from mtl_graph.agent import AgentConfig, DefaultAgent
+
+    try:
+        return DefaultAgent(AgentConfig(**overrides))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        fail(f"invalid agent option {first['loc'][0]}: {first['msg']}")
 
 
 @app.command("run")
@@ -283,6 +313,13 @@ def run_task(
     hold_one_out: Annotated[bool, typer.Option("--hold-one-out", help="Never retrieve memories from the task's own domain.")] = False,
     exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Never retrieve memories from this domain (repeatable).")] = None,
     re_retrieve: Annotated[bool, typer.Option("--re-retrieve", help="Retrieve once more, matched to the error, when a test run fails mid-task.")] = False,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
+    temperature: TemperatureOption = None,
+    model_timeout: ModelTimeoutOption = None,
+    action_format: ActionFormatOption = None,
+    step_limit: StepLimitOption = None,
+    time_limit: TimeLimitOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress."""
@@ -310,7 +347,8 @@ def run_task(
     with open_pool(pool) as opened:
         graph = build_mtl_graph(model, opened, memory_type=memory, top_k=k, online=online, hold_one_out=hold_one_out,
                                 exclude_domains=exclude_domain or [], sandbox=sandbox or settings.sandbox,
-                                re_retrieve=re_retrieve,
+                                re_retrieve=re_retrieve, agent=_agent(action_format, step_limit, time_limit),
+                                model_options=_model_options(base_url, max_tokens, temperature, model_timeout),
                                 on_event=None if json_out else RichProgress())
         state = graph.invoke({"task": loaded})
     if json_out:
@@ -327,6 +365,13 @@ def demo(
     pool: Annotated[str, typer.Option("--pool", help="Pool location (default: a temporary embedded pool).")] = ":memory:",
     sandbox: SandboxOption = None,
     memory: Annotated[Optional[str], typer.Option("--memory", help="Memory format (default: trajectory offline, insight live).")] = None,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
+    temperature: TemperatureOption = None,
+    model_timeout: ModelTimeoutOption = None,
+    action_format: ActionFormatOption = None,
+    step_limit: StepLimitOption = None,
+    time_limit: TimeLimitOption = None,
 ) -> None:
     """The whole pipeline on examples/tasks, offline: a scripted model, real sandbox, real tests, real Qdrant pool."""
     from mtl_graph.demo import run_demo
@@ -334,7 +379,9 @@ def demo(
     from mtl_graph.memory.pool import PoolError
 
     try:
-        rows = run_demo(model=model, pool_location=pool, sandbox=sandbox or "auto", memory_type=memory)
+        rows = run_demo(model=model, pool_location=pool, sandbox=sandbox or "auto", memory_type=memory,
+                        model_options=_model_options(base_url, max_tokens, temperature, model_timeout),
+                        agent=_agent(action_format, step_limit, time_limit))
     except (PoolError, EmbeddingError, FileNotFoundError) as exc:
         fail(str(exc))
     if any(row["error"] for row in rows):

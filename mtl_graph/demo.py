@@ -22,7 +22,8 @@ def examples_dir() -> Path:
 
 
 def run_demo(model: str | None = None, pool_location: str = ":memory:", sandbox: str = "auto",
-             memory_type: str | None = None, console: Console | None = None) -> list[dict[str, Any]]:
+             memory_type: str | None = None, console: Console | None = None,
+             model_options: dict[str, Any] | None = None, agent: Any = None) -> list[dict[str, Any]]:
     """Run the example tasks in order; each later task can retrieve memories of earlier ones (other domains)."""
     from mtl_graph.agent import ScriptedChatModel, load_action_script
     from mtl_graph.graph import MTLContext, build_mtl_graph
@@ -47,14 +48,15 @@ def run_demo(model: str | None = None, pool_location: str = ":memory:", sandbox:
             task = Task.from_dir(root / name)
             chat = model or ScriptedChatModel(responses=load_action_script(root / name / SCRIPT_FILE))
             graph = build_mtl_graph(chat, pool, memory_type=memory_type, hold_one_out=True, sandbox=sandbox,
-                                    distill_formats=[memory_type], on_event=progress)
+                                    distill_formats=[memory_type], on_event=progress, agent=agent,
+                                    model_options=model_options or {})
             console.rule(f"[bold]{task.id}[/] (domain: {task.domain})")
             state = graph.invoke({"task": task}, context=MTLContext())
             if state.get("error"):
                 console.print(f"[red]error:[/] {state['error']}")
             rows.append({"task": task.id, "domain": task.domain, "verdict": (state.get("verdict") or {}).get("status"),
                          "retrieved": state.get("retrieved", []), "written": state.get("new_memory_ids", []),
-                         "error": state.get("error")})
+                         "distill_failures": state.get("distill_failures", []), "error": state.get("error")})
         total = pool.count()
     table = Table("task", "domain", "verdict", "memories retrieved (domain, cosine)", "written",
                   title=f"demo summary — pool now holds {total} memories")

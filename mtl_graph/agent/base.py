@@ -30,6 +30,8 @@ class AgentResult(BaseModel):
     """Tokens used."""
     error: str | None = None
     """The error message when exit_status is model_error."""
+    format_errors: int = 0
+    """Replies rejected as malformed (no action, several actions, bad tool arguments)."""
 
 
 class Agent(Protocol):

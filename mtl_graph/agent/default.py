@@ -58,6 +58,7 @@ class DefaultAgent:
             for item in items:
                 if isinstance(item, Rejection):
                     result.messages.append(item.message)
+                    result.format_errors += 1
                     continue
                 step = self._act(item, sandbox, started, reasoning)
                 reasoning = None  # the thought belongs to the first action of the reply

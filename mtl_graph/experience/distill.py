@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from mtl_graph.experience.leaks import find_leaks, task_specifics
 from mtl_graph.experience.prompting import CHARS_PER_TOKEN, clip_middle, fill, render_trajectory
+from mtl_graph.experience.quality import junk_reasons
 from mtl_graph.experience.redact import Redactor
 from mtl_graph.experience.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
                                              resolve_model, structured_call)
@@ -99,6 +100,8 @@ class DistillConfig(BaseModel):
     """Check insights and workflows for paths/identifiers/strings of the source run."""
     on_leak: Literal["fail", "keep"] = "fail"
     """What to do when a memory still leaks after one retry: report it as not distilled, or keep it (warned)."""
+    quality_gate: bool = True
+    """Reject memories that echo the prompt or the task, hold placeholder text, or carry no advice (one retry)."""
 
 
 class DistillError(RuntimeError):
@@ -213,9 +216,19 @@ class ModelDistiller(Distiller):
         assert model is not None
         specifics = task_specifics(trajectory) if self.leak_checked and config.leak_check else set()
         leaks: dict[str, list[str]] = {}
+        junk: dict[str, list[str]] = {}
+        messages = self.messages(trajectory, outcome, config)
 
         def check(draft: BaseModel) -> str | None:
-            found = find_leaks(" ".join(_strings(draft.model_dump())), specifics)
+            text = " ".join(_strings(draft.model_dump()))
+            found_junk = self.junk(text, trajectory, outcome, config)
+            if found_junk:
+                if "asked" in junk:
+                    junk["final"] = found_junk
+                    return None
+                junk["asked"] = found_junk
+                return Revise(fill("_junk", reasons="; ".join(found_junk)))
+            found = find_leaks(text, specifics)
             if found and "asked" not in leaks:  # one retry asking for a general version, then decide
                 leaks["asked"] = found
                 return Revise(fill("_leak", leaks=", ".join(found[:12])))
@@ -223,12 +236,15 @@ class ModelDistiller(Distiller):
             return None
 
         try:
-            result = structured_call(model, self.schema, self.messages(trajectory, outcome, config),
+            result = structured_call(model, self.schema, messages,
                                      max_attempts=config.max_attempts,
                                      check=check, json_mode=config.json_mode)
         except StructuredCallError as exc:
             raise DistillError(f"no valid answer: {exc.errors[-1] if exc.errors else exc}",
                                attempts=len(exc.errors), usage=exc.usage) from None
+        if junk.get("final"):
+            raise DistillError(f"quality gate: {'; '.join(junk['final'])}", attempts=result.attempts,
+                               usage=result.usage)
         warnings = []
         if leaks.get("asked"):
             warnings.append(f"{self.memory_type.value}: leaked task specifics {leaks['asked'][:12]}; asked for a "
@@ -243,6 +259,16 @@ class ModelDistiller(Distiller):
             raise DistillError(f"invalid {self.memory_type.value} memory: {describe_validation_error(exc)}",
                                attempts=result.attempts, usage=result.usage) from None
         return Distilled(memory, result.usage, warnings)  # type: ignore[arg-type]
+
+
+    def junk(self, text: str, trajectory: Trajectory, outcome: Outcome, config: DistillConfig) -> list[str]:
+        """Quality-gate reasons for a draft (abstract formats must not copy the task either)."""
+        if not config.quality_gate:
+            return []
+        variant = "failure" if outcome == Outcome.FAILURE else "success"
+        instructions = fill(f"{self.memory_type.value}_{variant}", trajectory="", outcome="", verdict_reason="")
+        task = trajectory.task.instruction if self.leak_checked else ""
+        return junk_reasons(text, prompts=[instructions, fill("distill_system")], task=task)
 
 
 def _strings(value: Any) -> Iterable[str]:

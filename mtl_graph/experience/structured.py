@@ -109,6 +109,15 @@ def _feedback(raw: AIMessage, error: str) -> list[BaseMessage]:
     return [raw, HumanMessage(note)] if has_text else [HumanMessage(note)]
 
 
+_CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "MAX_TOKENS"}
+
+
+def was_cut(message: AIMessage) -> bool:
+    """Whether the provider stopped the answer at its output-token limit (OpenAI, Anthropic, Google names)."""
+    meta = message.response_metadata or {}
+    return any(meta.get(key) in _CUT_REASONS for key in ("finish_reason", "stop_reason"))
+
+
 def supports_tools(model: BaseChatModel) -> bool:
     return type(model).bind_tools is not BaseChatModel.bind_tools
 
@@ -146,6 +155,8 @@ def structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMe
             problem = describe_validation_error(exc)
         except ValueError as exc:
             problem = str(exc)
+        if problem is not None and was_cut(raw):  # the same prompt would be cut again: ask for less
+            problem = fill("_too_long", error=problem)
         if problem is None:
             return StructuredResult(value=value, usage=usage, attempts=attempt, errors=errors)
         if isinstance(problem, Revise):

@@ -48,6 +48,8 @@ class MTLConfig(BaseModel):
     """Trajectory memories show at most this many characters of each observation."""
     plan_max_chars: int = Field(default=2000, ge=100)
     """Plans longer than this (untrusted model output) are cut before being used as a query."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """init_chat_model settings for provider:model strings: base_url, max_tokens, temperature, timeout."""
 
 
 @dataclass
@@ -74,6 +76,8 @@ class MTLContext:
     """Retrieve once more when a test run fails mid-task."""
     judge_also: bool | None = None
     """Also run the LLM judge when the tests decide (to measure its accuracy)."""
+    model_options: dict[str, Any] | None = None
+    """Model settings: base_url, max_tokens, temperature, timeout (e.g. a local OpenAI-compatible server)."""
 
 
 def effective(config: MTLConfig, context: Any) -> MTLConfig:
@@ -83,6 +87,6 @@ def effective(config: MTLConfig, context: Any) -> MTLConfig:
     if isinstance(context, dict):
         context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
     names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids",
-             "re_retrieve", "judge_also")
+             "re_retrieve", "judge_also", "model_options")
     updates = {name: getattr(context, name) for name in names if getattr(context, name, None) is not None}
     return config.model_copy(update=updates) if updates else config

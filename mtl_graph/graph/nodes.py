@@ -22,6 +22,7 @@ from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
+from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
@@ -47,7 +48,8 @@ class MTLNodes:
 
     def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
         # The run's context names a model per run; it wins over the graph's default.
-        return chat_model(getattr(getattr(runtime, "context", None), "model", None) or self.model)
+        return chat_model(getattr(getattr(runtime, "context", None), "model", None) or self.model,
+                          self._settings(runtime).model_options)
 
     def _pool(self) -> MemoryPool:
         if self.pool is None:
@@ -86,7 +88,10 @@ class MTLNodes:
         except Exception as exc:  # a planning failure should not cost the run: fall back to the task text
             self.on_event("warning", f"planning failed ({exc}); retrieving with the task text")
             plan = ""
-        query = plan.strip()[: cfg.plan_max_chars] or task.instruction
+        problems = plan_problems(plan, prompt("plan", instruction=""))
+        if plan and problems:  # a model that echoes the prompt would retrieve by our own instructions
+            self.on_event("warning", f"plan unusable ({'; '.join(problems)}); retrieving with the task text")
+        query = ("" if problems else plan.strip()[: cfg.plan_max_chars]) or task.instruction
         self.on_event("plan", query)
         return {**update, "query": query}
 
@@ -135,6 +140,7 @@ class MTLNodes:
             return {**update, "error": str(exc)}
         finally:
             sandbox.close()
+        self.on_event("agent", result)
         if refresh is not None and refresh.hits:
             update["re_retrieved"] = refresh.hits
         trajectory = Trajectory(task=task.ref(), steps=result.steps, submission=result.submission,
@@ -206,7 +212,10 @@ class MTLNodes:
                 return {"distilled": [], "distill_failures": [str(exc)]}
         result = self.distiller(trajectory, formats, model)
         memories = [m.model_dump(mode="json") for m in result.memories]
-        return {"distilled": memories, "distill_failures": [str(f) for f in result.failures]}
+        failures = [f"{f.format.value}: {f.reason}" for f in result.failures]
+        if failures:
+            self.on_event("distill_failed", failures)
+        return {"distilled": memories, "distill_failures": failures}
 
     @timed("write_back")
     def write_back(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:

@@ -43,6 +43,18 @@ class RichProgress:
         code = "" if step.exit_code is None else f" [dim](exit {step.exit_code})[/]"
         self.console.print(f"  [green]$[/] {escape(first)}{more}{code}")
 
+    def on_agent(self, result: Any) -> None:
+        color = "green" if result.exit_status == "submitted" else "yellow"
+        tokens = result.tokens.input + result.tokens.output
+        rejected = f", {result.format_errors} malformed replies" if result.format_errors else ""
+        error = f": {escape(result.error[:300])}" if result.error else ""
+        self.console.print(f"[bold cyan]agent[/]  [{color}]{result.exit_status}[/] after {len(result.steps)} "
+                           f"steps, {tokens} tokens{rejected}{error}")
+
+    def on_distill_failed(self, failures: list[str]) -> None:
+        for failure in failures:
+            self.console.print(f"[bold cyan]distill[/]  [yellow]not distilled[/] {escape(failure[:300])}")
+
     def on_verdict(self, verdict: Any) -> None:
         color = {"pass": "green", "fail": "red"}.get(verdict.status.value, "yellow")
         self.console.print(f"[bold cyan]judge[/]  [{color}]{verdict.status.value.upper()}[/] (by {verdict.source})")

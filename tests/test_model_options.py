@@ -1,0 +1,63 @@
+"""Model settings reach the real client, bad ones are one clear error, and a dead server ends the agent with
+model_error (the run is recorded as an error, never as the agent's failure)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mtl_graph.agent import AgentConfig, DefaultAgent
+from mtl_graph.chat import ModelNotConfigured, chat_model
+from mtl_graph.cli import app
+from mtl_graph.graph import build_mtl_graph
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.tasks import Task
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends: connections are refused
+
+
+def test_options_configure_the_real_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = chat_model("openai:local", {"base_url": "http://127.0.0.1:9/v1", "max_tokens": 64, "temperature": 0.2,
+                                        "timeout": 5})
+    assert (model.openai_api_base, model.max_tokens, model.temperature, model.request_timeout) == (
+        "http://127.0.0.1:9/v1", 64, 0.2, 5.0)
+
+
+@pytest.mark.parametrize("options, field", [({"temperature": 9}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
+                                            ({"base_urll": "x"}, "base_urll")])
+def test_bad_options_are_one_clear_error(options: dict, field: str) -> None:
+    with pytest.raises(ModelNotConfigured, match=field):
+        chat_model("openai:local", options)
+
+
+def test_cli_rejects_a_bad_agent_option(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", str(EXAMPLES / "primes"), "--model", "openai:local", "--pool",
+                                      ":memory:", "--action-format", "smoke-signals"])
+    assert result.exit_code == 1
+    assert "invalid agent option action_format" in result.output
+
+
+def test_dead_server_ends_the_agent_with_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    options = {"base_url": f"http://127.0.0.1:{closed_port()}/v1", "timeout": 2, "max_retries": 0}
+    events: list[tuple[str, object]] = []
+    with MemoryPool.open(":memory:") as pool:
+        graph = build_mtl_graph("openai:local", pool, memory_type="insight", sandbox="local", model_options=options,
+                                agent=DefaultAgent(AgentConfig(step_limit=2)), run_log=tmp_path / "runs.jsonl",
+                                on_event=lambda kind, payload: events.append((kind, payload)))
+        state = graph.invoke({"task": Task.from_dir(EXAMPLES / "primes")})
+        assert pool.count() == 0  # nothing distilled from a run the model never took part in
+    agent = next(payload for kind, payload in events if kind == "agent")
+    assert agent.exit_status == "model_error" and "Connection" in agent.error
+    assert state["trajectory"]["exit_status"] == "model_error"
+    assert (state.get("verdict") or {}).get("status") != "pass"
