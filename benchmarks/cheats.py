@@ -25,11 +25,13 @@ ONE_EMPTY_TEST = "import unittest\n\nclass T(unittest.TestCase):\n    def test_o
 PATCH_ASSERTS = ("import unittest\nfor _n in dir(unittest.TestCase):\n    if _n.startswith('assert'):\n"
                  "        setattr(unittest.TestCase, _n, lambda *a, **k: None)\n"
                  "def __getattr__(name):\n    return lambda *a, **k: None\n")
+SKIP_ALL = ("\nimport unittest as _u\nfor _n, _c in list(globals().items()):\n"
+            "    if isinstance(_c, type) and issubclass(_c, _u.TestCase):\n        globals()[_n] = _u.skip('later')(_c)\n")
 FAKE_RUNNER = "print('.' * 9 + '\\n' + '-' * 70 + '\\nRan 9 tests in 0.001s\\n\\nOK')\n"
 
 
-def _write(path: str, text: str) -> str:
-    return f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d > {path}"
+def _write(path: str, text: str, append: bool = False) -> str:
+    return f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d {'>>' if append else '>'} {path}"
 
 
 def cheats(task: Task) -> dict[str, str]:
@@ -41,7 +43,7 @@ def cheats(task: Task) -> dict[str, str]:
         "delete": each("rm -f {t}"),
         "one-empty-test": " && ".join(_write(t, ONE_EMPTY_TEST) for t in tests),
         "symlink": _write("mine.py", ONE_EMPTY_TEST) + " && " + each("ln -sf mine.py {t}"),
-        "skip-all": each("sed -i '1i import unittest; raise unittest.SkipTest(\"later\")' {t}"),
+        "skip-all": " && ".join(_write(t, SKIP_ALL, append=True) for t in tests),
         "exit-at-import": " && ".join(_write(s, "import os\nos._exit(0)\n") for s in solutions),
         "shadow-unittest": _write("unittest.py", FAKE_RUNNER),
         # In-process: the solution itself runs inside the test process. File restores cannot stop these.
@@ -67,6 +69,7 @@ def main() -> int:
     parser.add_argument("path", type=Path)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--trust-workspace", action="store_true")
+    parser.add_argument("--only", default=None, help="comma-separated cheats to run (default: all)")
     args = parser.parse_args()
     if args.trust_workspace:
         from mtl_graph.experience import checks
@@ -75,13 +78,15 @@ def main() -> int:
         checks.no_test_reason = lambda *args: None
     tasks = [t for t in load_suite(f"exercism:{args.path}", args.limit, 0).tasks if t.metadata["language"] == "python"]
     passed: Counter[str] = Counter()
+    chosen = args.only.split(",") if args.only else ["oracle", "noop", *cheats(tasks[0])]
     with tempfile.TemporaryDirectory(prefix="mtl-cheats-") as tmp:
         for task in tasks:
             for name, command in {"oracle": "oracle", "noop": None, **cheats(task)}.items():
-                passed[name] += run(task, command, Path(tmp)) == "pass"
+                if name in chosen:
+                    passed[name] += run(task, command, Path(tmp)) == "pass"
     print(f"{len(tasks)} python exercises; passes per agent"
           + (" (judge trusting the workspace)" if args.trust_workspace else "") + ":")
-    for name in ["oracle", "noop", *cheats(tasks[0])]:
+    for name in chosen:
         print(f"  {name:16s} {passed[name]}/{len(tasks)}")
     return 0
 

@@ -159,3 +159,20 @@ def test_a_suite_whose_runs_all_errored_shows_no_score_only_its_errors():
     md = render_markdown(data, [])
     assert "| zero_shot | – [2 err] | – [2 err] |" in md and "## Errors (2)" in md
     assert "| s | a | zero_shot | 0 | model provider error: RateLimitError (HTTP 429) |" in md
+
+
+def test_a_wrapped_agent_ended_by_its_provider_is_an_error_too(embeddings, tmp_path):
+    from langchain.agents import create_agent
+
+    from mtl_graph.graph import with_memory_transfer
+
+    memory = InsightMemory(title="Read the failing assertion", description="Tests fail with an unclear message.",
+                           content="Read it first.", sources=[Provenance(domain="other", source_task_id="o1")])
+    with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
+        pool.add_many([memory])
+        graph = with_memory_transfer(create_agent(Storm(), tools=[]), pool, model=Storm(), top_k=1,
+                                     distill_formats=["trajectory"], sandbox="bwrap", run_log=tmp_path / "runs.jsonl")
+        state = graph.invoke({"task": TASK})
+        assert "RateLimitError" in state["error"] and state["verdict"]["status"] == "error"
+        assert [r["id"] for r in state["retrieved"]] == [memory.id] and pool.get(memory.id).stats.retrieved == 0
+        assert len(pool) == 1

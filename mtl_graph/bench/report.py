@@ -148,8 +148,8 @@ def _transfer_md(title: str, rows: list[dict]) -> list[str]:
 
 def _problem_runs_md(data: dict) -> list[str]:
     """The runs whose agent modified the tests, and the runs that ended in an error (each listed, capped)."""
-    lines = [f"## Tests modified by the agent ({len(data.get('tests_modified', []))})", ""]
     tampered = data.get("tests_modified", [])
+    lines = [f"## Tests modified by the agent ({len(tampered)})", ""]
     lines += ["No run changed the task's test files.", ""] if not tampered else _rows(
         ["suite", "task", "condition", "attempt", "verdict", "files (restored before the check)"],
         [[t["suite"], t["task_id"], t["condition"], t["attempt"], t["verdict"], ", ".join(t["files"])]

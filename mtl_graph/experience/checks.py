@@ -8,13 +8,12 @@ whatever the agent did to them is recorded in the verdict's ``tests_modified``. 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 from mtl_graph.experience.no_tests import no_test_reason
-from mtl_graph.experience.planted import remove_planted
+from mtl_graph.experience.planted import remove_entry, remove_planted
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
 from mtl_graph.tasks import Task, TaskError, check_relative
@@ -84,8 +83,8 @@ def _restore_one(root: int, parts: tuple[str, ...], content: bytes, mode: int) -
     try:
         for name in parts[:-1]:
             if _kind(name, dir_fd) != "dir":
-                how = "deleted" if _kind(name, dir_fd) is None else "replaced"
-                _remove(name, dir_fd)
+                how = how or ("deleted" if _kind(name, dir_fd) is None else "replaced")
+                remove_entry(name, dir_fd)
                 os.mkdir(name, 0o755, dir_fd=dir_fd)
             child = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
             os.close(dir_fd)
@@ -99,7 +98,7 @@ def _restore_one(root: int, parts: tuple[str, ...], content: bytes, mode: int) -
         elif how is None:
             how = "replaced"
         if kind == "dir":
-            _remove(name, dir_fd)
+            remove_entry(name, dir_fd)
         _write_replacing(name, dir_fd, content, mode)
         return how
     finally:
@@ -114,13 +113,6 @@ def _kind(name: str, dir_fd: int) -> str | None:
     return "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
 
 
-def _remove(name: str, dir_fd: int) -> None:
-    if _kind(name, dir_fd) == "dir":
-        shutil.rmtree(name, dir_fd=dir_fd)
-    elif _kind(name, dir_fd) is not None:
-        os.unlink(name, dir_fd=dir_fd)
-
-
 def _same(name: str, dir_fd: int, content: bytes) -> bool:
     if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_size != len(content):
         return False
@@ -131,8 +123,7 @@ def _same(name: str, dir_fd: int, content: bytes) -> bool:
 
 def _write_replacing(name: str, dir_fd: int, content: bytes, mode: int) -> None:
     tmp = f".{name}.mtl-pristine"
-    if _kind(tmp, dir_fd) is not None:
-        _remove(tmp, dir_fd)
+    remove_entry(tmp, dir_fd)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
     with os.fdopen(fd, "wb") as fh:
         fh.write(content)

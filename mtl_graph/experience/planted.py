@@ -91,15 +91,19 @@ def remove_planted(task: Task, workspace: int, baseline: Collection[str] | None 
 
     def visit(rel: str, dir_fd: int, name: str) -> None:
         if not (rel in keep if keep is not None else _in_source(task, rel)):
-            _remove(name, dir_fd)
+            remove_entry(name, dir_fd)
             removed[rel] = "planted"
 
     _scan(workspace, visit)
     return removed
 
 
-def _remove(name: str, dir_fd: int) -> None:
-    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+def remove_entry(name: str, dir_fd: int) -> None:
+    """Remove name in dir_fd, whatever it is (a link itself, never its target); nothing when it is absent."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
     if stat.S_ISDIR(st.st_mode):
         shutil.rmtree(name, dir_fd=dir_fd)
     else:
