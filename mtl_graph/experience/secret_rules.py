@@ -83,6 +83,8 @@ _PRINTF_OR_BATCH = re.compile(r"%\(\w+\)[sd]|%\w+%")
 _ANNOTATION = re.compile(r"[A-Za-z_][\w.]*\[[^\]]*\](?:\s*=.*)?|[A-Za-z_][\w.]*\s+=\s.*")
 _CALL_OR_INDEX = re.compile(r"[A-Za-z_][\w.]*\s*(?:\(.*\)|\[.*\])")
 _NAME_SEGMENT = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z0-9]*)+|(?:[A-Z][a-z0-9]+)+)"
+_LOWER_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_HAS_DIGIT = re.compile(r"\d")
 _DOTTED_NAME = re.compile(rf"{_NAME_SEGMENT}(?:\.{_NAME_SEGMENT})+")
 # Lower-case words, snake_case and kebab-case names (a variable or an option in code and config; as a password,
 # too weak to be worth a marker that would break the code around it).
@@ -111,8 +113,8 @@ def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
         return True
     if _REPEATED.fullmatch(v) or _PRINTF_OR_BATCH.fullmatch(v) or is_path(v):
         return True
-    if _DOTTED_NAME.fullmatch(v) and not any(c.isdigit() for c in v):  # random text can look like A.Bc too
-        return True
+    if _DOTTED_NAME.fullmatch(v) and all(_LOWER_NAME.fullmatch(p) for p in v.split(".") if _HAS_DIGIT.search(p)):
+        return True  # `self.token`, `httpx2.Auth`; random text can look like `Ab1Cd.X7` too: digits only in lower case
     return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
 
 
