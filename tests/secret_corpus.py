@@ -223,7 +223,11 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
         body.replace("\n", "\\n"))
     block, body = g.pem("EC PRIVATE KEY", 120)
     cut = block[: len(block) // 2].rstrip()
-    add("pem_cut_observation", "private_key", f"<output_head>\n{cut}", cut.split("-----\n", 1)[1])
+    add("pem_cut_observation", "private_key", f"<output_head>\n{cut}\n</output_head>\n$ ls", cut.split("-----\n", 1)[1])
+    block, body = g.pem("RSA PRIVATE KEY", 300)
+    block = block.replace("-----\n", "-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+                          f"{g.hex(32).upper()}\n\n", 1)
+    add("pem_encrypted_headers", "private_key", block, block.split("-----\n", 1)[1].rsplit("\n-----END", 1)[0])
 
     # --- config syntaxes ----------------------------------------------------------------------------------------
     s = pw()

@@ -28,7 +28,7 @@ from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
 from mtl_graph.experience.secret_rules import (
-    ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder, is_secret_name,
+    CONTEXT, ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder, is_secret_name,
     kind_of, looks_random,
 )
 
@@ -112,8 +112,9 @@ def findings(text: str) -> Iterator[Finding]:
         for value in {_clean(raw) for raw in plugin.analyze_string(text)}:
             if len(value) < 8 or (not prefixed and not looks_random(value)):
                 continue
+            # Keyword-anchored plugins (IBM, Cloudant, ...) rank with our assignment rules: the longer span names it.
             for start, end in _locate(text, value):
-                yield Finding(start, end, kind_for(plugin.secret_type), VENDOR)
+                yield Finding(start, end, kind_for(plugin.secret_type), VENDOR if prefixed else CONTEXT)
     offset = 0
     for line in text.split("\n"):
         if detector is not None and _KEYWORD_HINT.search(line):

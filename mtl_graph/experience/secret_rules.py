@@ -236,11 +236,13 @@ _BASIC = re.compile(r"(?i)\bbasic[ \t]+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![\w+
 _COOKIE = re.compile(r"(?i)\b(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"']+)")
 _COOKIE_PAIR = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]+)=(?P<value>[^;\s]+)")
 _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority"}
-_PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?P<body>[\s\S]*?)"
-                  r"(?:-----END (?P=label)-----|(?=\n[ \t]*\n)|\Z)")
+# A key block up to its END line (base64, JSON-escaped newlines, `Proc-Type:` headers), or, cut off, the run of
+# base64 lines after BEGIN. Anything else between BEGIN and END (code that names the markers) is not a key.
+_PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:"
+                  r"(?P<body>(?:[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
+                  r"|(?P<cut>(?:(?:\\[nr]|\s)*[A-Za-z0-9+/=]{4,})+))")
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
-_PEM_HEADERS = re.compile(r"(?m)^[\w-]+: .*$")
-_PEM_CONTENT = re.compile(r"(?=.*[A-Za-z0-9+/]{16})(?:[A-Za-z0-9+/=\s]|\\[nr])+", re.DOTALL)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
 PUTTY = re.compile(r"Private-Lines: \d+\r?\n(?P<value>(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+)")
 
 
@@ -308,9 +310,10 @@ def vendor_findings(text: str) -> Iterator[Finding]:
 def private_key_findings(text: str) -> Iterator[Finding]:
     """The body of every PEM private key block (also JSON-escaped, also cut off) and of PuTTY key files."""
     for m in _PEM.finditer(text):
-        body = _PEM_BODY.match(m["body"])
-        if body and _PEM_CONTENT.fullmatch(_PEM_HEADERS.sub("", body["secret"])):
-            start = m.start("body") + body.start("secret")
+        group = "body" if m["body"] is not None else "cut"
+        body = _PEM_BODY.match(m[group])
+        if body and _BASE64_RUN.search(body["secret"]):
+            start = m.start(group) + body.start("secret")
             yield Finding(start, start + len(body["secret"]), "private_key", VENDOR)
     for m in PUTTY.finditer(text):
         value = m["value"].rstrip()
