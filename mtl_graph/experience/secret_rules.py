@@ -95,7 +95,7 @@ _IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_
 _CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|(?:await|yield|new|not|lambda|typeof)\s.*|[a-z]+(?:\s+[a-z]+)+")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]{1,40})+/?|[A-Za-z]:\\[\w\\. -]*")
 _RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[A-Za-z0-9+]{10,}")
-_REPEATED = re.compile(r"(.)\1*|(?:xx+|XX+)[\w-]*|\d+(?:\.\d+)+")  # ... and decimals / versions
+_REPEATED = re.compile(r"(.)\1*|[xX]{3,}(?:[-_.][xX]+)*|\d+(?:\.\d+)+")  # ... and decimals / versions
 
 
 def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
