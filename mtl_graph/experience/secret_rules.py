@@ -92,7 +92,8 @@ _SNAKE_NAME = re.compile(r"[a-z_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+(?:-[a-z]
 # Names without digits: CamelCase types (`SecretStr`), camelCase variables, ENV_VAR names used as values.
 _IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
 # Code and prose after `name:`: type unions, trailing commas of parameter lists, docstring sentences.
-_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|(?:await|yield|new|not|lambda|typeof)\s.*|[a-z]+(?:\s+[a-z]+)+")
+_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|[a-z]+(?:\s+[a-z]+)+"
+                            r"|(?:await|yield|new|not|lambda|typeof)\s.*")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]{1,40})+/?|[A-Za-z]:\\[\w\\. -]*")
 _RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[A-Za-z0-9+]{10,}")
 _REPEATED = re.compile(r"(.)\1*|[xX]{3,}(?:[-_.][xX]+)*|\d+(?:\.\d+)+")  # ... and decimals / versions
