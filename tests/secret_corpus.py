@@ -223,7 +223,11 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
         body.replace("\n", "\\n"))
     block, body = g.pem("EC PRIVATE KEY", 120)
     cut = block[: len(block) // 2].rstrip()
-    add("pem_cut_observation", "private_key", f"<output_head>\n{cut}", cut.split("-----\n", 1)[1])
+    add("pem_cut_observation", "private_key", f"<output_head>\n{cut}\n</output_head>\n$ ls", cut.split("-----\n", 1)[1])
+    block, body = g.pem("RSA PRIVATE KEY", 300)
+    block = block.replace("-----\n", "-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+                          f"{g.hex(32).upper()}\n\n", 1)
+    add("pem_encrypted_headers", "private_key", block, block.split("-----\n", 1)[1].rsplit("\n-----END", 1)[0])
 
     # --- config syntaxes ----------------------------------------------------------------------------------------
     s = pw()
@@ -354,6 +358,9 @@ def look_alikes(seed: int = 7) -> list[LookAlike]:
         "pip_hash": f"numpy==1.26.4 --hash=sha256:{sha256}",
         "docker_digest": f"docker pull python@sha256:{sha256}\nDigest: sha256:{sha256}",
         "package_lock_integrity": f'    "resolved": "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz",\n    "integrity": "sha512-{sha512}",',
+        "other_lockfiles": f"github.com/pkg/errors v0.9.1 h1:{g.b64(32)}\n"
+                           f'{{file = "idna-3.7-py3-none-any.whl", hash = "sha256:{sha256}"}}\n"hashes": ["sha256:{sha256}"]',
+        "data_uri_and_fingerprint": f'<img src="data:image/png;base64,{g.b64(60)}">\n256 SHA256:{g.b64(32)[:43]} dev@host (ED25519)',
         "yarn_lock_checksum": f'  version "4.17.21"\n  checksum: {hashlib.sha512(b"x").hexdigest()}',
         "base64_text_constant": f"assert base64.b64decode('{text_b64}') == EXPECTED",
         "base64_random_fixture": f"FIXTURE_PNG = '{g.b64(48)}'",

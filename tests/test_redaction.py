@@ -65,6 +65,16 @@ def test_corpus_totals_over_many_draws() -> None:
     assert (leaked, changed, damaged) == (0, 0, 0)
 
 
+def test_windows_line_endings() -> None:
+    for case in SECRETS:
+        crlf = SecretCase(case.id, case.text.replace("\n", "\r\n"), tuple(s.replace("\n", "\r\n") for s in case.secrets),
+                          case.kind)
+        out = redact(crlf.text)
+        assert not leaks(crlf, out) and only_secrets_changed(crlf, out), (case.id, out)
+    for item in SAFE:
+        assert redact(item.text.replace("\n", "\r\n")) == item.text.replace("\n", "\r\n"), item.id
+
+
 def test_corpus_is_large_and_varied() -> None:
     assert len(SECRETS) >= 40 and len(SAFE) >= 20
     assert len({c.kind for c in SECRETS}) >= 25

@@ -35,7 +35,8 @@ MemoryT = TypeVar("MemoryT", bound="Memory")
 MARK = "[REDACTED:{kind}]"
 _NAME_SEPARATORS = re.compile(r"[._-]")
 # A whole `NAME=value` line (an env dump, a .env file): a random-looking value is a secret whatever its name.
-_ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
+_ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*="
+                       r"[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
 
 
 def shannon_entropy(text: str) -> float:

@@ -1,16 +1,17 @@
-"""Yelp's detect-secrets plugins, run line by line, with each finding mapped back to its exact span.
+"""Yelp's detect-secrets plugins, with each finding mapped back to its exact span.
 
-The plugins are instantiated once and called through their per-line API (`analyze_string`), not through
-`scan_line`: that one reconfigures detect-secrets' global settings on every call and, in its ad-hoc mode, returns
-every unquoted word as a high-entropy candidate. Which plugins run, and how:
+The plugins are instantiated once and called through their string-scanning API (`analyze_string`, the one
+`scan_line` wraps), not through `scan_line` itself: that one reconfigures detect-secrets' global settings on every
+call and, in its ad-hoc mode, returns every unquoted word as a high-entropy candidate. Which plugins run, and how:
 
-- vendor plugins (AWS, Azure storage, Artifactory, Cloudant, Discord, GitHub, GitLab, IBM, JWT, Mailchimp, npm,
-  OpenAI, PyPI, SendGrid, Slack, Softlayer, Square, Stripe, Telegram, Twilio, ...): every finding counts; those
-  without a distinctive prefix must also look random (letters and digits), so CamelCase identifiers survive;
-- the keyword detector: only when the key's full name is a secret name and the value is not a reference or a
-  placeholder;
-- the base64 / hex high-entropy detectors: only for quoted strings on a line that talks about secrets, never for
-  checksums, git SHAs, UUIDs or base64 that decodes to readable text;
+- vendor plugins, on the whole text at once (their patterns never cross a line): AWS, Azure storage, Artifactory,
+  Cloudant, Discord, GitHub, GitLab, IBM, JWT, Mailchimp, npm, OpenAI, PyPI, SendGrid, Slack, Softlayer, Square,
+  Stripe, Telegram, Twilio, ... Every finding counts; those without a distinctive prefix must also look random
+  (letters and digits), so CamelCase identifiers survive;
+- the keyword detector, per line: only when the key's full name is a secret name and the value is not a reference
+  or a placeholder;
+- the base64 / hex high-entropy detectors, per line: only for quoted strings on a line that talks about secrets,
+  never for checksums, git SHAs, UUIDs or base64 that decodes to readable text;
 - left out: private keys (detected on the header line only — `secret_rules` redacts the whole block), basic auth
   (its greedy pattern can point at the wrong part of a URL — `secret_rules` has a precise one) and public IPs.
 """
@@ -28,8 +29,8 @@ from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
 from mtl_graph.experience.secret_rules import (
-    ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder, is_secret_name,
-    kind_of, looks_random,
+    CONTEXT, ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder,
+    is_secret_name, kind_of, looks_random,
 )
 
 _LEFT_OUT = {"PrivateKeyDetector", "BasicAuthDetector", "IPPublicDetector"}
@@ -112,8 +113,9 @@ def findings(text: str) -> Iterator[Finding]:
         for value in {_clean(raw) for raw in plugin.analyze_string(text)}:
             if len(value) < 8 or (not prefixed and not looks_random(value)):
                 continue
+            # Keyword-anchored plugins (IBM, Cloudant, ...) rank with our assignment rules: the longer span names it.
             for start, end in _locate(text, value):
-                yield Finding(start, end, kind_for(plugin.secret_type), VENDOR)
+                yield Finding(start, end, kind_for(plugin.secret_type), VENDOR if prefixed else CONTEXT)
     offset = 0
     for line in text.split("\n"):
         if detector is not None and _KEYWORD_HINT.search(line):

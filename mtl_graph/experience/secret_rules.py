@@ -83,6 +83,8 @@ _PRINTF_OR_BATCH = re.compile(r"%\(\w+\)[sd]|%\w+%")
 _ANNOTATION = re.compile(r"[A-Za-z_][\w.]*\[[^\]]*\](?:\s*=.*)?|[A-Za-z_][\w.]*\s+=\s.*")
 _CALL_OR_INDEX = re.compile(r"[A-Za-z_][\w.]*\s*(?:\(.*\)|\[.*\])")
 _NAME_SEGMENT = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z0-9]*)+|(?:[A-Z][a-z0-9]+)+)"
+_LOWER_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_HAS_DIGIT = re.compile(r"\d")
 _DOTTED_NAME = re.compile(rf"{_NAME_SEGMENT}(?:\.{_NAME_SEGMENT})+")
 # Lower-case words, snake_case and kebab-case names (a variable or an option in code and config; as a password,
 # too weak to be worth a marker that would break the code around it).
@@ -90,10 +92,11 @@ _SNAKE_NAME = re.compile(r"[a-z_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+(?:-[a-z]
 # Names without digits: CamelCase types (`SecretStr`), camelCase variables, ENV_VAR names used as values.
 _IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
 # Code and prose after `name:`: type unions, trailing commas of parameter lists, docstring sentences.
-_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|(?:await|yield|new|not|lambda|typeof)\s.*|[a-z]+(?:\s+[a-z]+)+")
+_CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|[a-z]+(?:\s+[a-z]+)+"
+                            r"|(?:await|yield|new|not|lambda|typeof)\s.*")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]{1,40})+/?|[A-Za-z]:\\[\w\\. -]*")
 _RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[A-Za-z0-9+]{10,}")
-_REPEATED = re.compile(r"(.)\1*|(?:xx+|XX+)[\w-]*|\d+(?:\.\d+)+")  # ... and decimals / versions
+_REPEATED = re.compile(r"(.)\1*|[xX]{3,}(?:[-_.][xX]+)*|\d+(?:\.\d+)+")  # ... and decimals / versions
 
 
 def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
@@ -111,8 +114,8 @@ def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
         return True
     if _REPEATED.fullmatch(v) or _PRINTF_OR_BATCH.fullmatch(v) or is_path(v):
         return True
-    if _DOTTED_NAME.fullmatch(v) and not any(c.isdigit() for c in v):  # random text can look like A.Bc too
-        return True
+    if _DOTTED_NAME.fullmatch(v) and all(_LOWER_NAME.fullmatch(p) for p in v.split(".") if _HAS_DIGIT.search(p)):
+        return True  # `self.token`, `httpx2.Auth`; random text can look like `Ab1Cd.X7` too: digits only in lower case
     return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
 
 
@@ -234,11 +237,13 @@ _BASIC = re.compile(r"(?i)\bbasic[ \t]+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![\w+
 _COOKIE = re.compile(r"(?i)\b(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"']+)")
 _COOKIE_PAIR = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]+)=(?P<value>[^;\s]+)")
 _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority"}
-_PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?P<body>[\s\S]*?)"
-                  r"(?:-----END (?P=label)-----|(?=\n[ \t]*\n)|\Z)")
+# A key block up to its END line (base64, JSON-escaped newlines, `Proc-Type:` headers), or, cut off, the run of
+# base64 lines after BEGIN. Anything else between BEGIN and END (code that names the markers) is not a key.
+_PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:"
+                  r"(?P<body>(?:[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
+                  r"|(?P<cut>(?:(?:\\[nr]|\s)*[A-Za-z0-9+/=]{4,})+))")
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
-_PEM_HEADERS = re.compile(r"(?m)^[\w-]+: .*$")
-_PEM_CONTENT = re.compile(r"(?=.*[A-Za-z0-9+/]{16})(?:[A-Za-z0-9+/=\s]|\\[nr])+", re.DOTALL)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
 PUTTY = re.compile(r"Private-Lines: \d+\r?\n(?P<value>(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+)")
 
 
@@ -306,9 +311,10 @@ def vendor_findings(text: str) -> Iterator[Finding]:
 def private_key_findings(text: str) -> Iterator[Finding]:
     """The body of every PEM private key block (also JSON-escaped, also cut off) and of PuTTY key files."""
     for m in _PEM.finditer(text):
-        body = _PEM_BODY.match(m["body"])
-        if body and _PEM_CONTENT.fullmatch(_PEM_HEADERS.sub("", body["secret"])):
-            start = m.start("body") + body.start("secret")
+        group = "body" if m["body"] is not None else "cut"
+        body = _PEM_BODY.match(m[group])
+        if body and _BASE64_RUN.search(body["secret"]):
+            start = m.start(group) + body.start("secret")
             yield Finding(start, start + len(body["secret"]), "private_key", VENDOR)
     for m in PUTTY.finditer(text):
         value = m["value"].rstrip()
