@@ -124,6 +124,20 @@ def test_commands_change_task_files_and_root_reads_what_they_make(kind, tmp_path
 
 
 @needs_root
+def test_local_as_root_reaches_a_workspace_under_a_private_directory(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "other.txt").write_text("root's")
+    ws = private / "ws"
+    with make_sandbox("local", ws) as sb:
+        sb.write_file("hello.py", "print('reached')")
+        result = sb.run(f"python3 hello.py && python3 {ws}/hello.py; ls {private}")
+    assert result.output.startswith("reached\nreached\n")
+    assert "Permission denied" in result.output  # traversable, still not listable
+    assert oct(private.stat().st_mode & 0o777) == "0o701"
+
+
+@needs_root
 def test_hand_over_never_follows_links_nor_touches_hard_linked_files(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()

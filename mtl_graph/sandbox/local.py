@@ -16,7 +16,7 @@ from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
 from mtl_graph.sandbox.supervisor import Supervisor
-from mtl_graph.sandbox.workspace import QuotaWatch, hand_over
+from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
 
 
 class WorkspaceSandbox:
@@ -120,7 +120,8 @@ class WorkspaceSandbox:
 def uncontained() -> str:
     """What the local backend leaves open, for the warning it gives."""
     who = (
-        "as an unprivileged uid: world-readable host files stay readable"
+        "as an unprivileged uid: world-readable host files stay readable (the workspace's parent directories are "
+        "made traversable for it)"
         if os.geteuid() == 0
         else "as your own user: your files (~/.ssh...) and your processes' environments (/proc/PID/environ) "
         "stay readable"
@@ -138,6 +139,8 @@ class LocalSandbox(WorkspaceSandbox):
 
     def __init__(self, workspace: str | Path, config: SandboxConfig | None = None) -> None:
         super().__init__(workspace, config)
+        if self.owner is not None:  # bwrap mounts the workspace; here the uid must walk the host's path to it
+            make_reachable(self.workspace)
         warnings.warn(uncontained(), RuntimeWarning, stacklevel=2)
 
     @staticmethod

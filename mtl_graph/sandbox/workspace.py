@@ -33,6 +33,18 @@ def hand_over(workspace: Path, uid: int, gid: int) -> None:
                 continue
 
 
+def make_reachable(workspace: Path) -> list[Path]:
+    """Let other users traverse (not list) the workspace's parents, so an unprivileged uid can reach it by its
+    absolute path (interpreters resolve their script's path); the directories changed."""
+    changed = []
+    for parent in workspace.parents:
+        mode = os.stat(parent).st_mode
+        if not mode & stat.S_IXOTH:
+            os.chmod(parent, stat.S_IMODE(mode) | stat.S_IXOTH)
+            changed.append(parent)
+    return changed
+
+
 def disk_usage(workspace: Path) -> int:
     """Bytes of disk the workspace's files occupy (allocated blocks, symlinks not followed)."""
     total = 0
