@@ -303,3 +303,23 @@ def test_cli_counts_demonstrations_and_repeats_in_one_line_each(tmp_path: Path) 
     assert "1 run repeats another file's run, skipped" in result.output
     assert re.search(r"1 file skipped, not a run: a SWE-agent demonstration .*: \S+version_twice_demo\.traj",
                      result.output), result.output
+
+
+def test_interrupt_reports_every_run_that_reached_the_pool(tmp_path: Path, pool: MemoryPool) -> None:
+    calls: list[str] = []
+
+    def interrupting(tool: str | None, messages: list) -> object:
+        if tool == "SummaryDraft":
+            calls.append(task_of(messages))
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+        return route(tool, messages)
+
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    with pytest.raises(IngestInterrupted) as stopped:
+        ingest(GOOD, pool, RoutedChatModel(route=interrupting), config(concurrency=3), ledger=ledger)
+    report = stopped.value.report
+    in_ledger = {json.loads(line)["hash"] for line in (tmp_path / "ledger.jsonl").read_text().splitlines()}
+    # runs in flight when Ctrl-C came finished, reached the ledger, and are in the summary
+    assert {r.content_hash for r in report.runs if r.status == "ingested"} == in_ledger
+    assert len(in_ledger) >= 2 and stopped.value.pending == 7 - len(report.runs)
