@@ -55,7 +55,7 @@ def test_directory_imports_its_jsonl_files(tmp_path: Path) -> None:
     (exports / "README.md").write_text("not imported")
     result = invoke("memories", "import", exports, "--pool", tmp_path / "pool")
     assert result.exit_code == 0, result.output
-    assert "3 added, 0 merged into near-duplicates, 0 already present" in result.output
+    assert "3 added, 0 merged into memories with the same content, 0 already present" in result.output
 
     empty = tmp_path / "empty"
     empty.mkdir()
