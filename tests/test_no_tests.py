@@ -1,5 +1,7 @@
 """A check that ran no test fails: the detector table on the real shapes of each runner's output, and real runs."""
 
+from pathlib import Path
+
 import pytest
 
 from mtl_graph.experience.checks import run_check
@@ -102,3 +104,11 @@ def test_a_real_go_package_without_tests_fails(tmp_path):
 def test_a_real_node_test_run_of_nothing_fails(tmp_path):
     reason = _real(tmp_path, {"index.js": "module.exports = 1;\n"}, "node --test")
     assert "the check ran no test (node --test" in reason
+
+
+@_needs("cargo")
+def test_a_real_cargo_crate_without_tests_fails(tmp_path):
+    manifest = '[package]\nname = "leap"\nversion = "0.1.0"\nedition = "2021"\n'
+    reason = _real(tmp_path, {"Cargo.toml": manifest, "src/lib.rs": "pub fn is_leap(_y: u64) -> bool { false }\n"},
+                   f"HOME={Path.home()} CARGO_TARGET_DIR=$PWD/target cargo test --offline -- --include-ignored")
+    assert "the check ran no test (cargo test" in reason
