@@ -176,3 +176,12 @@ def test_a_wrapped_agent_ended_by_its_provider_is_an_error_too(embeddings, tmp_p
         assert "RateLimitError" in state["error"] and state["verdict"]["status"] == "error"
         assert [r["id"] for r in state["retrieved"]] == [memory.id] and pool.get(memory.id).stats.retrieved == 0
         assert len(pool) == 1
+
+
+def test_a_check_that_cannot_run_is_an_error_not_a_failure(tmp_path):
+    broken = TASK.model_copy(update={"test_files": ["test_f.py", "missing_helper.py"]})  # no pristine copy
+    model = ScriptedChatModel(responses=[bash_call("echo 'X = 2' > f.py"), submit_call("done")])
+    state = build_mtl_graph(model, None, memory_type="none", online=False, sandbox="bwrap",
+                            run_log=tmp_path / "runs.jsonl").invoke({"task": broken})
+    assert state["error"].startswith("check could not run: TaskError") and "missing_helper.py" in state["error"]
+    assert state["verdict"]["status"] == "error" and state["trajectory"]["exit_status"] == "submitted"

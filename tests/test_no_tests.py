@@ -1,5 +1,7 @@
 """A check that ran no test fails: the detector table on the real shapes of each runner's output, and real runs."""
 
+from pathlib import Path
+
 import pytest
 
 from mtl_graph.experience.checks import run_check
@@ -69,3 +71,44 @@ def test_a_solution_that_exits_green_at_import_does_not_pass(tmp_path):
     assert verdict.status == "fail" and "no test summary" in verdict.reason
     (sandbox.workspace / "mod.py").write_text("X = 2\n")
     assert run_check(task, sandbox).status == "pass"
+
+
+def _real(tmp_path, files: dict[str, str], check: str) -> str:
+    task = Task(id="real", instruction="x", files=files, check=check, check_timeout=120)
+    verdict = run_check(task, make_sandbox("bwrap", task.materialize(tmp_path / "ws")))
+    return verdict.reason if verdict.status == "fail" else f"{verdict.status}: {verdict.reason}"
+
+
+def _needs(tool: str):
+    import shutil
+
+    return pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} is not installed")
+
+
+def test_a_real_pytest_run_that_collects_nothing_fails(tmp_path):
+    import sys
+
+    reason = _real(tmp_path, {"test_empty.py": "X = 1\n"}, f"{sys.executable} -m pytest -q -p no:cacheprovider")
+    assert reason.startswith("the check ran no test (pytest exit code 5")
+
+
+@_needs("go")
+def test_a_real_go_package_without_tests_fails(tmp_path):
+    reason = _real(tmp_path, {"go.mod": "module example.com/leap\n\ngo 1.19\n",
+                              "leap.go": "package leap\n\nfunc IsLeap(y int) bool { return false }\n"},
+                   "GOCACHE=$PWD/.gocache GOFLAGS=-mod=mod go test ./...")
+    assert "the check ran no test (go test" in reason and "[no test files]" in reason
+
+
+@_needs("node")
+def test_a_real_node_test_run_of_nothing_fails(tmp_path):
+    reason = _real(tmp_path, {"index.js": "module.exports = 1;\n"}, "node --test")
+    assert "the check ran no test (node --test" in reason
+
+
+@_needs("cargo")
+def test_a_real_cargo_crate_without_tests_fails(tmp_path):
+    manifest = '[package]\nname = "leap"\nversion = "0.1.0"\nedition = "2021"\n'
+    reason = _real(tmp_path, {"Cargo.toml": manifest, "src/lib.rs": "pub fn is_leap(_y: u64) -> bool { false }\n"},
+                   f"HOME={Path.home()} CARGO_TARGET_DIR=$PWD/target cargo test --offline -- --include-ignored")
+    assert "the check ran no test (cargo test" in reason

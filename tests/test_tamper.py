@@ -290,3 +290,16 @@ def test_modules_planted_to_hijack_python_are_removed_but_the_task_s_own_are_kep
     (ws / "conftest.py").unlink()
     (ws / "conftest.py").write_text("# planted\n")
     assert restore_tests(task, ws) == {"conftest.py": "planted"}  # without a baseline only task files count
+
+
+GO_EMPTY_TEST = 'package leap\\n\\nimport "testing"\\n\\nfunc TestNothing(t *testing.T) {}\\n'
+
+
+@pytest.mark.skipif(__import__("shutil").which("go") is None, reason="go is not installed")
+def test_a_go_agent_replacing_the_tests_with_an_empty_one_scores_zero_on_an_exercism_exercise(tmp_path):
+    cheat = "printf '" + GO_EMPTY_TEST + "' > leap_test.go"
+    fixture = Path(__file__).resolve().parent / "fixtures" / "bench" / "exercism"
+    task = next(t for t in load_suite(f"exercism:{fixture}").tasks if t.id == "exercism/go/leap")
+    state = run_graph(agent(cheat), task, tmp_path)
+    assert state["verdict"]["status"] == "fail" and state["verdict"]["tests_modified"] == ["leap_test.go"]
+    assert "Please implement the IsLeapYear function" in state["verdict"]["reason"]
