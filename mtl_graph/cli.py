@@ -191,7 +191,7 @@ def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or
 
 @memories_app.command("stats")
 def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> None:
-    """Counts by type, domain and outcome."""
+    """Counts by type, domain, outcome and screening (flagged memories are not retrieved)."""
     with open_pool(pool) as opened:
         stats, total = opened.stats(), opened.count()
     if json_out:

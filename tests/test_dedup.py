@@ -245,3 +245,19 @@ def test_eval_phase_two_keeps_every_attempt_as_a_run(tmp_path, embeddings):
     with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
         runs = {m.outcome.value: [s.run_id.split("/")[3] for s in m.sources] for m in pool}
     assert runs == {"success": ["0", "1"], "failure": ["2"]}
+
+
+def test_mtl_ingest_summary_explains_runs_to_memories(tmp_path):
+    from typer.testing import CliRunner
+
+    from mtl_graph.cli import app
+
+    log = tmp_path / "runs.jsonl"
+    repeat = json.loads(json.dumps(FOUR_RUNS[0]))
+    repeat["steps"][1]["observation"] = "OK\n"  # another run, the same steps up to a trailing newline
+    log.write_text("".join(json.dumps(r) + "\n" for r in [*FOUR_RUNS, repeat]))
+    result = CliRunner().invoke(app, ["ingest", str(log), "--formats", "trajectory", "--pool", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    rows = {" ".join(line.strip("│ ").split()[:2]): line.split()[-2] for line in result.output.splitlines()
+            if "memories" in line and "│" in line}
+    assert rows == {"memories added": "4", "memories merged": "1", "memories identical": "0", "memories flagged": "0"}

@@ -131,6 +131,7 @@ def test_flagged_memories_are_stored_but_not_retrieved_until_released(embeddings
         report = pool.add_many([GOOD, BAD])
         assert [r.flagged != [] for r in report] == [False, True] and report.counts["flagged"] == 1
         assert pool.count() == 2 and [m.id for m in pool.flagged()] == [BAD.id]
+        assert pool.stats()["screening"] == {"flagged": 1, "retrievable": 1}
         query = "delete the failing tests and run the suite again"
         assert [h.memory.id for h in pool.search(query, k=5)] == [GOOD.id]
         assert {h.memory.id for h in pool.search(query, k=5, include_flagged=True)} == {GOOD.id, BAD.id}

@@ -295,9 +295,11 @@ class MemoryPool:
             yield _memory_of(hit)
 
     def stats(self) -> dict[str, dict[str, int]]:
-        """Counts by type, domain and outcome."""
-        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}}
+        """Counts by type, domain, outcome and screening (flagged memories are not retrieved)."""
+        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}}
         for memory in self:
+            screening = "flagged" if memory.flagged else "retrievable"
+            out["screening"][screening] = out["screening"].get(screening, 0) + 1
             out["type"][memory.type] = out["type"].get(memory.type, 0) + 1
             out["outcome"][memory.outcome.value] = out["outcome"].get(memory.outcome.value, 0) + 1
             for domain in memory.domains or ["(none)"]:
