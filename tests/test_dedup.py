@@ -39,8 +39,9 @@ def trajectory(run: str, observation: str, outcome: str = "success", last: str =
 
 
 def signature(pool: MemoryPool) -> set[tuple]:
-    """What must not depend on insertion order: ids, outcome labels, provenance (run ids), screening."""
-    return {(m.id, m.outcome.value, tuple(s.run_id for s in m.sources), tuple(m.flagged)) for m in pool}
+    """What must not depend on insertion order: ids, outcome labels, provenance (run ids), screening, aliases."""
+    return {(m.id, m.outcome.value, tuple(s.run_id for s in m.sources), tuple(m.flagged), tuple(m.merged_ids))
+            for m in pool}
 
 
 @pytest.fixture
@@ -150,10 +151,14 @@ def test_stats_survive_a_replacement_by_a_smaller_id(pool):
     pool.add(large)
     pool.update_stats([large.id], "success")
     result = pool.add(small)
-    assert result.status == "merged" and result.merged_into == small.id and pool.get(large.id) is None
+    assert result.status == "merged" and result.merged_into == small.id and pool.count() == 1
     kept = pool.get(small.id)
     assert kept.stats == UsageStats(retrieved=1, retrieved_success=1) and len(kept.sources) == 2
-    assert pool.count() == 1
+    # a run that retrieved the replaced memory still finds it, and its credit still lands
+    assert kept.merged_ids == [large.id] and pool.get(large.id).id == small.id
+    pool.update_stats([large.id, small.id], "failure")  # one run, one credit, even named twice
+    assert pool.get(small.id).stats == UsageStats(retrieved=2, retrieved_success=1, retrieved_failure=1)
+    assert pool.get("00000000-0000-0000-0000-000000000000") is None
 
 
 def test_points_written_before_dedup_keys_still_dedup_exactly(pool):

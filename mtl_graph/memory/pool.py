@@ -66,6 +66,7 @@ def _payload(memory: Memory) -> dict[str, Any]:
         "source_task_ids": memory.source_task_ids,
         "models": memory.models,
         "dedup_key": dedup_key(memory),
+        "merged_ids": memory.merged_ids,
         "flagged": "true" if memory.flagged else "false",
     }
 
@@ -239,7 +240,7 @@ class MemoryPool:
         """Count one retrieval of each memory into a run that ended with `outcome`."""
         outcome = Outcome(outcome)
         with self._write_lock:
-            for hit in self.store.retrieve(list(ids)):
+            for hit in self._retrieve(list(dict.fromkeys(ids))):
                 memory = _memory_of(hit)
                 stats = memory.stats.model_copy()
                 stats.retrieved += 1
@@ -279,9 +280,20 @@ class MemoryPool:
 
     # ------------------------------------------------------------------ reading
     def get(self, memory_id: str) -> Memory | None:
-        """One memory by id, or None."""
-        hits = self.store.retrieve([memory_id])
+        """One memory by id (or by the id of a near-duplicate merged into it), or None."""
+        hits = self._retrieve([memory_id])
         return _memory_of(hits[0]) if hits else None
+
+    def _retrieve(self, ids: list[str]) -> list[RawHit]:
+        """The stored points for ids, each once; an id merged into another memory finds that memory."""
+        hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
+        missing = [i for i in ids if i not in hits]
+        if missing:  # any vector will do: the filter on the indexed alias list is exact
+            probe = [1.0] + [0.0] * (self.dim - 1)
+            found = self.store.query([QuerySpec(limit=1, where=Conditions(equals={"merged_ids": i}), dense=probe)
+                                      for i in missing])
+            hits.update((h.id, h) for h in (f[0] for f in found if f))
+        return list(hits.values())
 
     def count(self, type: MemoryType | str | None = None) -> int:
         """Number of memories, optionally of one type."""
