@@ -274,6 +274,22 @@ class MemoryPool:
                 self.store.set_payload(memory.id, _payload(memory))
             return memory
 
+    def rescreen(self) -> list[str]:
+        """Screen every stored memory again (after the rules changed, or for a pool written before screening).
+
+        A release still covers the reasons it released; returns the ids newly flagged."""
+        from mtl_graph.memory.screen import screen
+
+        newly = []
+        with self._write_lock:
+            for memory in list(self):
+                flags = [f for f in screen(memory) if f not in memory.released]
+                if flags != memory.flagged:
+                    if flags and not memory.flagged:
+                        newly.append(memory.id)
+                    self.store.set_payload(memory.id, _payload(memory.model_copy(update={"flagged": flags})))
+        return newly
+
     def optimize(self) -> None:
         """Build indexes now (Qdrant Edge builds HNSW here; otherwise a no-op)."""
         self.store.optimize()
