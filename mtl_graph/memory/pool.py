@@ -30,6 +30,7 @@ from mtl_graph.memory.models import (
     memory_type_of,
     parse_memory,
 )
+from mtl_graph.memory.screen import released, rescreened
 from mtl_graph.memory.storage import RRF_K, Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
@@ -264,29 +265,20 @@ class MemoryPool:
     def release(self, memory_id: str) -> Memory | None:
         """Re-admit a flagged memory to retrieval (its reasons move to `released`); None when it is not there."""
         with self._write_lock:
-            hits = self.store.retrieve([memory_id])
-            if not hits:
-                return None
-            memory = _memory_of(hits[0])
-            if memory.flagged:
-                memory = memory.model_copy(update={"released": sorted({*memory.released, *memory.flagged}),
-                                                   "flagged": []})
+            memory = self.get(memory_id)
+            if memory is not None and memory.flagged:
+                memory = released(memory)
                 self.store.set_payload(memory.id, _payload(memory))
             return memory
 
     def rescreen(self) -> list[str]:
-        """Screen every stored memory again (after the rules changed, or for a pool written before screening).
-
-        A release still covers the reasons it released; returns the ids newly flagged."""
-        from mtl_graph.memory.screen import screen
-
+        """Screen every memory again (new rules, or a pool written before screening); returns the newly flagged."""
         newly = []
         with self._write_lock:
             for memory in list(self):
-                flags = [f for f in screen(memory) if f not in memory.released]
+                flags = rescreened(memory)
                 if flags != memory.flagged:
-                    if flags and not memory.flagged:
-                        newly.append(memory.id)
+                    newly += [memory.id] if flags and not memory.flagged else []
                     self.store.set_payload(memory.id, _payload(memory.model_copy(update={"flagged": flags})))
         return newly
 
