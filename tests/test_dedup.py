@@ -266,3 +266,10 @@ def test_mtl_ingest_summary_explains_runs_to_memories(tmp_path):
     rows = {" ".join(line.strip("│ ").split()[:2]): line.split()[-2] for line in result.output.splitlines()
             if "memories" in line and "│" in line}
     assert rows == {"memories added": "4", "memories merged": "1", "memories identical": "0", "memories flagged": "0"}
+
+
+def test_provenance_and_screening_are_not_identity():
+    base = insight("r1")
+    assert base.model_copy(update={"flagged": ["x: y"], "released": ["z"], "merged_ids": ["id"],
+                                   "sources": []}).content_id() == base.id == insight("r2", model="m9").id
+    assert insight("r1", outcome="failure").id != base.id  # the outcome is content: labels never mix
