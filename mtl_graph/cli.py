@@ -15,7 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
-                                "flagged, release.",
+                                "flagged, release, screen.",
                            no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
 
@@ -239,7 +239,7 @@ def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or
 
 @memories_app.command("stats")
 def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> None:
-    """Counts by type, domain and outcome."""
+    """Counts by type, domain, outcome and screening (flagged memories are not retrieved)."""
     with open_pool(pool) as opened:
         stats, total = opened.stats(), opened.count()
     if json_out:
@@ -416,6 +416,17 @@ def memories_release(memory_id: Annotated[str, typer.Argument(help="Memory id (o
         typer.echo(json.dumps({"id": memory.id, "released": was_flagged, "reasons": memory.released}, indent=2))
         return
     typer.echo(f"released {memory.id}" if was_flagged else f"{memory.id} was not flagged; nothing to release")
+
+
+@memories_app.command("screen")
+def memories_screen(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """Screen every memory in the pool again (after a rules update, or for a pool written before screening)."""
+    with open_pool(pool) as opened:
+        newly, held = opened.rescreen(), len(opened.flagged())
+    if json_out:
+        typer.echo(json.dumps({"newly_flagged": newly, "flagged": held}, indent=2))
+        return
+    typer.echo(f"{len(newly)} newly flagged, {held} flagged in all (see `mtl memories flagged`)")
 
 
 def _register_optional() -> None:

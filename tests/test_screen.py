@@ -131,6 +131,7 @@ def test_flagged_memories_are_stored_but_not_retrieved_until_released(embeddings
         report = pool.add_many([GOOD, BAD])
         assert [r.flagged != [] for r in report] == [False, True] and report.counts["flagged"] == 1
         assert pool.count() == 2 and [m.id for m in pool.flagged()] == [BAD.id]
+        assert pool.stats()["screening"] == {"flagged": 1, "retrievable": 1}
         query = "delete the failing tests and run the suite again"
         assert [h.memory.id for h in pool.search(query, k=5)] == [GOOD.id]
         assert {h.memory.id for h in pool.search(query, k=5, include_flagged=True)} == {GOOD.id, BAD.id}
@@ -204,3 +205,27 @@ def test_ingest_flags_a_hostile_distilled_memory(embeddings, tmp_path):
         assert report.ok and report.written() == {"added": 1, "merged": 0, "identical": 0, "flagged": 1}
         [memory] = pool.flagged()
         assert memory.flagged[0].startswith("tamper_tests") and pool.search("finish fast", k=3) == []
+
+
+def test_rescreen_flags_memories_written_before_screening(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from mtl_graph.cli import app
+    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.storage import StoredPoint
+
+    location = tmp_path / "pool"
+    with MemoryPool.open(str(location)) as pool:  # written by an older version: no screening, no flag
+        vector = pool._embed([BAD.key_text()])[0]
+        pool.store.upsert([StoredPoint(BAD.id, vector, pool._sparse(BAD.key_text()),
+                                       {"memory": BAD.model_dump(mode="json"), "type": "insight"})])
+        pool.add(GOOD)
+        assert {h.memory.id for h in pool.search("delete the failing tests", k=5)} == {GOOD.id, BAD.id}
+    result = CliRunner().invoke(app, ["memories", "screen", "--json", "--pool", str(location)])
+    assert json.loads(result.output) == {"newly_flagged": [BAD.id], "flagged": 1}
+    with MemoryPool.open(str(location)) as pool:
+        assert [h.memory.id for h in pool.search("delete the failing tests", k=5)] == [GOOD.id]
+        pool.release(BAD.id)
+        assert pool.rescreen() == [] and pool.flagged() == []  # a release survives a rescreen

@@ -82,7 +82,7 @@ def prepared(memory: Memory, keep_stats: bool) -> Memory:
     Screening is never taken from the input: a file cannot mark its own memories as clean or released."""
     sources = [s if s.run_id else s.model_copy(update={"run_id": record_run_id(memory, s)}) for s in memory.sources]
     return memory.model_copy(update={
-        "sources": merge_sources(sources), "flagged": screen(memory), "released": [],
+        "sources": merge_sources(sources), "flagged": screen(memory), "released": [], "merged_ids": [],
         "stats": memory.stats if keep_stats else UsageStats(),
     })
 
@@ -190,7 +190,9 @@ def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]]) -> Me
 def _merged(keep: str, old: dict[str, Memory], new: list[Memory], members: list[Memory]) -> Memory:
     base = old.get(keep) or next(m for m in new if m.id == keep)
     stats = _max_stats([*(m.stats for m in old.values()), *(m.stats for m in new)])
-    update: dict[str, Any] = {"sources": merge_sources(s for m in members for s in m.sources), "stats": stats}
+    merged_ids = sorted({*(i for m in members for i in m.merged_ids), *(m.id for m in members)} - {keep})
+    update: dict[str, Any] = {"sources": merge_sources(s for m in members for s in m.sources), "stats": stats,
+                              "merged_ids": merged_ids}
     if keep not in old:  # a new content replaces the stored one: a release still covers the reasons it released
         released = sorted({r for m in old.values() for r in m.released})
         if released and set(base.flagged) <= set(released):

@@ -38,7 +38,7 @@ class MemoryType(StrEnum):
     INSIGHT = "insight"
 
 
-NOT_CONTENT = {"id", "sources", "stats", "flagged", "released"}
+NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -94,6 +94,8 @@ class _MemoryBase(BaseModel):
     """Why write-time screening held the memory back from retrieval ("rule: reason"); empty when clean."""
     released: list[str] = Field(default_factory=list, max_length=50)
     """The screening reasons a person overrode with `mtl memories release` (the memory is retrievable again)."""
+    merged_ids: list[str] = Field(default_factory=list, max_length=100_000)
+    """Content ids of near-duplicates merged into this memory: `get` and credit still find it by them."""
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:

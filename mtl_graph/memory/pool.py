@@ -30,6 +30,7 @@ from mtl_graph.memory.models import (
     memory_type_of,
     parse_memory,
 )
+from mtl_graph.memory.screen import released, rescreened
 from mtl_graph.memory.storage import RRF_K, Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
@@ -66,6 +67,7 @@ def _payload(memory: Memory) -> dict[str, Any]:
         "source_task_ids": memory.source_task_ids,
         "models": memory.models,
         "dedup_key": dedup_key(memory),
+        "merged_ids": memory.merged_ids,
         "flagged": "true" if memory.flagged else "false",
     }
 
@@ -239,7 +241,7 @@ class MemoryPool:
         """Count one retrieval of each memory into a run that ended with `outcome`."""
         outcome = Outcome(outcome)
         with self._write_lock:
-            for hit in self.store.retrieve(list(ids)):
+            for hit in self._retrieve(list(dict.fromkeys(ids))):
                 memory = _memory_of(hit)
                 stats = memory.stats.model_copy()
                 stats.retrieved += 1
@@ -263,15 +265,22 @@ class MemoryPool:
     def release(self, memory_id: str) -> Memory | None:
         """Re-admit a flagged memory to retrieval (its reasons move to `released`); None when it is not there."""
         with self._write_lock:
-            hits = self.store.retrieve([memory_id])
-            if not hits:
-                return None
-            memory = _memory_of(hits[0])
-            if memory.flagged:
-                memory = memory.model_copy(update={"released": sorted({*memory.released, *memory.flagged}),
-                                                   "flagged": []})
+            memory = self.get(memory_id)
+            if memory is not None and memory.flagged:
+                memory = released(memory)
                 self.store.set_payload(memory.id, _payload(memory))
             return memory
+
+    def rescreen(self) -> list[str]:
+        """Screen every memory again (new rules, or a pool written before screening); returns the newly flagged."""
+        newly = []
+        with self._write_lock:
+            for memory in list(self):
+                flags = rescreened(memory)
+                if flags != memory.flagged:
+                    newly += [memory.id] if flags and not memory.flagged else []
+                    self.store.set_payload(memory.id, _payload(memory.model_copy(update={"flagged": flags})))
+        return newly
 
     def optimize(self) -> None:
         """Build indexes now (Qdrant Edge builds HNSW here; otherwise a no-op)."""
@@ -279,9 +288,20 @@ class MemoryPool:
 
     # ------------------------------------------------------------------ reading
     def get(self, memory_id: str) -> Memory | None:
-        """One memory by id, or None."""
-        hits = self.store.retrieve([memory_id])
+        """One memory by id (or by the id of a near-duplicate merged into it), or None."""
+        hits = self._retrieve([memory_id])
         return _memory_of(hits[0]) if hits else None
+
+    def _retrieve(self, ids: list[str]) -> list[RawHit]:
+        """The stored points for ids, each once; an id merged into another memory finds that memory."""
+        hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
+        missing = [i for i in ids if i not in hits]
+        if missing:  # any vector will do: the filter on the indexed alias list is exact
+            probe = [1.0] + [0.0] * (self.dim - 1)
+            found = self.store.query([QuerySpec(limit=1, where=Conditions(equals={"merged_ids": i}), dense=probe)
+                                      for i in missing])
+            hits.update((h.id, h) for h in (f[0] for f in found if f))
+        return list(hits.values())
 
     def count(self, type: MemoryType | str | None = None) -> int:
         """Number of memories, optionally of one type."""
@@ -295,9 +315,11 @@ class MemoryPool:
             yield _memory_of(hit)
 
     def stats(self) -> dict[str, dict[str, int]]:
-        """Counts by type, domain and outcome."""
-        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}}
+        """Counts by type, domain, outcome and screening (flagged memories are not retrieved)."""
+        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}}
         for memory in self:
+            screening = "flagged" if memory.flagged else "retrievable"
+            out["screening"][screening] = out["screening"].get(screening, 0) + 1
             out["type"][memory.type] = out["type"].get(memory.type, 0) + 1
             out["outcome"][memory.outcome.value] = out["outcome"].get(memory.outcome.value, 0) + 1
             for domain in memory.domains or ["(none)"]:

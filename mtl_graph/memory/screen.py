@@ -189,3 +189,13 @@ def screen_text(text: str) -> list[str]:
 def screen(memory: Memory) -> list[str]:
     """Screen every text field of a memory's content (task, steps, observations, advice ...)."""
     return screen_text("\n".join(_strings(memory.content_fields())))
+
+
+def released(memory: Memory) -> Memory:
+    """The memory re-admitted by a person: its reasons move from `flagged` to `released`."""
+    return memory.model_copy(update={"released": sorted({*memory.released, *memory.flagged}), "flagged": []})
+
+
+def rescreened(memory: Memory) -> list[str]:
+    """The memory's screening reasons under the current rules, less those a person already released."""
+    return [reason for reason in screen(memory) if reason not in memory.released]

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Protocol
 
 DENSE = "dense"
 SPARSE = "bm25"
-INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models", "dedup_key", "flagged")
+INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models", "dedup_key", "flagged", "merged_ids")
 RRF_K = 60
 HNSW_EF = 256
 """HNSW beam width for dense queries. Edge's default (100) gave recall@3 0.94 against exact search on a filtered
