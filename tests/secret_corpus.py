@@ -198,6 +198,12 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     s = f"AGE-SECRET-KEY-1{g.chars(UPPER_ALNUM, 58)}"
     add("age_key_file", "age_secret_key", f"# created: 2024-05-01T10:00:00Z\n# public key: age1{g.hex(20)}\n{s}\n", s)
 
+    s = g.chars(URLSAFE, 44)
+    add("ibm_cloud_iam", "api_key", f'ibm_cloud_iam_api_key = "{s}"', s)
+    s = g.hex(64)
+    add("cloudant_url", "cloudant_credentials", f"COUCH_URL=https://acme-admin:{s}@acme-admin.cloudant.com/orders", s)
+    s = g.hex(64)
+    add("softlayer_key", "api_key", f"softlayer:\n  api_key: {s}", s)
     # --- cloud credentials --------------------------------------------------------------------------------------
     key_id, secret = f"AKIA{g.chars(UPPER_ALNUM, 16)}", g.chars(B64, 40)
     add("aws_credentials_ini", "aws_access_key",
