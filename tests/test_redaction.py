@@ -66,6 +66,21 @@ def test_corpus_totals_over_many_draws() -> None:
     assert (leaked, changed, damaged) == (0, 0, 0)
 
 
+# A YAML / env document inside a JSON string whose secret ends the document: the value runs into the string's
+# closing quote, so no line rule sees a line end (and JSON inside JSON inside JSON is escaped twice).
+JSON_LOG_GAPS = {"escaped_json_in_json", "k8s_dockerconfigjson", "k8s_env_list", "softlayer_key"}
+
+
+def test_corpus_inside_a_json_log() -> None:
+    """The whole corpus as one JSON line (a run log or a trajectory file read back in an observation)."""
+    out = redact(json.dumps([{"step": i, "observation": c.text} for i, c in enumerate(SECRETS)]))
+    leaked_ids = {c.id for c in SECRETS for s in c.secrets if s in out}
+    assert leaked_ids <= JSON_LOG_GAPS, leaked_ids - JSON_LOG_GAPS
+    for item in SAFE:
+        doc = json.dumps({"observation": item.text})
+        assert redact(doc) == doc, item.id
+
+
 def test_windows_line_endings() -> None:
     for case in SECRETS:
         crlf = SecretCase(case.id, case.text.replace("\n", "\r\n"), tuple(s.replace("\n", "\r\n") for s in case.secrets),
@@ -158,7 +173,8 @@ def test_entropy_threshold_is_configurable() -> None:
 
 
 @pytest.mark.parametrize("bad", ["", "\n\n", "\x00\x01 binary \xff", "a" * 200_000, "=" * 5000, "-----BEGIN RSA PRIVATE KEY-----",
-                                 "http://a:" * 5000, "mysql -p" * 5000, '"password": "' * 5000, "Cookie: a=b;" * 5000])
+                                 "http://a:" * 5000, "mysql -p" * 5000, '"password": "' * 5000, "Cookie: a=b;" * 5000,
+                                 "-----BEGIN RSA PRIVATE KEY-----\nabc\n" * 2000, '\\"password\\": \\"' * 5000])
 def test_odd_input_does_not_crash(bad: str) -> None:
     assert isinstance(redact(bad), str)
 

@@ -34,6 +34,7 @@ MemoryT = TypeVar("MemoryT", bound="Memory")
 
 MARK = "[REDACTED:{kind}]"
 _NAME_SEPARATORS = re.compile(r"[._-]")
+_ESCAPED_BREAK = re.compile(r"\\[nrt\"]")
 # A whole `NAME=value` line (an env dump, a .env file): a random-looking value is a secret whatever its name.
 _ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*="
                        r"[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
@@ -96,7 +97,14 @@ class Redactor:
         return "".join(out)
 
     def findings(self, text: str) -> Iterator[Finding]:
-        """Every secret span in text, from all rules (spans may overlap)."""
+        """Every secret span in text, from all rules (spans may overlap). Text holding escaped line breaks (a JSON
+        log or a quoted file inside an observation) is scanned a second time with them turned into real ones:
+        the replacement keeps every offset, so the spans found there are spans of text."""
+        yield from self._findings(text)
+        if _ESCAPED_BREAK.search(text):
+            yield from self._findings(_ESCAPED_BREAK.sub(lambda m: '\n"' if m[0] == '\\"' else "\n ", text))
+
+    def _findings(self, text: str) -> Iterator[Finding]:
         yield from private_key_findings(text)
         yield from vendor_findings(text)
         yield from context_findings(text)

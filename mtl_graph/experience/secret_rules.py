@@ -211,15 +211,15 @@ _CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
     rf"[\"']?(?<![\w.\-])(?P<name>{_NAME})[\"'\]]?[ \t]*(?:=|:=|:|=>|==|!=|\?\?=)[ \t]*@?"
     rf"(?P<q>[\"'`])(?P<value>(?:(?!(?P=q))(?:[^\n\\]|\\.))+)(?P=q)",
     # A JSON document inside a JSON string (tool arguments, API bodies in logs): `{\"password\": \"...\"}`.
-    rf"\\[\"'](?P<name>{_NAME})\\[\"'][ \t]*:[ \t]*(?P<q>\\[\"'])(?P<value>(?:(?!(?P=q))[^\n\\])+)(?P=q)",
+    rf"(?<![\w.\-])(?P<name>{_NAME})(?:\\[\"'])?[ \t]*(?:=|:|==|=>)[ \t]*(?P<q>\\[\"'])(?P<value>(?:(?!(?P=q))[^\n\\])+)(?P=q)",
     # name=value inside a line: env prefixes of a command, libpq / JDBC / ODBC DSNs, query strings, .npmrc.
-    rf"(?<![\w.\-])(?:-D)?(?P<name>{_NAME})=(?P<value>[^\s\"'`;&,)]+)",
+    rf"(?<![\w.\-])(?:-D)?(?P<name>{_NAME})=(?P<value>(?:[^\s\"'`;&,)\\]|\\(?![nrt\"]))+)",
     # Space-separated: ~/.netrc (`machine h login u password p`), redis.conf (`requirepass p`).
     r"(?:\bmachine[ \t][^\n]*?[ \t]|^[ \t]*)(?P<name>password|passwd|requirepass|masterauth)[ \t]+(?P<value>\S+)",
     # Kubernetes / CI env lists: the name and the value are on consecutive lines.
-    r"name:[ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+    r"name:[ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*(?P<q>\\?[\"']?)(?P<value>[^\s\"'\\]+)(?P=q)",
     # --password VALUE, --token=VALUE, -password VALUE (the flag's own name says what it holds).
-    r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>(?!-)[^\s\"']+)(?P=q)(?!\S)",
+    r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>(?!-)[^\s\"'\\]+)(?P=q)",
 ]]
 _MYSQL = re.compile(r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?"
                     r"(?<=\s)-p(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
@@ -240,7 +240,7 @@ _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secur
 # A key block up to its END line (base64, JSON-escaped newlines, `Proc-Type:` headers), or, cut off, the run of
 # base64 lines after BEGIN. Anything else between BEGIN and END (code that names the markers) is not a key.
 _PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:"
-                  r"(?P<body>(?:[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
+                  r"(?P<body>(?:(?!-----)[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
                   r"|(?P<cut>(?:(?:\\[nr]|\s)*[A-Za-z0-9+/=]{4,})+))")
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
