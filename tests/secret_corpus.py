@@ -329,6 +329,10 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     add("sshpass", "password", f"sshpass -p '{s}' ssh deploy@10.0.0.5 'systemctl restart app'", s)
     s = g.url_password()
     add("curl_user", "url_credentials", f"curl -u admin:{s} https://jenkins.example.com/api/json", s)
+    s = f"{g.b62(5)} horse battery {g.b62(5)}"
+    add("sshpass_quoted_phrase", "password", f"sshpass -p '{s}' scp backup.tar deploy@host:/srv", s)
+    s = f"{g.b62(5)} horse battery {g.b62(5)}"
+    add("password_flag_quoted_phrase", "password", f'mongosh --username admin --password "{s}" --quiet', s)
     s = pw()
     add("redis_cli_a", "password", f"redis-cli -h cache -a {s} ping", s)
 

@@ -220,12 +220,15 @@ _CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
     r"name:[ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*(?P<q>\\?[\"']?)(?P<value>[^\s\"'\\]+)(?P=q)",
     # --password VALUE, --token=VALUE, -password VALUE (the flag's own name says what it holds).
     r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>(?!-)[^\s\"'\\]+)(?P=q)",
+    r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>\\?[\"'])(?P<value>[^\"'\n\\]+)(?P=q)",  # a quoted phrase
 ]]
-_MYSQL = re.compile(r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?"
-                    r"(?<=\s)-p(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
-_PASSWORD_FLAG_P = re.compile(r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b"
-                              r"[^\n|;&]{0,300}?(?<=\s)-p[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
-_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
+# A command's password argument: a bare word, or a quoted string that may hold spaces.
+_ARGUMENTS = (r"(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", r"(?P<q>\\?[\"'])(?P<value>[^\"'\n\\]+)(?P=q)")
+_COMMAND_PASSWORDS = [re.compile(command + argument) for argument in _ARGUMENTS for command in (
+    r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?(?<=\s)-p",
+    r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b[^\n|;&]{0,300}?(?<=\s)-p[ \t]+",
+    r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+",
+)]
 _URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@[\w\[]")
 _CURL_USER = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ \t]+[\"']?[^\s:\"']+:(?P<value>[^\s\"']+)")
 _AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -263,7 +266,7 @@ def context_findings(text: str) -> Iterator[Finding]:
     """Secrets found by their surroundings: assignments, URL credentials, auth headers, cookies, command flags."""
     for pattern in _CONTEXT_PATTERNS:
         yield from _value_findings(pattern, text)
-    for pattern in (_MYSQL, _PASSWORD_FLAG_P, _REDIS_CLI):
+    for pattern in _COMMAND_PASSWORDS:
         yield from _value_findings(pattern, text, "password", need_name=False)
     for pattern in (_URL_CREDENTIALS, _CURL_USER):
         yield from _value_findings(pattern, text, "url_credentials", need_name=False)
