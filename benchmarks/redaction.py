@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from secret_corpus import Gen, look_alikes, secret_cases  # noqa: E402
+from secret_corpus import Gen, secret_cases  # noqa: E402
+from secret_look_alikes import look_alikes  # noqa: E402
 
 from mtl_graph.experience.redact import redact  # noqa: E402
 

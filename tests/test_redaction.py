@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from secret_corpus import Gen, LookAlike, SecretCase, look_alikes, secret_cases
+from secret_corpus import Gen, LookAlike, SecretCase, secret_cases
+from secret_look_alikes import look_alikes
 
 from mtl_graph.experience.redact import RedactionConfig, Redactor, redact, redact_trajectory, redact_value
 from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
