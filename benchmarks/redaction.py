@@ -9,6 +9,7 @@ with the corpus' secrets sprinkled in, so both the cheap pre-filters and the ful
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from secret_corpus import Gen, look_alikes, secret_cases  # noqa: E402
+from secret_corpus import Gen, secret_cases  # noqa: E402
+from secret_look_alikes import look_alikes  # noqa: E402
 
 from mtl_graph.experience.redact import redact  # noqa: E402
 
@@ -76,6 +78,10 @@ def main() -> None:
     secrets, leaked, collateral, kept_total, damaged = corpus_counts(args.seeds)
     print(f"corpus: {len(secret_cases())} secret shapes x {args.seeds} draws = {secrets} secrets, {leaked} leaked, "
           f"{collateral} redactions beyond the secret; {kept_total} look-alikes, {damaged} damaged")
+    cases = secret_cases()
+    as_json = redact(json.dumps([{"observation": c.text} for c in cases]))
+    print(f"corpus as one JSON log line: {sum(s in as_json for c in cases for s in c.secrets)} of "
+          f"{sum(len(c.secrets) for c in cases)} secrets leaked")
     log = agent_log(int(args.size_mb * 1_000_000))
     redact("warm up")
     start, cpu = time.perf_counter(), time.process_time()

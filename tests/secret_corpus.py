@@ -3,13 +3,12 @@
 Every secret is built from random characters of its real alphabet, length, prefix and structure, and placed in the
 file format it is found in (env files, YAML, INI, JSON, .npmrc, .pypirc, DSNs, HTTP headers, command lines, code,
 logs). Look-alikes are what must survive: hashes, ids, checksums, test constants, paths, references, placeholders.
-Used by tests/test_redaction.py and benchmarks/redaction.py.
+Used by tests/test_redaction.py and benchmarks/redaction.py; the look-alikes are in tests/secret_look_alikes.py.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import random
 import string
 import uuid
@@ -198,6 +197,12 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     s = f"AGE-SECRET-KEY-1{g.chars(UPPER_ALNUM, 58)}"
     add("age_key_file", "age_secret_key", f"# created: 2024-05-01T10:00:00Z\n# public key: age1{g.hex(20)}\n{s}\n", s)
 
+    s = g.chars(URLSAFE, 44)
+    add("ibm_cloud_iam", "api_key", f'ibm_cloud_iam_api_key = "{s}"', s)
+    s = g.hex(64)
+    add("cloudant_url", "cloudant_credentials", f"COUCH_URL=https://acme-admin:{s}@acme-admin.cloudant.com/orders", s)
+    s = g.hex(64)
+    add("softlayer_key", "api_key", f"softlayer:\n  api_key: {s}", s)
     # --- cloud credentials --------------------------------------------------------------------------------------
     key_id, secret = f"AKIA{g.chars(UPPER_ALNUM, 16)}", g.chars(B64, 40)
     add("aws_credentials_ini", "aws_access_key",
@@ -323,6 +328,10 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     add("sshpass", "password", f"sshpass -p '{s}' ssh deploy@10.0.0.5 'systemctl restart app'", s)
     s = g.url_password()
     add("curl_user", "url_credentials", f"curl -u admin:{s} https://jenkins.example.com/api/json", s)
+    s = f"{g.b62(5)} horse battery {g.b62(5)}"
+    add("sshpass_quoted_phrase", "password", f"sshpass -p '{s}' scp backup.tar deploy@host:/srv", s)
+    s = f"{g.b62(5)} horse battery {g.b62(5)}"
+    add("password_flag_quoted_phrase", "password", f'mongosh --username admin --password "{s}" --quiet', s)
     s = pw()
     add("redis_cli_a", "password", f"redis-cli -h cache -a {s} ping", s)
 
@@ -340,66 +349,3 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     s = pw()
     add("password_comparison", "password", f'if password == "{s}":\n    grant()', s)
     return cases
-
-
-def look_alikes(seed: int = 7) -> list[LookAlike]:
-    g = Gen(seed)
-    sha1, sha256 = hashlib.sha1(g.rng.randbytes(16)).hexdigest(), hashlib.sha256(g.rng.randbytes(16)).hexdigest()
-    sha512 = base64.b64encode(hashlib.sha512(g.rng.randbytes(16)).digest()).decode()
-    uid = str(uuid.UUID(int=g.rng.getrandbits(128)))
-    text_b64 = base64.b64encode(b"hello world, this is test data for the decoder").decode()
-    items = {
-        "git_log": f"commit {sha1}\nAuthor: Dev <dev@example.com>\nDate:   Mon May 6 10:00:00 2024 +0200",
-        "git_short_shas": f"{sha1[:7]} Fix off-by-one in pagination (#412)\nMerge: {sha1[:8]} {sha256[:12]}",
-        "git_commit_env": f"GIT_COMMIT={sha1}",
-        "uuid_request_id": f"request_id={uid} status=200",
-        "uuid_env": f"CORRELATION_ID={uid}",
-        "sha256sum_output": f"{sha256}  mtl_graph-0.1.0.tar.gz",
-        "pip_hash": f"numpy==1.26.4 --hash=sha256:{sha256}",
-        "docker_digest": f"docker pull python@sha256:{sha256}\nDigest: sha256:{sha256}",
-        "package_lock_integrity": f'    "resolved": "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz",\n    "integrity": "sha512-{sha512}",',
-        "other_lockfiles": f"github.com/pkg/errors v0.9.1 h1:{g.b64(32)}\n"
-                           f'{{file = "idna-3.7-py3-none-any.whl", hash = "sha256:{sha256}"}}\n"hashes": ["sha256:{sha256}"]',
-        "data_uri_and_fingerprint": f'<img src="data:image/png;base64,{g.b64(60)}">\n256 SHA256:{g.b64(32)[:43]} dev@host (ED25519)',
-        "yarn_lock_checksum": f'  version "4.17.21"\n  checksum: {hashlib.sha512(b"x").hexdigest()}',
-        "base64_text_constant": f"assert base64.b64decode('{text_b64}') == EXPECTED",
-        "base64_random_fixture": f"FIXTURE_PNG = '{g.b64(48)}'",
-        "java_home": "JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64",
-        "pwd_env": "PWD=/home/user/project\nOLDPWD=/home/user",
-        "credentials_path": "GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/google/key.json",
-        "key_file_path": "ssl_key_file = /etc/ssl/private/server.key",
-        "camel_case_identifiers": "AbstractSingletonProxyFactoryBeanDefinitionRegistryPostProcessorTokenSecret = APEXTokenValidatorFactoryImpl()",
-        "test_code_placeholders": "user = User(username='bob', password='hashed')\nassert check(password='secret')\nlogin(token='xxx')",
-        "changeme_default": 'DEFAULT_PASSWORD = "changeme"',
-        "getenv_reference": "password = os.getenv('DB_PASSWORD')\napi_key = os.environ[\"API_KEY\"]\ntoken = settings.GITHUB_TOKEN",
-        "shell_references": "export API_KEY=$API_KEY\nPASSWORD=${DB_PASSWORD}\ncurl -H \"Authorization: Bearer $TOKEN\" https://x",
-        "ci_template": "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}\npassword: \"{{ .Values.db.password }}\"",
-        "placeholder_angle": "PASSWORD=<your password here>\napi_key: <YOUR_API_KEY>",
-        "urls_without_credentials": "git clone https://github.com/acme/app.git\nssh://git@github.com:22/acme/app.git\nhttp://localhost:8080/api?page=2",
-        "package_versions": "Successfully installed numpy-1.26.4 scikit-learn-1.4.0 requests-2.31.0\nVERSION=1.2.3-rc.1",
-        "config_names_not_secrets": "MAX_TOKENS=4096\nSECRET_KEY_LENGTH=50\ntoken_type: bearer\nPYTHONHASHSEED=0",
-        "type_hints": "def check_password(password: str) -> bool:\n    token: Optional[str] = None",
-        "password_file_flags": "--password-file /run/secrets/db\necho $PW | docker login -u ci --password-stdin",
-        "p_flags_not_passwords": "mkdir -p /tmp/build && docker run -p 8080:80 nginx && ssh -p 2222 host\nmysql -h db -u root -p",
-        "k8s_secret_ref": "valueFrom:\n  secretKeyRef:\n    name: db-credentials\n    key: password",
-        "english_bearer_basic": "The bearer of this letter is trusted.\nBasic troubleshooting steps follow.",
-        "jwt_header_only": "eyJhbGciOiJIUzI1NiJ9 is only a header",
-        "aws_prefix_prose": "AKIA is the prefix of AWS access key ids; arn:aws:iam::123456789012:role/Deploy",
-        "sk_prose": "sk-learn is not a package name; use scikit-learn",
-        "pod_hostname": "HOSTNAME=runner-5f7c9d8b6-x2x7q",
-        "public_key": f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{g.b64(60)} dev@laptop",
-        "certificate": "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----",
-        "traceback": 'Traceback (most recent call last):\n  File "/app/tokenizer.py", line 42, in refresh_token\n    raise KeyError(key)\nKeyError: \'access_token\'',
-        "pytest_ids": "tests/test_tokenizer.py::test_token_refresh PASSED\ntests/test_auth.py::test_password_reset[case-3] FAILED",
-        "print_password_label": 'print("password:", pw, "rotated")',
-        "memory_address": "<Session object at 0x7ffd5fbff8c0> token=None",
-        "docstring_args": "    Args:\n        token: The new token, or a list of content blocks.\n        api_key: Key used to authenticate.",
-        "python_parameters": "def on_llm_new_token(\n    token: str | list[str | dict[str, Any]],\n    api_key: SecretStr,\n):",
-        "python_variables": "token = await token\nclient = Client(api_key=credential,\n    secret=match,\n)\n_DHPrivateKey = DHPrivateKey",
-        "pem_marker_constants": '_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n_SK_END = b"-----END OPENSSH PRIVATE KEY-----"',
-        "system_config": "Alias=dbus-org.freedesktop.timesync1.service\npasswd:         files systemd\n"
-                         "#jdk.security.krb5.default.initiate.credential=always-impersonate",
-        "numeric_settings": "summarize(model, chars_per_token=3.3, max_tokens=4096)",
-        "header_from_variable": "headers = {'x-amz-date': timestamp, 'Authorization': v4auth_header}",
-    }
-    return [LookAlike(k, v) for k, v in items.items()]

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from secret_corpus import Gen, look_alikes, secret_cases
+from secret_corpus import Gen, secret_cases
+from secret_look_alikes import look_alikes
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app

@@ -34,6 +34,8 @@ MemoryT = TypeVar("MemoryT", bound="Memory")
 
 MARK = "[REDACTED:{kind}]"
 _NAME_SEPARATORS = re.compile(r"[._-]")
+_ESCAPED_BREAK = re.compile(r"\\[nrt\"]")
+_ESCAPED_LINES = re.compile(r"(?:^[^\n]*\\[nrt\"][^\n]*(?:\n|\Z))+", re.MULTILINE)
 # A whole `NAME=value` line (an env dump, a .env file): a random-looking value is a secret whatever its name.
 _ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*="
                        r"[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
@@ -96,7 +98,15 @@ class Redactor:
         return "".join(out)
 
     def findings(self, text: str) -> Iterator[Finding]:
-        """Every secret span in text, from all rules (spans may overlap)."""
+        """Every secret span in text, from all rules (spans may overlap). Lines holding escaped line breaks (a JSON
+        log or a quoted file inside an observation) are scanned a second time with them turned into real ones:
+        the replacement keeps every offset, so the spans found there are spans of text."""
+        yield from self._findings(text)
+        for run in _ESCAPED_LINES.finditer(text):
+            view = _ESCAPED_BREAK.sub(_unescape, run[0])
+            yield from (f._replace(start=f.start + run.start(), end=f.end + run.start()) for f in self._findings(view))
+
+    def _findings(self, text: str) -> Iterator[Finding]:
         yield from private_key_findings(text)
         yield from vendor_findings(text)
         yield from context_findings(text)
@@ -169,6 +179,11 @@ class Redactor:
         if not self.config.enabled or clean == content:
             return memory
         return type(memory).model_validate({**memory.model_dump(mode="json"), **clean, "id": ""})
+
+
+def _unescape(m: re.Match[str]) -> str:
+    """An escaped break or quote as a real line break, at the same length."""
+    return '\n"' if m[0] == '\\"' else "\n "
 
 
 def _merge(findings: Iterable[Finding]) -> list[tuple[int, int, str]]:

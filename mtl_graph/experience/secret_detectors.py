@@ -138,7 +138,7 @@ def _keyword_findings(line: str) -> Iterator[Finding]:
             word = _DENYLIST.search(line, m.end(group), m.end()) or _DENYLIST.search(line, m.start(), m.start(group))
             if word is None:
                 continue
-            start = word.start() - len(_IDENTIFIER_BEFORE.search(line, 0, word.start())[0])
+            start = word.start() - len(_IDENTIFIER_BEFORE.search(line, max(0, word.start() - 100), word.start())[0])
             name = line[start:_WORD.match(line, word.end()).end()]
             if (is_secret_name(name) and not is_reference_or_placeholder(value, quoted=True)
                     and not is_alias(name, value)):

@@ -211,21 +211,24 @@ _CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
     rf"[\"']?(?<![\w.\-])(?P<name>{_NAME})[\"'\]]?[ \t]*(?:=|:=|:|=>|==|!=|\?\?=)[ \t]*@?"
     rf"(?P<q>[\"'`])(?P<value>(?:(?!(?P=q))(?:[^\n\\]|\\.))+)(?P=q)",
     # A JSON document inside a JSON string (tool arguments, API bodies in logs): `{\"password\": \"...\"}`.
-    rf"\\[\"'](?P<name>{_NAME})\\[\"'][ \t]*:[ \t]*(?P<q>\\[\"'])(?P<value>(?:(?!(?P=q))[^\n\\])+)(?P=q)",
+    rf"(?<![\w.\-])(?P<name>{_NAME})(?:\\[\"'])?[ \t]*(?:=|:|==|=>)[ \t]*(?P<q>\\[\"'])(?P<value>(?:(?!(?P=q))[^\n\\])+)(?P=q)",
     # name=value inside a line: env prefixes of a command, libpq / JDBC / ODBC DSNs, query strings, .npmrc.
-    rf"(?<![\w.\-])(?:-D)?(?P<name>{_NAME})=(?P<value>[^\s\"'`;&,)]+)",
+    rf"(?<![\w.\-])(?:-D)?(?P<name>{_NAME})=(?P<value>(?:[^\s\"'`;&,)\\]|\\(?![nrt\"]))+)",
     # Space-separated: ~/.netrc (`machine h login u password p`), redis.conf (`requirepass p`).
     r"(?:\bmachine[ \t][^\n]*?[ \t]|^[ \t]*)(?P<name>password|passwd|requirepass|masterauth)[ \t]+(?P<value>\S+)",
     # Kubernetes / CI env lists: the name and the value are on consecutive lines.
-    r"name:[ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+    r"name:[ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*(?P<q>\\?[\"']?)(?P<value>[^\s\"'\\]+)(?P=q)",
     # --password VALUE, --token=VALUE, -password VALUE (the flag's own name says what it holds).
-    r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>(?!-)[^\s\"']+)(?P=q)(?!\S)",
+    r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>[\"']?)(?P<value>(?!-)[^\s\"'\\]+)(?P=q)",
+    r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?P<q>\\?[\"'])(?P<value>[^\"'\n\\]+)(?P=q)",  # a quoted phrase
 ]]
-_MYSQL = re.compile(r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?"
-                    r"(?<=\s)-p(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
-_PASSWORD_FLAG_P = re.compile(r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b"
-                              r"[^\n|;&]{0,300}?(?<=\s)-p[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
-_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
+# A command's password argument: a bare word, or a quoted string that may hold spaces.
+_ARGUMENTS = (r"(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", r"(?P<q>\\?[\"'])(?P<value>[^\"'\n\\]+)(?P=q)")
+_COMMAND_PASSWORDS = [re.compile(command + argument) for argument in _ARGUMENTS for command in (
+    r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?(?<=\s)-p",
+    r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b[^\n|;&]{0,300}?(?<=\s)-p[ \t]+",
+    r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+",
+)]
 _URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@[\w\[]")
 _CURL_USER = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ \t]+[\"']?[^\s:\"']+:(?P<value>[^\s\"']+)")
 _AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -240,7 +243,7 @@ _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secur
 # A key block up to its END line (base64, JSON-escaped newlines, `Proc-Type:` headers), or, cut off, the run of
 # base64 lines after BEGIN. Anything else between BEGIN and END (code that names the markers) is not a key.
 _PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:"
-                  r"(?P<body>(?:[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
+                  r"(?P<body>(?:(?!-----)[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
                   r"|(?P<cut>(?:(?:\\[nr]|\s)*[A-Za-z0-9+/=]{4,})+))")
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
@@ -263,7 +266,7 @@ def context_findings(text: str) -> Iterator[Finding]:
     """Secrets found by their surroundings: assignments, URL credentials, auth headers, cookies, command flags."""
     for pattern in _CONTEXT_PATTERNS:
         yield from _value_findings(pattern, text)
-    for pattern in (_MYSQL, _PASSWORD_FLAG_P, _REDIS_CLI):
+    for pattern in _COMMAND_PASSWORDS:
         yield from _value_findings(pattern, text, "password", need_name=False)
     for pattern in (_URL_CREDENTIALS, _CURL_USER):
         yield from _value_findings(pattern, text, "url_credentials", need_name=False)
