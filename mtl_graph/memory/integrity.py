@@ -103,7 +103,7 @@ class PointLedger:
             try:
                 self.record(found)
             except OSError:
-                pass  # a read-only pool keeps its old ledger: still at or below the data, so still safe
+                pass  # a read-only pool keeps its old ledger, which this open just found within tolerance
 
 
 def probe(store: Store, dim: int, where: Path) -> None:
