@@ -263,7 +263,7 @@ def test_fork_bomb_is_contained_and_the_host_survives(attacker):
         pytest.fail(f"the process limit would not hold (uid {uid}, ulimit -u {nproc}); not running the bomb")
     tag = marker()
     try:
-        (out,) = attacker.run(f": {tag}; bomb() {{ bomb | bomb & }}; bomb; sleep 3", config=config, timeout=4)
+        (out,) = attacker.run(f": {tag}; bomb() {{ bomb | bomb & }}; bomb; sleep 2", config=config, timeout=3)
         assert "Resource temporarily unavailable" in out["output"]
         assert wait_gone(tag) == []
     finally:

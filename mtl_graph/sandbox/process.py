@@ -74,7 +74,7 @@ def scrubbed_env(config: SandboxConfig, home: str) -> dict[str, str]:
 
 
 def rlimits(config: SandboxConfig) -> list[tuple[int, int]]:
-    """The configured resource limits as (resource, value) pairs (the supervisor applies them in the child)."""
+    """The configured resource limits as (resource, value) pairs (set by prlimit, else by the supervisor)."""
     mib = 1024 * 1024
     wanted = [
         (resource.RLIMIT_AS, config.memory_mb and config.memory_mb * mib),
