@@ -70,7 +70,7 @@ def build(path: Path, engine: str, embeddings) -> None:  # type: ignore[no-untyp
 
     memories = [InsightMemory(title=f"Lesson {i} on topic {i * 7}", description=f"Check case {i} after each edit.",
                               content=f"Case {i}.") for i in range(30)]
-    with MemoryPool.open(path, embeddings, engine=engine, dedup_threshold=1.01) as pool:
+    with MemoryPool.open(path, embeddings, engine=engine) as pool:
         for start in range(0, 30, 5):
             pool.add_many(memories[start:start + 5])
 

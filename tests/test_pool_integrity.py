@@ -27,7 +27,7 @@ MEMORIES = [
     InsightMemory(title=f"Lesson {i}: {topic} ({'twice' if i >= 15 else 'once'})",
                   description=f"When a task touches {topic}, check case {i} before and after each edit.",
                   content=f"Case {i} of {topic}.", outcome="success" if i % 2 else "failure",
-                  sources=[Provenance(domain=f"d{i % 3}", source_task_id=f"t{i}", task_model="m")])
+                  sources=[Provenance(domain=f"d{i % 3}", source_task_id=f"t{i}", task_model="m", run_id=f"run-{i}")])
     for i, topic in enumerate(TOPICS * 2)
 ]
 BY_ID = {m.id: m for m in MEMORIES}
@@ -42,7 +42,7 @@ def built(tmp_path_factory):
     pools = {}
     for engine in ENGINES:
         path = tmp_path_factory.mktemp("built") / engine
-        with MemoryPool.open(path, local_embeddings(), engine=engine, dedup_threshold=1.01) as pool:
+        with MemoryPool.open(path, local_embeddings(), engine=engine) as pool:
             for start in range(0, 30, 5):
                 assert {r.status for r in pool.add_many(MEMORIES[start:start + 5])} == {"added"}
         pools[engine] = path
@@ -313,7 +313,7 @@ from mtl_graph.memory.pool import MemoryPool
 path, engine, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = random.Random(seed)
 words = "alpha bravo cedar delta ember fjord gamma harbor indigo juniper kelp lumen mosaic nectar orbit".split()
-pool = MemoryPool.open(path, local_embeddings(), engine=engine, dedup_threshold=1.01)
+pool = MemoryPool.open(path, local_embeddings(), engine=engine)
 n = 0
 while True:
     batch = [InsightMemory(title=f"{seed}-{n + j} " + " ".join(rng.sample(words, 5)),
@@ -425,7 +425,7 @@ def test_a_truncated_edge_wal_after_a_crash_is_refused(tmp_path, embeddings):
     path = tmp_path / "pool"
     code = ("import os, signal, sys\nfrom mtl_graph.memory.models import InsightMemory\n"
             "from mtl_graph.memory.pool import MemoryPool\n"
-            "pool = MemoryPool.open(sys.argv[1], dedup_threshold=1.01)\n"
+            "pool = MemoryPool.open(sys.argv[1])\n"
             "for i in range(0, 30, 5):\n"
             "    pool.add_many([InsightMemory(title=f'Lesson {j}', description=f'Case {j} of the log test.', content='c')"
             " for j in range(i, i + 5)])\n"

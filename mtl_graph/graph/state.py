@@ -53,6 +53,7 @@ def fresh_run_state() -> dict[str, Any]:
         "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "memory_block": "", "workspace": None,
         "check_baseline": None,
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
-        "judge_verdict": None, "distilled": [], "distill_failures": [], "new_memory_ids": [], "error": None,
+        "judge_verdict": None, "distilled": [], "distill_failures": [], "new_memory_ids": [], "memories_written": {},
+        "error": None,
         "timings": Overwrite({}),
     }
