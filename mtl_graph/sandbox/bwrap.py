@@ -25,7 +25,7 @@ def _masks(hidden: tuple[str, ...], workspace: Path) -> list[str]:
     return out
 
 
-def bwrap_argv(workspace: Path, env: dict[str, str], hidden: tuple[str, ...] = ()) -> list[str]:
+def bwrap_argv(workspace: Path, env: dict[str, str], hidden: tuple[str, ...] = (), network: bool = False) -> list[str]:
     """bwrap options confining a process to workspace (order matters: later mounts cover earlier ones)."""
     ws = str(workspace)
     argv = [
@@ -37,6 +37,7 @@ def bwrap_argv(workspace: Path, env: dict[str, str], hidden: tuple[str, ...] = (
         "--tmpfs", "/tmp",
         "--bind", ws, ws,  # after the tmpfs, so a workspace under /tmp stays visible
         "--unshare-all",  # includes the network namespace: only a loopback device inside
+        *(["--share-net"] if network else []),
         "--unshare-pid",
         "--die-with-parent",
         "--new-session",
@@ -81,4 +82,4 @@ class BwrapSandbox(WorkspaceSandbox):
 
     def argv(self, command: str, timeout: float) -> list[str]:
         env = scrubbed_env(self.config, str(self.workspace))
-        return bwrap_argv(self.workspace, env, self.config.hidden_paths) + ["--", SHELL, "-c", command]
+        return bwrap_argv(self.workspace, env, self.config.hidden_paths, self.config.network) + ["--", SHELL, "-c", command]

@@ -35,5 +35,7 @@ class SandboxConfig(BaseModel):
     """Variables set for every command (applied after the allow-list)."""
     hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
     """Host paths the bwrap sandbox hides (covered by empty placeholders) although the host is readable."""
+    network: bool = False
+    """Whether commands may reach the network; only a task's setup step asks for it (dependencies)."""
     docker_image: str = "python:3.11-slim"
     """Image of the container the docker backend starts."""

@@ -43,7 +43,7 @@ class DockerSandbox(WorkspaceSandbox):
 
     def _start(self) -> str:
         cfg, ws = self.config, str(self.workspace)
-        argv = ["docker", "run", "-d", "--rm", "--network", "none", "-v", f"{ws}:{ws}", "-w", ws]
+        argv = ["docker", "run", "-d", "--rm", "--network", "bridge" if cfg.network else "none", "-v", f"{ws}:{ws}", "-w", ws]
         if cfg.memory_mb:
             argv += ["--memory", f"{cfg.memory_mb}m"]
         if cfg.max_processes:

@@ -53,6 +53,8 @@ class Suite(BaseModel):
     """Set when the whole suite cannot run here (e.g. no Docker engine)."""
     total: int = 0
     """How many tasks the suite has before sampling."""
+    groups: dict[str, str] = Field(default_factory=dict)
+    """Task id -> sub-group (an exercise's language); the report gives each group its own column."""
 
 
 def sample(items: Sequence, limit: int | None, seed: int) -> list:
