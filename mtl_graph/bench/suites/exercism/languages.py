@@ -7,6 +7,7 @@ Every check enables all of a track's tests itself (``xtest``, ``@Disabled``, ``#
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shlex
 import shutil
@@ -173,18 +174,25 @@ class Rust(Language):
         return self._env() + "cargo test --offline -- --include-ignored"
 
 
+def _npm_dependencies(ex: Exercise) -> list[str]:
+    try:
+        manifest = json.loads(ex.read("package.json"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    return sorted({name for key in ("dependencies", "devDependencies") if isinstance(manifest, dict)
+                   for name in manifest.get(key) or {}})
+
+
 class JavaScript(Language):
     name, tools, check_timeout = "javascript", ("node", "npm"), 600.0
     build_files = ("package.json", "package-lock.json", "babel.config.js", ".npmrc", "jest.config.js")
 
-    def unavailable(self) -> str | None:
-        if reason := super().unavailable():
-            return reason
-        reason = probe(("npm", "ping"))
-        return f"javascript: npm cannot reach its registry to install the test dependencies ({reason})" if reason else None
+    def problem(self, ex: Exercise) -> str | None:
+        reason = _npm_dependencies(ex) and probe(("npm", "ping"))
+        return f"npm cannot reach its registry to install the test dependencies ({reason})" if reason else None
 
     def setup(self, ex: Exercise) -> str | None:
-        return "npm install --no-audit --no-fund --no-progress --loglevel=error"
+        return "npm install --no-audit --no-fund --no-progress --loglevel=error" if _npm_dependencies(ex) else None
 
     def check(self, ex: Exercise) -> str:
         enable = r"s/\bx(test|it|describe)(\.each)?\(/\1\2(/g; s/\b(test|it|describe)\.skip\(/\1(/g"
