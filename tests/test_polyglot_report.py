@@ -103,3 +103,29 @@ def test_configuration_is_fixed_only_after_the_suites_load(tmp_path, monkeypatch
     with pytest.raises(StoreError, match="different configuration"):
         run_eval(_config(suites=[f"exercism:{POLYGLOT}?languages=python+rust"], formats=[]),
                  OracleRunner(sandbox="local"), str(out), progress=False)
+
+
+def test_cli_languages_option_filters_exercism_and_is_part_of_the_configuration(tmp_path):
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from mtl_graph.bench.commands import eval_cmd
+
+    app = typer.Typer()
+    app.command("eval")(eval_cmd)
+    app.command("other")(lambda: None)
+
+    def cli(*args):
+        return CliRunner().invoke(app, ["eval", *map(str, args)])
+
+    out = tmp_path / "run"
+    ok = cli("--suites", f"exercism:{POLYGLOT}", "--languages", "python", "--agent", "noop", "--formats", "none",
+             "--sandbox", "local", "--out", out, "--no-progress")
+    assert ok.exit_code == 0, ok.output
+    assert json.loads((out / CONFIG_FILE).read_text())["suites"] == [f"exercism:{POLYGLOT.resolve()}?languages=python"]
+    assert "| zero_shot | 0.000 | 0.000 | 0.000 |" in (out / "report.md").read_text()
+    bad = cli("--suites", "humaneval", "--languages", "python", "--agent", "noop", "--out", tmp_path / "x")
+    assert bad.exit_code == 2 and "error: --languages applies to exercism suites" in bad.output
+    assert not (tmp_path / "x").exists()
