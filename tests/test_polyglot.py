@@ -149,7 +149,8 @@ def test_java_exercise_needing_another_library_is_skipped(tmp_path):
     root = tmp_path / "ex"
     shutil.copytree(POLYGLOT / "java", root / "java")
     gradle = root / "java/exercises/practice/two-fer/build.gradle"
-    gradle.write_text(gradle.read_text().replace("dependencies {", 'dependencies {\n    implementation "org.json:json:20190722"'))
+    extra = 'dependencies {\n    implementation "org.json:json:20190722"'
+    gradle.write_text(gradle.read_text().replace("dependencies {", extra))
     suite = load_suite(f"exercism:{root}")
     if suite.skipped and "toolchain" in suite.skipped[0].reason:
         pytest.skip(suite.skipped[0].reason)

@@ -79,9 +79,6 @@ def test_check_grades_nothing_when_the_agent_changed_nothing(instances, tmp_path
     assert result.exit_code == 1 and "no changes to grade" in result.output
     (repo / "widget.py").write_text("def resize(w, h, aspect=False):\n    return (w, w) if aspect else (w, h)\n")
     (repo / "new.py").write_text("X = 1\n")
-    from mtl_graph.bench.suites import swebench_check
-
-    patch = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(swebench_check.__file__.rsplit('/', 1)[0])!r}); "
-                            f"import swebench_check as c; print(c.diff({base!r}))"], cwd=repo,
-                           capture_output=True, text=True).stdout
+    script = f"from mtl_graph.bench.suites import swebench_check as c; print(c.diff({base!r}))"
+    patch = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True).stdout
     assert "return (w, w) if aspect else (w, h)" in patch and "+++ b/new.py" in patch

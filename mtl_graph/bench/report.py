@@ -176,7 +176,8 @@ def _provenance_md(data: dict) -> list[str]:
     retrieval, pool, cfg = data.get("retrieval", {}), data.get("pool"), data["config"]
     retrieved = sum(r["retrieved"] for r in retrieval.values())
     if data["leaks"]:
-        lines.append(f"**{len(data['leaks'])} runs retrieved memories outside their scope** — see report.json `leaks`.")
+        lines.append(f"**{len(data['leaks'])} runs retrieved memories outside their scope** — "
+                     "see report.json `leaks`.")
     elif not retrieval or not any(r["runs"] for r in retrieval.values()):
         lines.append("Phase 3 did not run, so no memory was retrieved and hold-one-out was not exercised.")
     elif pool is not None and not pool["memories"]:

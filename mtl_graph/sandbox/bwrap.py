@@ -25,7 +25,8 @@ def _masks(hidden: tuple[str, ...], workspace: Path) -> list[str]:
     return out
 
 
-def bwrap_argv(workspace: Path, env: dict[str, str], hidden: tuple[str, ...] = (), network: bool = False) -> list[str]:
+def bwrap_argv(workspace: Path, env: dict[str, str], hidden: tuple[str, ...] = (),
+               network: bool = False) -> list[str]:
     """bwrap options confining a process to workspace (order matters: later mounts cover earlier ones)."""
     ws = str(workspace)
     argv = [
@@ -82,4 +83,5 @@ class BwrapSandbox(WorkspaceSandbox):
 
     def argv(self, command: str, timeout: float) -> list[str]:
         env = scrubbed_env(self.config, str(self.workspace))
-        return bwrap_argv(self.workspace, env, self.config.hidden_paths, self.config.network) + ["--", SHELL, "-c", command]
+        argv = bwrap_argv(self.workspace, env, self.config.hidden_paths, self.config.network)
+        return argv + ["--", SHELL, "-c", command]

@@ -43,7 +43,8 @@ class DockerSandbox(WorkspaceSandbox):
 
     def _start(self) -> str:
         cfg, ws = self.config, str(self.workspace)
-        argv = ["docker", "run", "-d", "--rm", "--network", "bridge" if cfg.network else "none", "-v", f"{ws}:{ws}", "-w", ws]
+        network = "bridge" if cfg.network else "none"
+        argv = ["docker", "run", "-d", "--rm", "--network", network, "-v", f"{ws}:{ws}", "-w", ws]
         if cfg.memory_mb:
             argv += ["--memory", f"{cfg.memory_mb}m"]
         if cfg.max_processes:
