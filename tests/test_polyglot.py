@@ -114,6 +114,8 @@ def _copy(tmp_path: Path) -> Path:
     (lambda ex: (ex / ".meta/config.json").unlink(), "no .meta/config.json"),
     (lambda ex: (ex / ".docs/instructions.md").unlink(), "no .docs/instructions.md"),
     (lambda ex: (ex / "two_fer_test.py").unlink(), "missing: two_fer_test.py"),
+    (lambda ex: (ex / ".meta/config.json").write_text(
+        '{"files": {"solution": ["two_fer.py"], "test": ["../../../../../../etc/passwd"]}}'), "outside the exercise"),
 ])
 def test_one_broken_exercise_is_skipped_with_its_reason(tmp_path, breakage, reason):
     root = _copy(tmp_path)

@@ -7,7 +7,7 @@ Spec: ``exercism:PATH`` or ``exercism:PATH?languages=python+rust``. Every langua
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from mtl_graph.bench.suites.base import REFERENCE_KEY, SkippedTask, Suite, SuiteError, sample
 from mtl_graph.bench.suites.exercism.languages import LANGUAGES, META_DIR, Exercise, Language
@@ -76,6 +76,10 @@ def read_exercise(path: Path, language: str) -> Exercise:
         raise ExerciseError(f"{META_DIR}/config.json: 'solution', 'test' and 'example' must be lists")
     ex = Exercise(path=path, language=language, **{k: [str(x) for x in files.get(k, [])]
                                                    for k in ("solution", "test", "example")})
+    outside = [rel for rel in ex.solution + ex.test + ex.example
+               if PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts]
+    if outside:
+        raise ExerciseError(f"{META_DIR}/config.json names files outside the exercise: {', '.join(outside)}")
     if not (path / ".docs/instructions.md").is_file():
         raise ExerciseError("no .docs/instructions.md")
     missing = [rel for rel in ex.solution + ex.test if not ex.has(rel)]
