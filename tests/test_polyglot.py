@@ -170,3 +170,17 @@ def test_setup_with_network_runs_in_a_networked_twin(tmp_path):
     sandbox.run("grep -c : /proc/net/dev > links")
     assert int((tmp_path / "ws/links").read_text()) == 1 and not (tmp_path / "ws/.meta").exists()  # lo only
     assert with_net > 1  # the host's interfaces were visible to the setup step only
+
+
+def test_setup_needing_network_in_a_sandbox_that_cannot_grant_it_fails_clearly(tmp_path):
+    from mtl_graph.experience.checks import SetupFailed
+
+    class Plain:  # a Sandbox of someone else's making: no kind, no config
+        workspace = tmp_path
+
+        def run(self, command, timeout=None):
+            raise AssertionError("the setup must not run without the network it asked for")
+
+    task = _suite("python").tasks[0].model_copy(update={"setup_network": True})
+    with pytest.raises(SetupFailed, match="needs the network, and Plain cannot grant it"):
+        run_setup(task, Plain())

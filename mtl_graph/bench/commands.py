@@ -74,8 +74,9 @@ def eval_cmd(
     from mtl_graph.memory.location import PoolError
 
     try:
+        specs = filter_languages(_split(suites), _split(languages)) if languages is not None else _split(suites)
         config = EvalConfig(
-            suites=filter_languages(_split(suites), _split(languages)) if languages else _split(suites), runner=agent or "graph", model=model, formats=_formats(formats), k=k,
+            suites=specs, runner=agent or "graph", model=model, formats=_formats(formats), k=k,
             samples=samples, seed=seed, limit=limit, pool_fractions=[float(x) for x in _split(pool_fractions)],
             source_domain_counts=[int(x) for x in _split(source_domains)], source_model=source_model,
             holdout=holdout, top_k=top_k, price_input_per_mtok=price_in, price_output_per_mtok=price_out)
