@@ -113,6 +113,7 @@ def _copy(tmp_path: Path) -> Path:
     (lambda ex: (ex / ".meta/config.json").write_bytes(b"\xff\xfe{"), "invalid config"),
     (lambda ex: (ex / ".meta/config.json").unlink(), "no .meta/config.json"),
     (lambda ex: (ex / ".docs/instructions.md").unlink(), "no .docs/instructions.md"),
+    (lambda ex: (ex / ".meta/.skip_tests").touch(), "its tests are the solution"),
     (lambda ex: (ex / "two_fer_test.py").unlink(), "missing: two_fer_test.py"),
     (lambda ex: (ex / ".meta/config.json").write_text(
         '{"files": {"solution": ["two_fer.py"], "test": ["../../../../../../etc/passwd"]}}'), "outside the exercise"),

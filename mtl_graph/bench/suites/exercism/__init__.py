@@ -15,6 +15,7 @@ from mtl_graph.tasks import Task
 
 DOMAIN = "exercism"
 LANGUAGES_KEY = "languages"
+SKIP_TESTS_MARKER = ".skip_tests"
 DOCS = (".docs/introduction.md", ".docs/instructions.md", ".docs/instructions.append.md")
 
 _PROMPT_TAIL = """
@@ -82,6 +83,9 @@ def read_exercise(path: Path, language: str) -> Exercise:
         raise ExerciseError(f"{META_DIR}/config.json names files outside the exercise: {', '.join(outside)}")
     if not (path / ".docs/instructions.md").is_file():
         raise ExerciseError("no .docs/instructions.md")
+    if (path / META_DIR / SKIP_TESTS_MARKER).exists():
+        raise ExerciseError(f"the track marks it {META_DIR}/{SKIP_TESTS_MARKER}: its tests are the solution, "
+                            "so no test grades it")
     missing = [rel for rel in ex.solution + ex.test if not ex.has(rel)]
     if missing:
         raise ExerciseError(f"files named in {META_DIR}/config.json are missing: {', '.join(missing)}")
