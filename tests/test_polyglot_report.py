@@ -129,3 +129,7 @@ def test_cli_languages_option_filters_exercism_and_is_part_of_the_configuration(
     bad = cli("--suites", "humaneval", "--languages", "python", "--agent", "noop", "--out", tmp_path / "x")
     assert bad.exit_code == 2 and "error: --languages applies to exercism suites" in bad.output
     assert not (tmp_path / "x").exists()
+    empty = cli("--suites", f"exercism:{POLYGLOT}?languages=python", "--agent", "oracle", "--formats", "insight",
+                "--sandbox", "local", "--out", tmp_path / "y", "--no-progress")
+    assert empty.exit_code == 0
+    assert "note: phase 3 ran with an empty pool, so no memory was retrieved (offline agent oracle" in empty.output

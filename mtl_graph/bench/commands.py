@@ -103,6 +103,9 @@ def eval_cmd(
         typer.echo(f"skipped suite {spec}: {reason}")
     if summary.stopped:
         typer.echo(f"stopped before distillation: {summary.stopped}", err=True)
+    elif config.formats and not summary.pool_size:
+        typer.echo("note: phase 3 ran with an empty pool, so no memory was retrieved"
+                   + (f" (offline agent {agent}: no distiller)" if agent else ""), err=True)
     paths = render_report(out)
     ran = sum(summary.ran.values())
     typer.echo(f"{ran} runs ({sum(summary.resumed.values())} resumed, {summary.errors} errors, "
