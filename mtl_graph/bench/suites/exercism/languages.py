@@ -146,7 +146,10 @@ def _cargo_dependencies(ex: Exercise) -> list[str]:
 @functools.cache
 def _rust_bin() -> str | None:
     """The directory of the real cargo and rustc: rustup's proxies need a HOME the sandbox does not give."""
-    out = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, timeout=30)
+    try:
+        out = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
     sysroot = Path(out.stdout.strip())
     return str(sysroot / "bin") if out.returncode == 0 and (sysroot / "bin" / "cargo").is_file() else None
 
