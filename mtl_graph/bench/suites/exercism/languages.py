@@ -198,7 +198,8 @@ class JavaScript(Language):
         return "npm install --no-audit --no-fund --no-progress --loglevel=error" if _npm_dependencies(ex) else None
 
     def check(self, ex: Exercise) -> str:
-        enable = r"s/\bx(test|it|describe)(\.each)?\(/\1\2(/g; s/\b(test|it|describe)\.skip\(/\1(/g"
+        # `test.skip` stays: the track skips those few tests as too slow for any test runner.
+        enable = r"s/\bx(test|it|describe)(\.each)?\(/\1\2(/g"
         return f"sed -i -E '{enable}' {quoted(ex.test)} && npm test"
 
 
