@@ -53,10 +53,10 @@ def test_reference_files_map_onto_the_solution_layout():
 def test_test_files_name_tests_and_the_build_files_the_check_reads():
     tasks = {t.metadata["language"]: t for t in load_suite(f"exercism:{POLYGLOT}").tasks}
     expected = {"python": ["two_fer_test.py"], "go": ["two_fer_test.go", "go.mod"],
-                "rust": ["tests/two-fer.rs", "Cargo.toml"], "javascript": ["two-fer.spec.js", "package.json"],
+                "rust": ["tests/two-fer.rs"], "javascript": ["two-fer.spec.js", "package.json"],
                 "java": ["src/test/java/TwoFerTest.java", "build.gradle"],
                 "cpp": ["two_fer_test.cpp", "CMakeLists.txt"]}
-    for lang, task in tasks.items():
+    for lang, task in tasks.items():  # Rust's Cargo.toml is the solver's to edit (a solution file)
         assert task.test_files == expected[lang]
         assert all((POLYGLOT / lang / "exercises/practice/two-fer" / f).is_file() for f in task.test_files)
 
@@ -185,3 +185,23 @@ def test_setup_needing_network_in_a_sandbox_that_cannot_grant_it_fails_clearly(t
     task = _suite("python").tasks[0].model_copy(update={"setup_network": True})
     with pytest.raises(SetupFailed, match="needs the network, and Plain cannot grant it"):
         run_setup(task, Plain())
+
+
+def test_rust_reference_needing_unreachable_crates_is_an_explained_error(tmp_path, monkeypatch):
+    if langs.LANGUAGES["rust"].unavailable():
+        pytest.skip(langs.LANGUAGES["rust"].unavailable())
+    root = tmp_path / "ex"
+    shutil.copytree(POLYGLOT / "rust", root / "rust")
+    ex = root / "rust/exercises/practice/two-fer"
+    manifest = (ex / "Cargo.toml").read_text() + '\n[dependencies]\nitertools = "0.5"\n'
+    (ex / ".meta/Cargo-example.toml").write_text(manifest)
+    monkeypatch.setattr(langs, "probe", lambda argv: "`cargo search` failed: could not resolve host")
+    task = load_suite(f"exercism:{root}").tasks[0]  # the exercise itself needs no crate: it stays
+    assert task.metadata["reference_files"] == {} and task.setup == "rm -rf .meta"
+    outcome = OracleRunner(sandbox="local").run(task, Condition(), 0, None)
+    assert outcome.error == ("task exercism/rust/two-fer: the reference solution needs crates itertools and cargo "
+                             "cannot reach their registry (`cargo search` failed: could not resolve host)")
+    monkeypatch.setattr(langs, "probe", lambda argv: None)
+    task = load_suite(f"exercism:{root}").tasks[0]
+    assert task.metadata["reference_files"]["Cargo.toml"] == manifest and task.setup_network
+    assert 'cargo fetch --manifest-path "$d/Cargo.toml"' in task.setup and task.setup.endswith("rm -rf .meta")

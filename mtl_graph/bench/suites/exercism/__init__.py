@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePosixPath
 
-from mtl_graph.bench.suites.base import REFERENCE_KEY, SkippedTask, Suite, SuiteError, sample
+from mtl_graph.bench.suites.base import (
+    REFERENCE_KEY,
+    REFERENCE_UNAVAILABLE_KEY,
+    SkippedTask,
+    Suite,
+    SuiteError,
+    sample,
+)
 from mtl_graph.bench.suites.exercism.languages import LANGUAGES, META_DIR, Exercise, Language
 from mtl_graph.tasks import Task
 
@@ -96,7 +103,8 @@ def exercise_task(ex: Exercise, lang: Language) -> Task:
     """The task of one exercise; unreadable files are an ExerciseError."""
     try:
         parts = [ex.read(doc).strip() for doc in DOCS if ex.has(doc)]
-        reference = lang.reference(ex)
+        unusable = lang.reference_problem(ex)
+        reference = {} if unusable else lang.reference(ex)
     except (OSError, UnicodeDecodeError) as exc:
         raise ExerciseError(f"cannot read ({exc})") from None
     instruction = "\n\n".join(parts) + _PROMPT_TAIL.format(files=", ".join(ex.solution), tests=", ".join(ex.test))
@@ -112,7 +120,8 @@ def exercise_task(ex: Exercise, lang: Language) -> Task:
         check=lang.check(ex),
         check_timeout=lang.check_timeout,
         test_files=lang.test_files(ex),
-        metadata={"suite": DOMAIN, "language": ex.language, "exercise": ex.name, REFERENCE_KEY: reference},
+        metadata={"suite": DOMAIN, "language": ex.language, "exercise": ex.name, REFERENCE_KEY: reference,
+                  **({REFERENCE_UNAVAILABLE_KEY: unusable} if unusable else {})},
     )
 
 

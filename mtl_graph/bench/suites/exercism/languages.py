@@ -114,8 +114,14 @@ class Language:
     def reference(self, ex: Exercise) -> dict[str, str]:
         return map_examples(ex)
 
+    def reference_problem(self, ex: Exercise) -> str | None:
+        """Why the reference solution cannot be checked here (the exercise itself can), or None."""
+        return None
+
     def test_files(self, ex: Exercise) -> list[str]:
-        return list(dict.fromkeys(ex.test + [f for f in self.build_files if ex.has(f)]))
+        """Tests and build files, but none the solver may edit (Rust's Cargo.toml is a solution file)."""
+        build = [f for f in self.build_files if ex.has(f) and f not in ex.solution]
+        return list(dict.fromkeys(ex.test + build))
 
 
 class Python(Language):
@@ -135,12 +141,20 @@ class Go(Language):
         return "GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod go test ./..."
 
 
-def _cargo_dependencies(ex: Exercise) -> list[str]:
+CARGO_EXAMPLE = f"{META_DIR}/Cargo-example.toml"
+"""The manifest of the track's example solution, when it needs crates the stub's Cargo.toml does not name."""
+
+
+def _cargo_dependencies(ex: Exercise, manifest_path: str = "Cargo.toml") -> list[str]:
     try:
-        manifest = tomllib.loads(ex.read("Cargo.toml"))
+        manifest = tomllib.loads(ex.read(manifest_path))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return []
     return sorted({*manifest.get("dependencies", {}), *manifest.get("dev-dependencies", {})})
+
+
+def _example_only_crates(ex: Exercise) -> list[str]:
+    return sorted(set(_cargo_dependencies(ex, CARGO_EXAMPLE)) - set(_cargo_dependencies(ex)))
 
 
 @functools.cache
@@ -163,15 +177,31 @@ class Rust(Language):
         return None if _rust_bin() else "rust: `rustc --print sysroot` names no directory holding cargo"
 
     def _env(self) -> str:
-        return f"PATH={shlex.quote(_rust_bin() or '')}:\"$PATH\" "
+        return f"export PATH={shlex.quote(_rust_bin() or '')}:\"$PATH\" && "
+
+    @staticmethod
+    def _unreachable(crates: list[str]) -> str | None:
+        reason = crates and probe(("cargo", "search", "--limit", "1", crates[0]))
+        return f"needs crates {', '.join(crates)} and cargo cannot reach their registry ({reason})" if reason else None
 
     def problem(self, ex: Exercise) -> str | None:
-        deps = _cargo_dependencies(ex)
-        reason = deps and probe(("cargo", "search", "--limit", "1", deps[0]))
-        return f"needs crates {', '.join(deps)} and cargo cannot reach their registry ({reason})" if reason else None
+        return self._unreachable(_cargo_dependencies(ex))
+
+    def reference_problem(self, ex: Exercise) -> str | None:
+        reason = self._unreachable(_example_only_crates(ex))
+        return f"the reference solution {reason}" if reason else None
+
+    def reference(self, ex: Exercise) -> dict[str, str]:
+        extra = {"Cargo.toml": ex.read(CARGO_EXAMPLE)} if _example_only_crates(ex) else {}
+        return {**map_examples(ex), **extra}
 
     def setup(self, ex: Exercise) -> str | None:
-        return self._env() + "cargo fetch" if _cargo_dependencies(ex) else None
+        steps = ["cargo fetch"] if _cargo_dependencies(ex) else []
+        if _example_only_crates(ex) and not self.reference_problem(ex):
+            # Into the workspace's CARGO_HOME, so the offline check can build the reference solution too.
+            steps.append(f'd=$(mktemp -d) && cp {CARGO_EXAMPLE} "$d/Cargo.toml" && mkdir "$d/src" && '
+                         f'touch "$d/src/lib.rs" && cargo fetch --manifest-path "$d/Cargo.toml"')
+        return self._env() + " && ".join(steps) if steps else None
 
     def check(self, ex: Exercise) -> str:
         return self._env() + "cargo test --offline -- --include-ignored"
