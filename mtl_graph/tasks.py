@@ -38,6 +38,8 @@ class Task(BaseModel):
     """A directory whose contents are copied into the workspace before the run."""
     setup: str | None = None
     """A shell command run in the workspace before the agent starts (failure aborts the run)."""
+    setup_network: bool = False
+    """Whether the setup command may reach the network (to fetch dependencies); the agent and the check never can."""
     check: str | None = None
     """A shell command run in the workspace after the agent; exit code 0 means the task passed."""
     check_timeout: float = 120.0

@@ -59,6 +59,8 @@ def eval_cmd(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars per phase."),
     judge_accuracy: bool = typer.Option(
         False, "--judge-accuracy", help="Also run the LLM judge where tests decide, to report its accuracy."),
+    languages: Optional[str] = typer.Option(
+        None, "--languages", help="Exercism suites: only these languages, e.g. python,rust."),
 ) -> None:
     """Run the protocol: zero-shot, distill, memory transfer per format; then write the report."""
     from pydantic import ValidationError
@@ -68,12 +70,13 @@ def eval_cmd(
     from mtl_graph.bench.report import render_report
     from mtl_graph.bench.runners import RunnerUnavailable, make_runner
     from mtl_graph.bench.store import StoreError
-    from mtl_graph.bench.suites import SuiteError
+    from mtl_graph.bench.suites import SuiteError, filter_languages
     from mtl_graph.memory.location import PoolError
 
     try:
+        specs = filter_languages(_split(suites), _split(languages)) if languages is not None else _split(suites)
         config = EvalConfig(
-            suites=_split(suites), runner=agent or "graph", model=model, formats=_formats(formats), k=k,
+            suites=specs, runner=agent or "graph", model=model, formats=_formats(formats), k=k,
             samples=samples, seed=seed, limit=limit, pool_fractions=[float(x) for x in _split(pool_fractions)],
             source_domain_counts=[int(x) for x in _split(source_domains)], source_model=source_model,
             holdout=holdout, top_k=top_k, price_input_per_mtok=price_in, price_output_per_mtok=price_out)
@@ -100,6 +103,9 @@ def eval_cmd(
         typer.echo(f"skipped suite {spec}: {reason}")
     if summary.stopped:
         typer.echo(f"stopped before distillation: {summary.stopped}", err=True)
+    elif config.formats and not summary.pool_size:
+        typer.echo("note: phase 3 ran with an empty pool, so no memory was retrieved"
+                   + (f" (offline agent {agent}: no distiller)" if agent else ""), err=True)
     paths = render_report(out)
     ran = sum(summary.ran.values())
     typer.echo(f"{ran} runs ({sum(summary.resumed.values())} resumed, {summary.errors} errors, "

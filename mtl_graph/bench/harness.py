@@ -13,7 +13,7 @@ from mtl_graph.bench.models import Condition, EvalConfig, MemoryScope, Pool, Run
 from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import Runner
 from mtl_graph.bench.store import SUITES_FILE, ResultStore
-from mtl_graph.bench.suites import Suite, SuiteError, load_suite
+from mtl_graph.bench.suites import Suite, SuiteError, load_suite, normalize_spec
 from mtl_graph.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -97,16 +97,12 @@ class Harness:
         self.progress = progress
 
     def load_suites(self) -> list[Suite]:
-        suites = [load_suite(spec, self.config.limit, self.config.seed) for spec in self.config.suites]
-        names = [s.name for s in suites]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise SuiteError(f"two suites share the name {', '.join(dupes)}; suite names are domains and must differ")
-        return suites
+        return load_suites(self.config)
 
-    def run(self) -> EvalSummary:
+    def run(self, suites: list[Suite] | None = None) -> EvalSummary:
+        """Run the protocol over suites (loaded from the configuration when not given)."""
         summary = EvalSummary()
-        suites = self.load_suites()
+        suites = self.load_suites() if suites is None else suites
         self.store.write_json(SUITES_FILE, [
             {**s.model_dump(mode="json", exclude={"tasks"}), "tasks": [t.id for t in s.tasks]} for s in suites])
         for s in suites:
@@ -194,8 +190,24 @@ class Harness:
                           attempt=attempt, runner=self.runner.name, leaked_memory_ids=leaks)
 
 
+def load_suites(config: EvalConfig) -> list[Suite]:
+    """Every suite of a configuration; a SuiteError when one cannot load or two share a name."""
+    suites = [load_suite(spec, config.limit, config.seed) for spec in config.suites]
+    names = [s.name for s in suites]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SuiteError(f"two suites share the name {', '.join(dupes)}; suite names are domains and must differ")
+    return suites
+
+
 def run_eval(config: EvalConfig, runner: Runner, out: str, distill: Distiller | None = None,
              concurrency: int = 1, progress: bool = True) -> EvalSummary:
-    """One-call entry point: open (or resume) the results directory ``out`` and run the protocol."""
+    """One-call entry point: open (or resume) the results directory ``out`` and run the protocol.
+
+    The configuration is fixed (config.json written) only once its suites have loaded, with their paths made
+    absolute: a typo in a path leaves nothing behind, and ``./x`` and ``/abs/x`` are the same configuration.
+    """
+    config = config.model_copy(update={"suites": [normalize_spec(s) for s in config.suites]})
+    suites = load_suites(config)
     store = ResultStore(out, config)
-    return Harness(config, runner, store, distill, concurrency, progress).run()
+    return Harness(config, runner, store, distill, concurrency, progress).run(suites)

@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.bench.models import ZERO_SHOT, EvalConfig, TaskResult
+from mtl_graph.bench.models import ZERO_SHOT, EvalConfig, Pool, TaskResult
 from mtl_graph.bench.passk import aggregate, error_counts, is_error, task_scores
 from mtl_graph.bench.store import SUITES_FILE, ResultStore
 
@@ -67,7 +67,33 @@ def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
     return {c: dict(v) for c, v in acc.items()}
 
 
-def build_report(results: list[TaskResult], config: EvalConfig, suites_info: list[dict] | None = None) -> dict:
+def _group_columns(results: list[TaskResult], suites: list[str], suites_info: list[dict],
+                   k: int) -> tuple[list[str], dict]:
+    """One extra column per group of a suite (an exercism language), placed after its suite; not averaged."""
+    groups = {s["name"]: s.get("groups") or {} for s in suites_info}
+    grouped = [r.model_copy(update={"suite": f"{r.suite}/{groups[r.suite][r.task_id]}"}) for r in results
+               if r.task_id in groups.get(r.suite, {})]
+    scores = {key: s for key, s in aggregate(grouped, k).items() if key[0] != "average"}
+    columns = []
+    for suite in suites:
+        columns += [suite] + sorted({c for c, _ in scores if c.startswith(f"{suite}/")})
+    return columns, scores
+
+
+def _retrieval(results: list[TaskResult], config: EvalConfig, pool: Pool | None) -> dict[str, dict]:
+    """Per memory condition: memories of its format in the pool, runs, runs that retrieved any, memories."""
+    out: dict[str, dict] = {}
+    for cond in config.conditions()[1:]:
+        runs = [r for r in results if r.condition.key == cond.key]
+        fmt = cond.memory_format.value if cond.memory_format else None
+        out[cond.key] = {"pool_memories": None if pool is None else sum(m.type.value == fmt for m in pool.memories),
+                         "runs": len(runs), "runs_with_memories": sum(bool(r.retrieved) for r in runs),
+                         "retrieved": sum(len(r.retrieved) for r in runs)}
+    return out
+
+
+def build_report(results: list[TaskResult], config: EvalConfig, suites_info: list[dict] | None = None,
+                 pool: Pool | None = None) -> dict:
     """All numbers of the report as plain data (what report.json holds)."""
     k = config.k
     scores = aggregate(results, k)
@@ -76,14 +102,19 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
                   if any(s.condition == c.key for s in scores.values()) or ("average", c.key) in errored]
     order = [s["name"] for s in suites_info or []]
     suites = sorted({r.suite for r in results}, key=lambda n: (order.index(n) if n in order else len(order), n))
+    columns, group_scores = _group_columns(results, suites, suites_info or [], k)
+    scores.update(group_scores)
+    retrieval = _retrieval(results, config, pool)
     table: dict[str, dict[str, dict]] = {}
     for cond in conditions:
         table[cond] = {}
-        for suite in suites + ["average"]:
+        no_memories = retrieval.get(cond, {}).get("pool_memories") == 0
+        for suite in columns + ["average"]:
             cell, base = scores.get((suite, cond)), scores.get((suite, ZERO_SHOT))
             if cell:
                 delta = None if base is None or cond == ZERO_SHOT else cell.pass_at_k - base.pass_at_k
-                table[cond][suite] = {**cell.model_dump(exclude={"suite", "condition", "k"}), "delta": delta}
+                table[cond][suite] = {**cell.model_dump(exclude={"suite", "condition", "k"}), "delta": delta,
+                                      "no_memories": no_memories}
     avg = {c: table[c]["average"]["pass_at_k"] for c in table if "average" in table[c]}
     by_key = {c.key: c for c in config.conditions()}
     pool_curves: dict[str, list] = defaultdict(list)
@@ -102,6 +133,7 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
         "config": config.model_dump(mode="json"),
         "k": k,
         "suites": suites,
+        "columns": columns,
         "conditions": conditions,
         "formats": [f.value for f in config.formats if f.value in table],
         "table": table,
@@ -118,6 +150,8 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
         "error_counts": {c: {s: n for (s, cc), n in errored.items() if cc == c} for c in conditions},
         "tests_modified": _tampered(results),
         "suites_info": suites_info or [],
+        "pool": None if pool is None else {"memories": len(pool.memories), "note": pool.note},
+        "retrieval": retrieval,
     }
 
 
@@ -125,6 +159,8 @@ def _cell(c: dict | None, errors: int = 0) -> str:
     errs = f" [{errors} err]" if errors else ""
     if not c:
         return "–" + errs
+    if c.get("no_memories"):
+        return "no memories" + errs
     delta = "" if c["delta"] is None else f" ({c['delta']:+.3f})"
     return f"{c['pass_at_k']:.3f}{delta}" + ("*" if c["incomplete"] else "") + errs
 
@@ -169,6 +205,38 @@ def _one_line(text: str, width: int = 160) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def _provenance_md(data: dict) -> list[str]:
+    """Hold-one-out is claimed only when phase 3 retrieved memories; an empty pool or phase 3 is said so."""
+    lines = ["## Provenance", ""]
+    retrieval, pool, cfg = data.get("retrieval", {}), data.get("pool"), data["config"]
+    retrieved = sum(r["retrieved"] for r in retrieval.values())
+    if data["leaks"]:
+        lines.append(f"**{len(data['leaks'])} runs retrieved memories outside their scope** — "
+                     "see report.json `leaks`.")
+    elif not retrieval or not any(r["runs"] for r in retrieval.values()):
+        lines.append("Phase 3 did not run, so no memory was retrieved and hold-one-out was not exercised.")
+    elif pool is not None and not pool["memories"]:
+        why = f" ({pool['note']})" if pool["note"] else ""
+        who = f"with the offline agent `{cfg['runner']}` " if not cfg["model"] else ""
+        lines.append(f"Phase 3 ran {who}with an empty pool{why}: nothing was retrieved, so hold-one-out was "
+                     "not exercised.")
+    elif not retrieved:
+        lines.append("Phase 3 retrieved no memory, so hold-one-out was not exercised.")
+    else:
+        lines.append(f"No run retrieved a memory outside its scope (hold-one-out holds over {retrieved} "
+                     "retrieved memories).")
+    if cfg["holdout"] and len(data["suites"]) == 1 and retrieval and not retrieved and pool and pool["memories"]:
+        lines.append(f"\n**Warning:** hold-one-out with a single suite (`{data['suites'][0]}`): every memory "
+                     "comes from the task's own domain, so none can be retrieved. Add a suite from another "
+                     "domain, or use --no-holdout.")
+    if retrieval:
+        lines += ["", "| condition | pool memories of its format | runs | runs with memories | memories retrieved |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {c} | {'–' if r['pool_memories'] is None else r['pool_memories']} | {r['runs']} | "
+                  f"{r['runs_with_memories']} | {r['retrieved']} |" for c, r in retrieval.items()]
+    return lines + [""]
+
+
 def render_markdown(data: dict, plots: list[str]) -> str:
     k, cfg = data["k"], data["config"]
     lines = ["# Memory transfer evaluation", "",
@@ -176,10 +244,11 @@ def render_markdown(data: dict, plots: list[str]) -> str:
              + f"; pass@{k} from {cfg['samples'] or k} attempt(s) per task; seed {cfg['seed']}"
              + (f"; {cfg['limit']} tasks per suite" if cfg["limit"] else "") + ".", "",
              f"## Pass@{k} by suite and condition (Δ vs zero-shot; hold-one-out)", ""]
-    header = ["condition"] + data["suites"] + ["avg"]
+    columns = data.get("columns", data["suites"])
+    header = ["condition"] + columns + ["avg"]
     errs = data.get("error_counts", {})
     lines += _rows(header, [[c] + [_cell(data["table"][c].get(s), errs.get(c, {}).get(s, 0))
-                                   for s in data["suites"] + ["average"]] for c in data["conditions"]])
+                                   for s in columns + ["average"]] for c in data["conditions"]])
     if data["errors"]:
         lines.append(f"\nPass@{k} is over completed runs; [n err] counts runs that ended in an infrastructure error "
                      "(model provider, sandbox, pool): not failed attempts, retried on the next invocation.")
@@ -196,9 +265,8 @@ def render_markdown(data: dict, plots: list[str]) -> str:
     lines += ["## LLM judge vs tests", "",
               "No run has both a test verdict and a judge verdict." if not j["compared"] else
               f"Accuracy {j['accuracy']:.3f} on {j['compared']} runs ({j['false_pass']} false passes, "
-              f"{j['false_fail']} false fails).", "", "## Provenance", "",
-              "No run retrieved a memory outside its scope (hold-one-out holds)." if not data["leaks"] else
-              f"**{len(data['leaks'])} runs retrieved memories outside their scope** — see report.json `leaks`.", ""]
+              f"{j['false_fail']} false fails).", ""]
+    lines += _provenance_md(data)
     lines += _problem_runs_md(data)
     lines += ["## Runs, tokens and cost", ""]
     lines += _rows(["condition", "runs", "errors", "input tokens", "output tokens", "cost (USD)"],
@@ -220,7 +288,7 @@ def render_report(out: str | Path) -> dict[str, Path]:
     results = store.results()
     info_path = root / SUITES_FILE
     suites_info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else []
-    data = build_report(results, store.config, suites_info)
+    data = build_report(results, store.config, suites_info, store.load_pool())
     from mtl_graph.bench import plots
 
     paths: dict[str, Path] = {}

@@ -15,7 +15,7 @@ from mtl_graph.experience.checks import run_check, run_setup
 from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.sandbox import make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
-from mtl_graph.bench.suites.base import REFERENCE_KEY
+from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_UNAVAILABLE_KEY
 from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.tasks import Task
@@ -82,7 +82,8 @@ class ReferenceRunner:
                 if self.solve(task, condition, attempt):
                     reference = task.metadata.get(REFERENCE_KEY)
                     if not reference:
-                        return RunOutcome(error=f"task {task.id} has no reference solution", retrieved=retrieved)
+                        why = task.metadata.get(REFERENCE_UNAVAILABLE_KEY) or "has no reference solution"
+                        return RunOutcome(error=f"task {task.id}: {why}", retrieved=retrieved)
                     for path, content in reference.items():
                         sandbox.write_file(path, content)
                         steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},

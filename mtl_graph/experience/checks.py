@@ -16,6 +16,7 @@ from mtl_graph.experience.no_tests import no_test_reason
 from mtl_graph.experience.planted import remove_entry, remove_planted
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
+from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task, TaskError, check_relative
 
 REASON_TAIL = 2_000
@@ -35,10 +36,23 @@ def run_setup(task: Task, sandbox: Sandbox) -> CommandResult | None:
     """Run the task's setup command (None when it has none); a failure raises SetupFailed."""
     if not task.setup:
         return None
-    result = sandbox.run(task.setup, timeout=task.check_timeout)
+    runner = _networked(sandbox) if task.setup_network else sandbox
+    try:
+        result = runner.run(task.setup, timeout=task.check_timeout)
+    finally:
+        if runner is not sandbox:
+            runner.close()
     if result.exit_code != 0:
         raise SetupFailed(f"task setup failed (exit {result.exit_code}): {result.output[-REASON_TAIL:]}")
     return result
+
+
+def _networked(sandbox: Sandbox) -> Sandbox:
+    """A twin of sandbox over the same workspace that may reach the network (for a setup step only)."""
+    kind, config = getattr(sandbox, "kind", None), getattr(sandbox, "config", None)
+    if kind is None:
+        raise SetupFailed(f"task setup needs the network, and {type(sandbox).__name__} cannot grant it")
+    return make_sandbox(kind, sandbox.workspace, config, network=True)
 
 
 def pristine_tests(task: Task) -> dict[str, tuple[bytes, int]]:

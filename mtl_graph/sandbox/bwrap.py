@@ -143,13 +143,15 @@ def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig) -> l
         # No user namespace: its root would be the host's root (owner of /etc/shadow...). setpriv needs
         # these three capabilities, and drops them (and everything else) before the command runs; nested user
         # namespaces are refused by a seccomp filter instead (see seccomp.py).
-        identity = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        identity = ["--unshare-pid", *([] if config.network else ["--unshare-net"]), "--unshare-ipc",
+                    "--unshare-uts", "--unshare-cgroup-try",
                     "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
                     "--cap-add", "CAP_SETPCAP"]  # fmt: skip
         if filter_file() is not None:
             identity += ["--seccomp", f"{FD_TOKEN}0"]
     else:
-        identity = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+        identity = ["--unshare-all", *(["--share-net"] if config.network else []), "--unshare-user",
+                    "--disable-userns", "--cap-drop", "ALL",
                     "--uid", str(config.run_as_uid), "--gid", str(config.run_as_gid)]  # fmt: skip
     tools = toolchain_dirs(config)
     read_only = [Path(d) for d in SYSTEM_DIRS] + tools

@@ -62,6 +62,8 @@ class SandboxConfig(BaseModel):
     """Directories outside /usr bound read-only into bwrap when they exist (per-user toolchains)."""
     etc_allow: tuple[str, ...] = DEFAULT_ETC_ALLOW
     """Entries of /etc (glob patterns) bound read-only into bwrap; nothing else of /etc is visible."""
+    network: bool = False
+    """Whether commands may reach the network; only a task's setup step asks for it (dependencies)."""
     docker_image: str = "python:3.11-slim"
     """Image of the container the docker backend starts."""
     docker_cpus: float = Field(default=2.0, gt=0)

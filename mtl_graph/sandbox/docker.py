@@ -36,7 +36,7 @@ def docker_run_argv(workspace: Path, config: SandboxConfig) -> list[str]:
     user = f"{config.run_as_uid}:{config.run_as_gid}"
     argv = [
         "docker", "run", "-d", "--rm", "--init",
-        "--network", "none",
+        "--network", "bridge" if config.network else "none",  # only a setup step asks for it
         "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges",
         "--user", user,

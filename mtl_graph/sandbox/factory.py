@@ -19,10 +19,12 @@ def make_sandbox(
     kind: str = "auto",
     workspace: str | Path | None = None,
     config: SandboxConfig | None = None,
+    network: bool | None = None,
 ) -> Sandbox:
     """A sandbox of the given kind over workspace (created if missing).
 
     ``auto`` picks bwrap when it works on this machine, else local with a warning (no isolation).
+    ``network`` overrides the config's (a task's setup step fetches dependencies; the agent never does).
     """
     if workspace is None:
         raise ValueError("make_sandbox needs a workspace directory")
@@ -39,4 +41,6 @@ def make_sandbox(
                 stacklevel=2,
             )
             kind = "local"
+    if network is not None:
+        config = (config or SandboxConfig()).model_copy(update={"network": network})
     return BACKENDS[kind](workspace, config)

@@ -15,6 +15,8 @@ from mtl_graph.tasks import Task
 
 REFERENCE_KEY = "reference_files"
 """Task.metadata key holding the reference solution (relative path -> content) used by the oracle."""
+REFERENCE_UNAVAILABLE_KEY = "reference_unavailable"
+"""Task.metadata key saying why a task's reference solution cannot be checked on this machine."""
 
 # A heredoc keeps hidden tests out of the workspace the agent can read; past this size a command line
 # risks the kernel's per-argument limit, so the script is written into the workspace instead.
@@ -53,6 +55,8 @@ class Suite(BaseModel):
     """Set when the whole suite cannot run here (e.g. no Docker engine)."""
     total: int = 0
     """How many tasks the suite has before sampling."""
+    groups: dict[str, str] = Field(default_factory=dict)
+    """Task id -> sub-group (an exercise's language); the report gives each group its own column."""
 
 
 def sample(items: Sequence, limit: int | None, seed: int) -> list:

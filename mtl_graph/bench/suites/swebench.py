@@ -1,28 +1,28 @@
-"""SWE-bench instances through the official ``swebench`` package; needs a reachable Docker engine."""
+"""SWE-bench instances graded by the official ``swebench`` harness; needs a reachable Docker engine.
+
+Setup (with network) clones the repository at the instance's base commit; the agent then works without
+network; the check turns its diff into a prediction and lets the harness run the instance's tests in the
+instance's image (see swebench_check.py).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import shutil
 import subprocess
+import sys
+from importlib import resources
 from pathlib import Path
 
-from mtl_graph.bench.suites.base import Suite, SuiteError, sample
+from mtl_graph.bench.suites.base import Suite, SuiteError, hidden_python_check, sample
 from mtl_graph.tasks import Task
 
 DOMAIN = "swebench"
 DEFAULT_DATASET = "princeton-nlp/SWE-bench_Lite"
-
-# The agent edits a checkout; the check turns its diff into a prediction and lets the official harness
-# build the instance's image, apply the patch and run FAIL_TO_PASS / PASS_TO_PASS tests.
-_CHECK = (
-    "git diff {base} > /tmp/mtl_patch.diff && python3 -c \"import json,sys; "
-    "json.dump([{{'instance_id': '{iid}', 'model_name_or_path': 'mtl', 'model_patch': open('/tmp/mtl_patch.diff').read()}}], "
-    "open('/tmp/mtl_preds.json', 'w'))\" && python3 -m swebench.harness.run_evaluation --dataset_name {dataset} "
-    "--predictions_path /tmp/mtl_preds.json --instance_ids {iid} --run_id mtl && "
-    "grep -q '\"resolved_ids\": \\[\"{iid}\"' mtl.mtl.json"
-)
+SPLIT = "test"
+EVAL_TIMEOUT_S = 1800
 
 
 def unavailable() -> str | None:
@@ -38,6 +38,11 @@ def unavailable() -> str | None:
     return None if ok else "no Docker engine reachable (docker info failed); SWE-bench needs one"
 
 
+def instance_image(instance_id: str) -> str:
+    """The prebuilt image the official harness pulls for an instance."""
+    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_').lower()}:latest"
+
+
 def _instances(arg: str | None) -> tuple[list[dict], str]:
     if arg and Path(arg).expanduser().is_file():
         path = Path(arg).expanduser()
@@ -49,7 +54,30 @@ def _instances(arg: str | None) -> tuple[list[dict], str]:
     from swebench.harness.utils import load_swebench_dataset
 
     dataset = arg or DEFAULT_DATASET
-    return [dict(r) for r in load_swebench_dataset(dataset, "test")], dataset
+    return [dict(r) for r in load_swebench_dataset(dataset, SPLIT)], dataset
+
+
+def instance_task(row: dict, dataset: str) -> Task:
+    try:
+        iid, repo, base, statement = row["instance_id"], row["repo"], row["base_commit"], row["problem_statement"]
+    except (KeyError, TypeError) as exc:
+        raise SuiteError(f"{dataset}: instance lacks {exc}") from None
+    script = resources.files("mtl_graph.bench.suites").joinpath("swebench_check.py").read_text(encoding="utf-8")
+    call = f"main({sys.executable!r}, {dataset!r}, {SPLIT!r}, {iid!r}, {base!r}, {EVAL_TIMEOUT_S})"
+    check, check_files = hidden_python_check(f"{script}\n\n{call}\n")
+    return Task(
+        id=iid,
+        instruction=f"Resolve this issue in the repository checked out in the current directory.\n\n{statement}",
+        domain=DOMAIN,
+        files=check_files,
+        # A fetch of the one commit, not a clone: the workspace may already hold the check's files.
+        setup=(f"git init -q . && git fetch -q --depth 1 https://github.com/{shlex.quote(repo)}.git "
+               f"{shlex.quote(base)} && git checkout -q FETCH_HEAD"),
+        setup_network=True,
+        check=check,
+        check_timeout=EVAL_TIMEOUT_S + 300.0,
+        metadata={"suite": DOMAIN, "repo": repo, "base_commit": base, "image": instance_image(iid)},
+    )
 
 
 def load(arg: str | None, limit: int | None, seed: int) -> Suite:
@@ -59,20 +87,5 @@ def load(arg: str | None, limit: int | None, seed: int) -> Suite:
     if reason:
         return Suite(spec=spec, name=DOMAIN, skip_reason=reason)
     rows, dataset = _instances(arg)
-    tasks = []
-    for row in sample(rows, limit, seed):
-        try:
-            iid, repo, base = row["instance_id"], row["repo"], row["base_commit"]
-            statement = row["problem_statement"]
-        except KeyError as exc:
-            raise SuiteError(f"{dataset}: instance lacks {exc}") from None
-        tasks.append(Task(
-            id=iid,
-            instruction=f"Resolve this issue in the repository checked out in the current directory.\n\n{statement}",
-            domain=DOMAIN,
-            setup=f"git clone -q https://github.com/{repo}.git . && git checkout -q {base}",
-            check=_CHECK.format(base=base, iid=iid, dataset=dataset),
-            check_timeout=1800.0,
-            metadata={"suite": DOMAIN, "repo": repo, "base_commit": base},
-        ))
+    tasks = [instance_task(row, dataset) for row in sample(rows, limit, seed)]
     return Suite(spec=spec, name=DOMAIN, tasks=tasks, total=len(rows))
