@@ -112,3 +112,13 @@ def test_a_real_cargo_crate_without_tests_fails(tmp_path):
     reason = _real(tmp_path, {"Cargo.toml": manifest, "src/lib.rs": "pub fn is_leap(_y: u64) -> bool { false }\n"},
                    f"HOME={Path.home()} CARGO_TARGET_DIR=$PWD/target cargo test --offline -- --include-ignored")
     assert "the check ran no test (cargo test" in reason
+
+
+def test_a_runner_named_inside_a_pattern_is_not_a_runner() -> None:
+    """The polyglot python check strips skip decorators with sed before running unittest: `pytest\\.mark` there is
+    a pattern, not a pytest run, so a green unittest summary must not read as "pytest printed nothing"."""
+    command = ("sed -i -E '/^[[:space:]]*@(unittest\\.skip|pytest\\.mark\\.skip)/d' t_test.py && "
+               "python3 -m unittest t_test.py")
+    output = "..\n----------------------------------------------------------------------\nRan 2 tests in 0.000s\n\nOK\n"
+    assert no_test_reason(command, 0, output) is None
+    assert no_test_reason("python3 -m pytest -q", 0, "") is not None

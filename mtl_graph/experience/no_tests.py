@@ -32,7 +32,8 @@ def _output(pattern: str) -> Detect:
 
 
 def _runs(tool: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w.-]){re.escape(tool)}(?![\w-])")
+    # Not a dotted or escaped name such as `pytest.mark.skip` or `unittest\.skip` inside a sed expression.
+    return re.compile(rf"(?<![\w.-]){re.escape(tool)}(?![\w.\\-])")
 
 
 _UNITTEST, _PYTEST = _runs("unittest"), _runs("pytest")
