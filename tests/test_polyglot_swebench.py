@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -80,5 +81,7 @@ def test_check_grades_nothing_when_the_agent_changed_nothing(instances, tmp_path
     (repo / "widget.py").write_text("def resize(w, h, aspect=False):\n    return (w, w) if aspect else (w, h)\n")
     (repo / "new.py").write_text("X = 1\n")
     script = f"from mtl_graph.bench.suites import swebench_check as c; print(c.diff({base!r}))"
-    patch = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True).stdout
+    # The sandbox handed the repository to its unprivileged uid; git run by the test's own user needs to trust it.
+    trust = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+    patch = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, env=trust).stdout
     assert "return (w, w) if aspect else (w, h)" in patch and "+++ b/new.py" in patch
