@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench bench-quick bench-retrieval install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# The whole system side by side, one table (under 15 min on 2 cores); bench-quick: small sizes (under 2 min).
 bench: $(STAMP)
+	nice -n 5 $(PY) benchmarks/system.py --markdown .mtl/bench-last.md --json .mtl/bench-last.json
+
+bench-quick: $(STAMP)
+	$(PY) benchmarks/system.py --quick
+
+bench-retrieval: $(STAMP)
 	$(PY) benchmarks/retrieval.py
 
 clean:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import corpus  # noqa: E402
-from vectors import embed_cached  # noqa: E402
+from vectors import embed_cached, synthesize  # noqa: E402
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
@@ -75,7 +75,8 @@ TYPE_CODES = {"insight": 0, "workflow": 1, "summary": 2}
 DOMAIN_CODES = {d: i for i, d in enumerate(corpus.DOMAINS)}
 
 
-def load_data(n: int, n_queries: int, n_extra: int, emb) -> Data:
+def load_data(n: int, n_queries: int, n_extra: int, emb, real_max: int | None = None) -> Data:
+    """The corpus; with real_max, only the first real_max memories are embedded and the rest synthesized."""
     from qdrant_edge import Bm25
 
     t0 = time.perf_counter()
@@ -83,7 +84,10 @@ def load_data(n: int, n_queries: int, n_extra: int, emb) -> Data:
     extra = corpus.memories(n_extra, offset=10_000_000)
     queries = corpus.queries(n_queries)
     name = embeddings_name(emb)
-    dense = embed_cached([m.key_text() for m in memories], emb, name, "memories")
+    real = n if real_max is None else min(n, real_max)
+    dense = embed_cached([m.key_text() for m in memories[:real]], emb, name, "memories")
+    if real < n:
+        dense = np.concatenate([dense, synthesize(dense, n - real)])
     qdense = embed_cached([q.text for q in queries], emb, name, "queries")
     bm25 = Bm25()
 

@@ -205,7 +205,8 @@ class EdgeStore:
         if config is not None and not exists:
             self.shard = q.EdgeShard.create(path, config)
             for name in INDEXED_FIELDS:
-                self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
+                schema = (indexing or EdgeIndexConfig()).field_index(q, name)
+                self.shard.update(q.UpdateOperation.create_field_index(name, schema))
         else:
             try:
                 self.shard = q.EdgeShard.load(path, config)  # upgrades shards made with Cold payloads
