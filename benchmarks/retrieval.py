@@ -151,13 +151,16 @@ def populate(pool: MemoryPool, data: Data, n: int, batch: int = 1000) -> float:
     """Write the first n points straight into the pool's store (vectors precomputed); returns seconds."""
     t0 = time.perf_counter()
     for start in range(0, n, batch):
-        end = min(n, start + batch)
-        rows = data.dense[start:end].tolist()
-        pool.store.upsert([
-            StoredPoint(data.memories[i].id, rows[i - start], data.sparse[i], data.payloads[i])
-            for i in range(start, end)
-        ])
+        populate_range(pool, data, start, min(n, start + batch))
     return time.perf_counter() - t0
+
+
+def populate_range(pool: MemoryPool, data: Data, start: int, end: int) -> None:
+    """Upsert memories start..end-1 straight into the pool's store."""
+    rows = data.dense[start:end].tolist()
+    pool.store.upsert([
+        StoredPoint(data.memories[i].id, rows[i - start], data.sparse[i], data.payloads[i]) for i in range(start, end)
+    ])
 
 
 def numpy_search(data: Data, n: int) -> Callable[[int], list[int]]:

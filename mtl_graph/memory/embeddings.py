@@ -33,6 +33,8 @@ class LocalEmbeddingsConfig(BaseModel):
     """Texts per model call; texts are sorted by length first, so a batch pads to similar lengths."""
     max_tokens: int = Field(default=256, ge=8, le=512)
     """Word pieces kept per text (the model's sentence-transformers limit)."""
+    small_batch: int = Field(default=8, ge=1)
+    """Up to this many texts run on the query session; larger batches get their own multi-threaded session."""
     spinning: bool = False
     """Let idle onnxruntime threads spin: faster on an idle machine, a CPU thief on a shared one."""
 
@@ -124,14 +126,14 @@ class LocalEmbeddings(Embeddings):
         if not texts:
             return np.zeros((0, LOCAL_DIM), dtype=np.float32)
         encodings = self._tokenizer.encode_batch([str(t) for t in texts])
-        if len(encodings) == 1:
-            with self._query_lock:
-                return self._run(self._query_session, encodings)
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), LOCAL_DIM), dtype=np.float32)
         size = self.config.batch_size
-        with self._batch_lock:
-            session = self._batch()
+        # A handful of texts (a query, one run's new memories) stays on the query session: the batch session
+        # costs ~100 MB more resident memory, worth it only for imports and bulk writes.
+        small = len(encodings) <= self.config.small_batch
+        with self._query_lock if small else self._batch_lock:
+            session = self._query_session if small else self._batch()
             for start in range(0, len(order), size):
                 rows = order[start:start + size]
                 out[rows] = self._run(session, [encodings[i] for i in rows])

@@ -205,8 +205,7 @@ class EdgeStore:
         if config is not None and not exists:
             self.shard = q.EdgeShard.create(path, config)
             for name in INDEXED_FIELDS:
-                schema = (indexing or EdgeIndexConfig()).field_index(q, name)
-                self.shard.update(q.UpdateOperation.create_field_index(name, schema))
+                self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
         else:
             try:
                 self.shard = q.EdgeShard.load(path, config)  # upgrades shards made with Cold payloads
