@@ -93,13 +93,7 @@ def minilm_l3():
         return None
     from mtl_graph.memory.embeddings import LocalEmbeddings
 
-    emb = LocalEmbeddings()
-    emb._onnx = Path(onnx)  # same tokenizer and pooling, other weights
-    from mtl_graph.memory.embeddings import _session
-
-    emb._query_session = _session(emb._onnx, 1, False)
-    emb._batch_session = _session(emb._onnx, emb.config.batch_threads, False)
-    emb._inputs = {i.name for i in emb._query_session.get_inputs()}
+    emb = LocalEmbeddings(onnx=Path(onnx))  # same tokenizer and mean pooling, other weights
     return "paraphrase-MiniLM-L3-v2 fp32", emb.embed_array, emb.embed_query
 
 

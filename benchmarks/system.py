@@ -231,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows, "mtl_graph system benchmark (ratios against baselines measured in the same run)")
     print(f"\nmachine: {machine_line}")
+    for target in (args.markdown, args.json):
+        if target:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
     if args.markdown:
         Path(args.markdown).write_text(f"Machine: {machine_line}.\n\n{markdown(rows)}\n", encoding="utf-8")
     if args.json:

@@ -77,7 +77,9 @@ class LocalEmbeddings(Embeddings):
     dimension: int = LOCAL_DIM
 
     def __init__(self, batch_size: int | None = None, threads: int | None = None,
-                 config: LocalEmbeddingsConfig | None = None) -> None:
+                 config: LocalEmbeddingsConfig | None = None, onnx: Path | None = None) -> None:
+        """onnx: another BERT-style model with the same WordPiece vocabulary (e.g. to compare models);
+        it gets its own name, so a pool never mixes its vectors with the bundled model's."""
         from tokenizers import Tokenizer
 
         config = config or LocalEmbeddingsConfig()
@@ -86,7 +88,9 @@ class LocalEmbeddings(Embeddings):
         if threads is not None:
             config = config.model_copy(update={"batch_threads": threads})
         self.config = config
-        self._onnx = _onnx_file()
+        self._onnx = Path(onnx) if onnx is not None else _onnx_file()
+        if onnx is not None:
+            self.model_name = f"local:{self._onnx.stem}"
         tokenizer_json = resources.files("mtl_graph.memory") / "model_data" / "tokenizer.json"
         self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
         self._tokenizer.enable_truncation(config.max_tokens)
