@@ -402,7 +402,7 @@ def machine() -> dict[str, str]:
         pass
     from importlib.metadata import version
 
-    libs = ", ".join(f"{p} {version(p)}" for p in ("qdrant-edge-py", "qdrant-client", "langgraph", "numpy", "fastembed"))
+    libs = ", ".join(f"{p} {version(p)}" for p in ("qdrant-edge-py", "qdrant-client", "langgraph", "numpy", "onnxruntime"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return {"cpus": str(os.cpu_count()), "cpu": cpu, "ram": ram, "python": platform.python_version(), "load": load,
             "os": platform.system(), "libraries": libs}
