@@ -10,7 +10,7 @@ LIVE_STAMP := $(VENV)/.live-installed
 LIVE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
 
-.PHONY: demo test bench install clean live-install live-demo test-live
+.PHONY: demo test bench bench-quick bench-retrieval install clean live-install live-demo test-live
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,19 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+# The whole system side by side, one table (under 15 min on 2 cores); bench-quick: small sizes (under 2 min).
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[test,bench]"
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	nice -n 5 $(PY) benchmarks/system.py --markdown .mtl/bench-last.md --json .mtl/bench-last.json
+
+bench-quick: $(BENCH_STAMP)
+	$(PY) benchmarks/system.py --quick
+
+bench-retrieval: $(STAMP)
 	$(PY) benchmarks/retrieval.py
 
 # The opt-in live tier: a real local model (llama.cpp server + Gemma 3 270M), offline. The first install compiles

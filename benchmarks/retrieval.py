@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import corpus  # noqa: E402
-from vectors import embed_cached  # noqa: E402
+from vectors import embed_cached, synthesize  # noqa: E402
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
@@ -75,7 +75,8 @@ TYPE_CODES = {"insight": 0, "workflow": 1, "summary": 2}
 DOMAIN_CODES = {d: i for i, d in enumerate(corpus.DOMAINS)}
 
 
-def load_data(n: int, n_queries: int, n_extra: int, emb) -> Data:
+def load_data(n: int, n_queries: int, n_extra: int, emb, real_max: int | None = None) -> Data:
+    """The corpus; with real_max, only the first real_max memories are embedded and the rest synthesized."""
     from qdrant_edge import Bm25
 
     t0 = time.perf_counter()
@@ -83,7 +84,10 @@ def load_data(n: int, n_queries: int, n_extra: int, emb) -> Data:
     extra = corpus.memories(n_extra, offset=10_000_000)
     queries = corpus.queries(n_queries)
     name = embeddings_name(emb)
-    dense = embed_cached([m.key_text() for m in memories], emb, name, "memories")
+    real = n if real_max is None else min(n, real_max)
+    dense = embed_cached([m.key_text() for m in memories[:real]], emb, name, "memories")
+    if real < n:
+        dense = np.concatenate([dense, synthesize(dense, n - real)])
     qdense = embed_cached([q.text for q in queries], emb, name, "queries")
     bm25 = Bm25()
 
@@ -147,13 +151,16 @@ def populate(pool: MemoryPool, data: Data, n: int, batch: int = 1000) -> float:
     """Write the first n points straight into the pool's store (vectors precomputed); returns seconds."""
     t0 = time.perf_counter()
     for start in range(0, n, batch):
-        end = min(n, start + batch)
-        rows = data.dense[start:end].tolist()
-        pool.store.upsert([
-            StoredPoint(data.memories[i].id, rows[i - start], data.sparse[i], data.payloads[i])
-            for i in range(start, end)
-        ])
+        populate_range(pool, data, start, min(n, start + batch))
     return time.perf_counter() - t0
+
+
+def populate_range(pool: MemoryPool, data: Data, start: int, end: int) -> None:
+    """Upsert memories start..end-1 straight into the pool's store."""
+    rows = data.dense[start:end].tolist()
+    pool.store.upsert([
+        StoredPoint(data.memories[i].id, rows[i - start], data.sparse[i], data.payloads[i]) for i in range(start, end)
+    ])
 
 
 def numpy_search(data: Data, n: int) -> Callable[[int], list[int]]:
@@ -395,7 +402,7 @@ def machine() -> dict[str, str]:
         pass
     from importlib.metadata import version
 
-    libs = ", ".join(f"{p} {version(p)}" for p in ("qdrant-edge-py", "qdrant-client", "langgraph", "numpy", "fastembed"))
+    libs = ", ".join(f"{p} {version(p)}" for p in ("qdrant-edge-py", "qdrant-client", "langgraph", "numpy", "onnxruntime"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return {"cpus": str(os.cpu_count()), "cpu": cpu, "ram": ram, "python": platform.python_version(), "load": load,
             "os": platform.system(), "libraries": libs}

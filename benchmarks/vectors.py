@@ -44,3 +44,18 @@ def embed_cached(texts: list[str], embeddings, model: str, label: str, verbose: 
         tmp.replace(path)
         parts.append(vecs)
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+
+
+def synthesize(base: np.ndarray, n: int, seed: int = 3) -> np.ndarray:
+    """n unit vectors shaped like real embeddings: a random convex mix of two embedded texts plus a little noise.
+
+    Embedding 100k texts with the local model takes ~15 min on 2 cores; the latency and recall benchmarks need the
+    distribution of real vectors (clusters by topic), not those exact texts, so only the first pool's worth is
+    embedded and the rest is drawn from it."""
+    if n <= 0:
+        return np.zeros((0, base.shape[1]), dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, len(base), n), rng.integers(0, len(base), n)
+    w = rng.uniform(0.5, 1.0, n)[:, None].astype(np.float32)
+    mixed = w * base[a] + (1 - w) * base[b] + 0.04 * rng.standard_normal((n, base.shape[1])).astype(np.float32)
+    return (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)

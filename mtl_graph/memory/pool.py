@@ -6,9 +6,8 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Iterable, Iterator, Literal
 
-import numpy as np
 from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
@@ -30,8 +29,10 @@ from mtl_graph.memory.models import (
     memory_type_of,
     parse_memory,
 )
+from mtl_graph.memory.query_cache import QueryVectorCache
 from mtl_graph.memory.screen import released, rescreened
-from mtl_graph.memory.storage import RRF_K, Conditions, QuerySpec, RawHit, StoredPoint
+from mtl_graph.memory.search import ranked_search
+from mtl_graph.memory.storage import Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
            "EmbeddingMismatchError"]
@@ -94,25 +95,6 @@ def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | N
     return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
-    return float(x @ y) / norm if norm else 0.0
-
-
-def _retriever(hit: RawHit, dense_rank: dict[str, int], prefetch: int) -> Literal["dense", "bm25", "both"]:
-    """Which prefetch list(s) a fused hit came from, without running the BM25 list a second time.
-
-    A fused score is the sum of 1 / (RRF_K + rank) over the lists holding the point. The dense list is known,
-    so whatever the score has beyond the dense share came from BM25 (the smallest BM25 share,
-    1 / (RRF_K + prefetch), is far above float error)."""
-    rank = dense_rank.get(hit.id)
-    if rank is None:
-        return "bm25"
-    bm25_share = hit.score - 1.0 / (RRF_K + rank)
-    return "both" if bm25_share > 0.5 / (RRF_K + prefetch) else "dense"
-
-
 class MemoryPool:
     """Add, search and manage memories. Open with `MemoryPool.open(location)`."""
 
@@ -131,6 +113,7 @@ class MemoryPool:
         self._bm25 = Bm25()
         self._refs = 1
         self._write_lock = threading.RLock()
+        self._query_cache = QueryVectorCache()
 
     @classmethod
     def open(cls, location: str | Path = ":memory:", embeddings: Embeddings | str | None = None, *,
@@ -168,6 +151,7 @@ class MemoryPool:
             if self._refs > 0:
                 return
             self._open_pools.pop(self.location, None)
+        self._query_cache.close()
         self.store.close()
         self._opened.release()
 
@@ -342,23 +326,22 @@ class MemoryPool:
         if k <= 0:
             return []
         where = _search_conditions(type, outcome, exclude_domains, exclude_task_ids, only_ids, include_flagged)
-        dense = self._embed([query])[0]
-        sparse = self._sparse(query, query=True)
-        prefetch = max(20, 4 * k)
-        specs = [QuerySpec(limit=k, where=where, dense=dense, sparse=sparse if hybrid else None,
-                           prefetch_limit=prefetch, with_dense=True)]
-        if hybrid:  # the dense list the fusion saw (ids only), to say which retriever found each hit
-            specs.append(QuerySpec(limit=prefetch, where=where, dense=dense, with_payload=False))
-        results = self.store.query(specs)
-        dense_rank = {h.id: r for r, h in enumerate(results[1])} if hybrid else {}
-        hits = []
-        for raw in results[0]:
-            similarity = _cosine(dense, raw.dense) if raw.dense is not None else raw.score
-            if min_score is not None and similarity < min_score:
-                continue
-            retriever = _retriever(raw, dense_rank, prefetch) if hybrid else "dense"
-            hits.append(SearchHit(_memory_of(raw), raw.score, similarity, retriever))
-        return hits
+        dense = self.query_vector(query)
+        sparse = self._sparse(query, query=True) if hybrid else None
+        ranked = ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score)
+        return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
+
+    def query_vector(self, query: str) -> list[float]:
+        """The query's vector, from the pool's LRU cache when it was asked before (or embedded ahead)."""
+        vector = self._query_cache.vector(self.embeddings, query)
+        if len(vector) != self.dim:
+            raise EmbeddingError(f"embeddings returned a vector of size {len(vector)}; the pool expects {self.dim}")
+        return vector
+
+    def embed_ahead(self, query: str) -> None:
+        """Start embedding a query in the background (e.g. the plan while the sandbox starts): a later
+        `search(query)` then finds its vector ready."""
+        self._query_cache.embed_ahead(self.embeddings, query)
 
     # ------------------------------------------------------------------ files
     def export(self, path: str | Path) -> int:

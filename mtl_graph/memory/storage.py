@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol
 
+from mtl_graph.memory.edge_indexing import EdgeIndexConfig
+
 DENSE = "dense"
 SPARSE = "bm25"
 INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models", "dedup_key", "flagged", "merged_ids")
@@ -185,7 +187,7 @@ class ClientStore:
 class EdgeStore:
     """Qdrant Edge: an in-process shard in a directory."""
 
-    def __init__(self, path: str, dim: int | None = None) -> None:
+    def __init__(self, path: str, dim: int | None = None, indexing: EdgeIndexConfig | None = None) -> None:
         import qdrant_edge as q
 
         self._q = q
@@ -198,6 +200,7 @@ class EdgeStore:
             vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
             sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
             payload_memory=q.Memory.Cached,
+            **(indexing or EdgeIndexConfig()).to_edge(q),  # also applied to older shards when they are loaded
         )
         if config is not None and not exists:
             self.shard = q.EdgeShard.create(path, config)

@@ -1,0 +1,204 @@
+"""The pool's figures for the system benchmark: retrieval, recall, writes, the worst single add, peak RSS.
+
+Every latency has a baseline measured in the same run on the same vectors (LangGraph's InMemoryStore, a numpy
+exact scan), so a busy machine shows in both and the ratio stays meaningful."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import retrieval as rb  # noqa: E402  (the retrieval benchmark's corpus, baselines and timing helpers)
+
+from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
+from mtl_graph.memory.pool import MemoryPool  # noqa: E402
+from mtl_graph.memory.search import ranked_search  # noqa: E402
+from mtl_graph.memory.storage import QuerySpec  # noqa: E402
+
+K, PREFETCH = 3, 20
+
+
+@dataclass
+class Latency:
+    p50: float
+    p95: float
+    n: int
+
+    @classmethod
+    def of(cls, ms: list[float]) -> "Latency":
+        return cls(float(np.percentile(ms, 50)), float(np.percentile(ms, 95)), len(ms))
+
+
+@dataclass
+class SizeResult:
+    size: int
+    qdrant: Latency
+    e2e_new: Latency
+    e2e_cached: Latency
+    inmemory: Latency
+    numpy: Latency
+    recall: float
+    index_build_s: float
+    segments: int
+    writes_per_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _timed(fn, n: int, budget_s: float, min_n: int = 20) -> Latency:
+    ms, _ = rb.time_queries(fn, n, budget_s, warmup=3, min_n=min_n)
+    return Latency.of(ms)
+
+
+def run_size(n: int, data: rb.Data, args: Any, pool_dir: Path) -> SizeResult:
+    """One pool size: baselines, the Qdrant part, MemoryPool.search end to end, recall, writes."""
+    emb = local_embeddings()
+    nq, budget = args.queries, args.budget
+    print(f"== {n:,} memories", file=sys.stderr)
+    np_search = rb.numpy_search(data, n)
+    numpy_lat = _timed(np_search, nq, budget)
+    exact = [[data.memories[j].id for j in np_search(i)] for i in range(nq)]
+    store, _ = rb.build_inmemory_store(data, n)
+
+    def ims(i: int):
+        q = data.queries[i]
+        return store.search(("memories",), query=q.text, limit=K, filter={"type": q.type, f"in_{q.exclude_domain}": False})
+
+    inmemory_lat = _timed(ims, nq, budget, min_n=10)
+    del store
+    gc.collect()
+
+    pool = MemoryPool.open(pool_dir, emb)
+    try:
+        build_s = _grow_pool(pool, data, n)
+
+        def qdrant(i: int):
+            q = data.queries[i]
+            return ranked_search(pool.store, data.qdense[i].tolist(), data.qsparse[i], rb.where_of(q), K, PREFETCH, None)
+
+        def search(i: int):
+            q = data.queries[i]
+            return pool.search(q.text, type=q.type, k=K, exclude_domains=[q.exclude_domain])
+
+        def search_new(i: int):
+            pool._query_cache.clear()  # every call embeds its query, as a first search does
+            return search(i)
+
+        qdrant_lat = _timed(qdrant, nq, budget)
+        new_lat = _timed(search_new, nq, budget)
+        for i in range(nq):  # every query once, so the timed pass finds its vector in the LRU cache
+            search(i)
+        cached_lat = _timed(search, nq, budget)
+        got = [[h.id for h in pool.store.query([QuerySpec(limit=K, where=rb.where_of(data.queries[i]),
+                                                           dense=data.qdense[i].tolist())])[0]] for i in range(nq)]
+        recall = rb.recall_at_k(got, exact)
+        segments = pool.store.shard.info().segments_count
+        result = SizeResult(n, qdrant_lat, new_lat, cached_lat, inmemory_lat, numpy_lat, recall, build_s, segments)
+        result.writes_per_s, result.extra["write_statuses"] = _writes(pool, data.extra[: args.writes])
+    finally:
+        pool.close()
+    return result
+
+
+def _grow_pool(pool: MemoryPool, data: rb.Data, n: int, chunk: int = 2000) -> float:
+    """Write n memories at the storage level (vectors precomputed) in chunks, taking the index step after each as
+    `add_many` does, so the pool has the segments a pool grown by writes has; returns the CPU seconds the index
+    steps took (Edge's indexing threads included)."""
+    cpu = 0.0
+    for start in range(0, n, chunk):
+        rb.populate_range(pool, data, start, min(n, start + chunk))
+        c = time.process_time()
+        pool.optimize()
+        cpu += time.process_time() - c
+    return cpu
+
+
+def _writes(pool: MemoryPool, memories: list) -> tuple[float, dict[str, int]]:
+    """add_many in batches of 50 with the real embedder (embedding, dedup query, upsert, index step)."""
+    statuses: dict[str, int] = {}
+    t0 = time.perf_counter()
+    for start in range(0, len(memories), 50):
+        for r in pool.add_many(memories[start:start + 50]):
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+    return len(memories) / (time.perf_counter() - t0), statuses
+
+
+def single_adds(data: rb.Data, pool_dir: Path, count: int) -> dict[str, Any]:
+    """`add` one memory at a time into the largest pool (vectors precomputed), past Edge's indexing threshold:
+    the worst call is the one that builds an index."""
+    extra = data.extra[-count:]  # not the memories the write test already added
+    texts = [m.key_text() for m in extra]
+    vectors = np.asarray(local_embeddings().embed_array(texts[: min(len(texts), 2000)]))
+    if len(texts) > len(vectors):
+        from vectors import synthesize
+
+        vectors = np.concatenate([vectors, synthesize(vectors, len(texts) - len(vectors), seed=9)])
+    pre = rb.PrecomputedEmbeddings(texts, vectors, local_embeddings())
+    wall, cpu = [], []
+    with MemoryPool.open(pool_dir, pre) as pool:
+        for m in extra:
+            t, c = time.perf_counter(), time.process_time()
+            pool.add(m)
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        worst = int(np.argmax(wall))
+        segments = pool.store.shard.info().segments_count
+    return {"adds": len(extra), "p50_ms": float(np.median(wall)) * 1000, "worst_s": wall[worst],
+            "worst_cpu_s": cpu[worst], "worst_at": worst, "per_s": len(extra) / sum(wall), "segments": segments,
+            "over_1s": sum(w > 1.0 for w in wall)}
+
+
+# Peak RSS from /proc (VmHWM): ru_maxrss survives exec, so a child of this large process would report its parent.
+RSS_PROBE = """
+import json, sys, time
+from mtl_graph.memory.pool import MemoryPool
+queries = json.loads(sys.argv[2])
+t = time.perf_counter()
+pool = MemoryPool.open(sys.argv[1]) if sys.argv[1] != "-" else None
+opened = time.perf_counter() - t
+if pool is None:
+    from mtl_graph.memory.embeddings import local_embeddings
+    local_embeddings().embed_query("warm up")
+for q in queries:
+    if pool is not None:
+        pool.search(q, k=3)
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"rss_mb": hwm / 1024, "open_s": opened}))
+"""
+
+
+def peak_rss(pool_dir: Path | None, queries: list[str]) -> dict[str, float]:
+    """Peak RSS of a fresh process that opens the pool and runs the searches (pool_dir None: model only)."""
+    proc = subprocess.run([sys.executable, "-c", RSS_PROBE, str(pool_dir) if pool_dir else "-", json.dumps(queries)],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"RSS probe failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run(args: Any) -> dict[str, Any]:
+    """Every pool figure at every size; the pool directories live in one temporary directory."""
+    emb = local_embeddings()
+    top = max(args.sizes)
+    data = rb.load_data(top, args.queries, args.writes + args.single_adds, emb, real_max=args.real_max)
+    root = Path(tempfile.mkdtemp(prefix="mtl-bench-pools-"))
+    sizes = [run_size(n, data, args, root / f"pool-{n}") for n in args.sizes]
+    out: dict[str, Any] = {"sizes": sizes}
+    if args.single_adds:
+        out["single_adds"] = single_adds(data, root / f"pool-{top}", args.single_adds)
+    texts = [q.text for q in data.queries[:100]]
+    out["rss"] = {"pool": peak_rss(root / f"pool-{top}", texts), "model_only": peak_rss(None, texts), "size": top}
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    return out
