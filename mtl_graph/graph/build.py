@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
-from mtl_graph.graph.state import MTLInput, MTLState
+from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
 
@@ -33,7 +33,7 @@ def _config(memory_type: str, top_k: int, online: bool, hold_one_out: bool, dist
 
 
 def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
-    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput)
+    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
              "distill": nodes.distill, "write_back": nodes.write_back}
     for step in PIPELINE:

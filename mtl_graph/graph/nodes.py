@@ -240,6 +240,8 @@ class MTLNodes:
                     pool.update_stats(used, verdict.outcome)
         except Exception as exc:
             update["error"] = f"write back failed: {exc}"
+        update["retrieved_ids"] = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
+        update["outcome"] = run_outcome(verdict, update.get("error") or state.get("error"))
         self._log(state, cfg, update, verdict)
         self._cleanup(state)
         return update
@@ -265,6 +267,13 @@ class MTLNodes:
     def _cleanup(self, state: MTLState) -> None:
         if state.get("workspace") and not self.config.keep_workspaces:
             shutil.rmtree(state["workspace"], ignore_errors=True)
+
+
+def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
+    """`success`, `failure`, `unknown` (judged but undecided) or `error` (the run did not get a fair try)."""
+    if error or (verdict is not None and verdict.is_error):
+        return "error"
+    return verdict.outcome.value if verdict is not None else None
 
 
 def _safe(text: str) -> str:
