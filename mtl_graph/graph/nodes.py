@@ -25,7 +25,7 @@ from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
-from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
+from mtl_graph.graph.support import append_run_log, as_task, model_name, open_default_pool, prompt, timed
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
@@ -53,10 +53,7 @@ class MTLNodes:
 
     def _pool(self) -> MemoryPool:
         if self.pool is None:
-            from mtl_graph.memory.pool import MemoryPool
-            from mtl_graph.settings import get_settings
-
-            self.pool = MemoryPool.open(get_settings().pool)
+            self.pool = open_default_pool()
         return self.pool
 
     def _sandbox(self, workspace: str):
