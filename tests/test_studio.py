@@ -92,6 +92,13 @@ def test_studio_runs_the_graph_end_to_end(server):
     assert bad["hits"] == [] and bad["error"].startswith("invalid k")
 
     # the exported graph imports without a model and fails the run with a clear message
+    # ... and Studio sees the run's events in the custom stream as they happen
     thread = client.threads.create()
-    out = client.runs.wait(thread["thread_id"], "mtl", input={"task": {"id": "x", "instruction": "do it"}})
+    parts = list(client.runs.stream(thread["thread_id"], "mtl", input={"task": {"id": "x", "instruction": "do it"}},
+                                    stream_mode=["custom", "values"]))
+    events = [p.data for p in parts if p.event == "custom"]
+    out = [p.data for p in parts if p.event == "values"][-1]
     assert "no chat model configured" in out["error"]
+    assert [e["kind"] for e in events] == ["warning", "plan", "retrieved", "verdict"]
+    assert events[0]["message"].startswith("planning failed") and events[1]["query"] == "do it"
+    assert events[-1]["status"] == "error" and "no chat model configured" in events[-1]["reason"]

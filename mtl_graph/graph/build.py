@@ -61,7 +61,6 @@ def build_mtl_graph(
     sandbox: str = "auto",
     checkpointer: Any = None,
     store: Any = None,
-    on_event: Any = None,
     **config: Any,
 ) -> Any:
     """The MTL graph around our bash-centred coding agent: plan -> retrieve -> execute -> judge -> distill -> write back.
@@ -74,7 +73,7 @@ def build_mtl_graph(
         agent = DefaultAgent()
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, sandbox=sandbox,
                   **config)
-    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg, on_event)
+    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg)
     return _wire(nodes, nodes.execute, checkpointer, store, "mtl_graph")
 
 
