@@ -10,6 +10,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
@@ -127,6 +128,8 @@ def with_memory_transfer(
         out = result["messages"]
         trajectory = trajectory_from_messages(out, task=task.ref())
         trajectory.model = trajectory.model or model_name(agent_graph)
+        for step in trajectory.steps:  # the wrapped agent's own stream is not ours: its commands are told after it
+            events.step(step)
         return {"workspace": str(workspace), "messages": out, "trajectory": trajectory.model_dump(mode="json"),
                 "check_baseline": baseline}
 
