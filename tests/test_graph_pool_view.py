@@ -96,3 +96,16 @@ def test_an_unopenable_pool_is_reported_not_raised(tmp_path, monkeypatch):
     monkeypatch.setenv("MTL_POOL", str(tmp_path / "not-a-pool"))
     out = build_pool_view().invoke({"query": "anything"})
     assert out["hits"] == [] and out["error"].startswith("pool could not be opened")
+
+
+def test_a_reused_thread_shows_each_query_afresh(pool):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    pool, _ = pool
+    view = build_pool_view(pool).copy(update={"checkpointer": InMemorySaver()})
+    config = {"configurable": {"thread_id": "studio"}}
+    first = view.invoke({"query": "failing test", "k": 1}, config=config)
+    second = view.invoke({"query": "output format", "k": 1}, config=config)
+    assert first["error"] is None and second["error"] is None
+    assert first["hits"][0]["key"].startswith("Read the failing test")
+    assert second["hits"][0]["key"].startswith("Keep the output format")

@@ -114,7 +114,8 @@ def build_pool_view(pool: MemoryPool | None = None) -> Any:
                 opened.append(open_default_pool())
             except Exception as exc:
                 return {"hits": [], "stats": {}, "error": f"pool could not be opened: {exc}"}
-        return dict(view_pool(opened[0], dict(state)))
+        # only the query fields: on a reused thread (Studio) the state also holds the previous run's hits
+        return dict(view_pool(opened[0], {name: state.get(name) for name in PoolQuery.model_fields}))
 
     graph = StateGraph(PoolViewState, input_schema=PoolViewInput, output_schema=PoolViewOutput)
     graph.add_node("view", view)
