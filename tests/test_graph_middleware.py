@@ -149,3 +149,28 @@ def test_a_bad_task_is_one_error_and_nothing_is_written(pool, tmp_path):
     assert out["mtl"]["error"].startswith("invalid task") and out["mtl"]["retrieved"] == []
     assert model.systems == [None] and len(pool) == 1
     assert json.loads((tmp_path / "runs.jsonl").read_text())["error"].startswith("invalid task")
+
+
+def test_each_turn_on_a_thread_is_its_own_run(pool, tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    seeded(pool)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    bash, sandbox = bash_in(workspace)
+    model = RecordingModel(responses=[bash_call("echo one"), AIMessage("one"), bash_call("echo two"),
+                                      AIMessage("two")], systems=[])
+    mtl = MemoryTransferMiddleware(pool, model=ScriptedChatModel(responses=[AIMessage(PLAN)]),
+                                   distill_formats=["trajectory"], run_log=tmp_path / "runs.jsonl")
+    agent = create_agent(model, tools=[bash], middleware=[mtl], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "chat"}}
+    try:
+        first = agent.invoke({"messages": [HumanMessage("Print one.")], "mtl_task": {"id": "one", "instruction":
+                                                                                     "Print one."}}, config)
+        second = agent.invoke({"messages": [HumanMessage("Print two.")]}, config)
+    finally:
+        sandbox.close()
+    assert first["mtl"]["task"]["id"] == "one" and second["mtl"]["task"]["instruction"] == "Print two."
+    assert second.get("mtl_task") is None  # the first turn's task did not carry over
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [[s["action"] for s in r["steps"]] for r in runs] == [["echo one"], ["echo two"]]

@@ -38,7 +38,7 @@ class MemoryTransferState(AgentState):
 class MemoryTransferMiddleware(AgentMiddleware):
     """Retrieve memories for the task before the agent starts; learn from the run after it ends.
 
-    The task is `mtl_task` in the agent's input (a Task, a task dict or a task directory), else the first human
+    The task is `mtl_task` in the agent's input (a Task, a task dict or a task directory), else this turn's human
     message. With `workspace` (the directory the agent's tools work in) and a task that has a check, the check
     judges the run there, test files restored first; otherwise the LLM judge (or `judge`) does. `model` plans,
     judges and distils; the agent keeps its own model."""
@@ -59,13 +59,14 @@ class MemoryTransferMiddleware(AgentMiddleware):
 
     def before_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         ctx = _mtl_runtime(runtime)
-        run: dict[str, Any] = {"task": _task_of(state)}
+        # where this turn starts: on a thread with a checkpointer the messages hold the earlier turns too
+        run: dict[str, Any] = {"task": _task_of(state), "first_message": _last_human(state.get("messages", []))}
         run.update(self.nodes.plan(run, ctx))
         if not run.get("error"):
             run.update(self.nodes.retrieve(run, ctx))
         if self.workspace is not None:
             run["check_baseline"] = hijack_candidates(self.workspace)
-        return {"mtl": {k: v for k, v in run.items() if k in (*RUN_FIELDS, "task", "check_baseline")}}
+        return {"mtl": {k: v for k, v in run.items() if k in (*RUN_FIELDS, "task", "check_baseline", "first_message")}}
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         block = (request.state.get("mtl") or {}).get("memory_block")
@@ -82,14 +83,14 @@ class MemoryTransferMiddleware(AgentMiddleware):
         ctx = _mtl_runtime(runtime)
         if not run.get("error"):
             task = as_task(run["task"])
-            trajectory = trajectory_from_messages(state["messages"], task=task.ref())
+            trajectory = trajectory_from_messages(state["messages"][run.get("first_message") or 0:], task=task.ref())
             trajectory.model = trajectory.model or model_name(self.nodes.model)
             run["trajectory"] = trajectory.model_dump(mode="json")
             judged = {**run, "workspace": str(self.workspace) if self.workspace else None}
             run.update(self.nodes.judge(judged, ctx))
             run.update(self.nodes.distill(run, ctx))
         run.update(self.nodes.write_back(run, ctx))  # no workspace in `run`: the agent's directory is not ours
-        return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}}
+        return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None}  # a task is one run's
 
 
 def _mtl_runtime(runtime: Any) -> Any:
@@ -97,11 +98,16 @@ def _mtl_runtime(runtime: Any) -> Any:
     return runtime if isinstance(getattr(runtime, "context", None), (MTLContext, dict)) else None
 
 
+def _last_human(messages: list[Any]) -> int | None:
+    return next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), None)
+
+
 def _task_of(state: dict[str, Any]) -> Any:
     if state.get("mtl_task") is not None:
         return state["mtl_task"]
-    first = next((m for m in state.get("messages", []) if isinstance(m, HumanMessage)), None)
-    if first is None:
+    messages = state.get("messages", [])
+    last = _last_human(messages)
+    if last is None:
         return None  # plan reports it: "invalid task"
-    text = text_of(first.content)
+    text = text_of(messages[last].content)
     return Task(id=f"agent-{hashlib.sha256(text.encode()).hexdigest()[:12]}", instruction=text)

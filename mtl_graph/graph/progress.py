@@ -41,9 +41,9 @@ class RichProgress:
             self.console.print(f"[bold cyan]{stage}[/]  no memories matched")
             return
         for n, hit in enumerate(event["memories"], 1):
-            domains = ",".join(hit["domains"]) or "-"
+            domains, tasks = ",".join(hit["domains"]) or "-", ",".join(hit["source_task_ids"]) or "-"
             self.console.print(f"[bold cyan]{stage}[/]  Memory {n}: {hit['format']} {hit['id'][:8]} from "
-                               f"[magenta]{escape(domains)}[/] (task {escape(','.join(hit['source_task_ids']) or '-')}) "
+                               f"[magenta]{escape(domains)}[/] (task {escape(tasks)}) "
                                f"cosine={hit['similarity']:.3f} found by {hit['retriever']}")
 
     def on_step(self, event: dict[str, Any]) -> None:
