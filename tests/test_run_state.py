@@ -49,7 +49,7 @@ def test_two_runs_on_one_thread_credit_only_their_own_memories(pool, tmp_path):
     model = ScriptedChatModel(responses=[
         AIMessage("Plan: run the tests, read the failure, fix the constant."),
         bash_call("python3 -m unittest -q test_f"),  # fails: re-retrieval adds the second memory
-        bash_call("echo 'X = 2' > f.py"),
+        bash_call("echo 'X = 2  # fixed' > f.py"),  # a new size: a same-second, same-size edit keeps a stale .pyc
         submit_call("fixed f"),
         AIMessage("Plan: set the constant."),
         bash_call("echo 'X = 5' > g.py"),  # wrong: this run fails
