@@ -342,15 +342,14 @@ def run_task(
     except TaskError as exc:
         fail(str(exc))
     from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.graph.progress import RichProgress
+    from mtl_graph.graph.progress import RichProgress, stream_run
 
     with open_pool(pool) as opened:
         graph = build_mtl_graph(model, opened, memory_type=memory, top_k=k, online=online, hold_one_out=hold_one_out,
                                 exclude_domains=exclude_domain or [], sandbox=sandbox or settings.sandbox,
                                 re_retrieve=re_retrieve, agent=_agent(action_format, step_limit, time_limit),
-                                model_options=_model_options(base_url, max_tokens, temperature, model_timeout),
-                                on_event=None if json_out else RichProgress())
-        state = graph.invoke({"task": loaded})
+                                model_options=_model_options(base_url, max_tokens, temperature, model_timeout))
+        state = stream_run(graph, {"task": loaded}, None if json_out else RichProgress())
     if json_out:
         keys = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "memories_written",
                 "distill_failures", "timings", "error")

@@ -27,7 +27,7 @@ def run_demo(model: str | None = None, pool_location: str = ":memory:", sandbox:
     """Run the example tasks in order; each later task can retrieve memories of earlier ones (other domains)."""
     from mtl_graph.agent import ScriptedChatModel, load_action_script
     from mtl_graph.graph import MTLContext, build_mtl_graph
-    from mtl_graph.graph.progress import RichProgress
+    from mtl_graph.graph.progress import RichProgress, stream_run
     from mtl_graph.memory.pool import MemoryPool
     from mtl_graph.tasks import Task
 
@@ -48,10 +48,10 @@ def run_demo(model: str | None = None, pool_location: str = ":memory:", sandbox:
             task = Task.from_dir(root / name)
             chat = model or ScriptedChatModel(responses=load_action_script(root / name / SCRIPT_FILE))
             graph = build_mtl_graph(chat, pool, memory_type=memory_type, hold_one_out=True, sandbox=sandbox,
-                                    distill_formats=[memory_type], on_event=progress, agent=agent,
+                                    distill_formats=[memory_type], agent=agent,
                                     model_options=model_options or {})
             console.rule(f"[bold]{task.id}[/] (domain: {task.domain})")
-            state = graph.invoke({"task": task}, context=MTLContext())
+            state = stream_run(graph, {"task": task}, progress, context=MTLContext())
             if state.get("error"):
                 console.print(f"[red]error:[/] {state['error']}")
             rows.append({"task": task.id, "domain": task.domain, "verdict": (state.get("verdict") or {}).get("status"),

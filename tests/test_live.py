@@ -40,17 +40,18 @@ def test_a_task_through_the_graph(server: LocalModelServer, action_format: str, 
     from mtl_graph.memory.pool import MemoryPool
     from mtl_graph.tasks import Task
 
-    events: list[tuple[str, object]] = []
+    from mtl_graph.graph.progress import stream_run
+
+    events: list[dict] = []
     with MemoryPool.open(":memory:") as pool:
         graph = build_mtl_graph(server.model, pool, memory_type="insight", sandbox="auto",
                                 agent=DefaultAgent(AgentConfig(action_format=action_format, step_limit=2)),
-                                model_options=options(server), run_log=tmp_path / "runs.jsonl",
-                                on_event=lambda kind, payload: events.append((kind, payload)))
-        state = graph.invoke({"task": Task.from_dir(EXAMPLES / "primes")})
+                                model_options=options(server), run_log=tmp_path / "runs.jsonl")
+        state = stream_run(graph, {"task": Task.from_dir(EXAMPLES / "primes")}, events.append)
         stored = [pool.get(i) for i in state.get("new_memory_ids", [])]
     assert set(state["timings"]) >= {"plan", "retrieve", "execute", "judge", "distill", "write_back"}
-    agent = next(payload for kind, payload in events if kind == "agent")
-    assert agent.exit_status in {"submitted", "step_limit", "format_errors", "time_limit"}, agent.error
+    agent = next(e for e in events if e["kind"] == "agent")
+    assert agent["exit_status"] in {"submitted", "step_limit", "format_errors", "time_limit"}, agent["error"]
     assert state["trajectory"]["model"] == "gemma"
     assert (tmp_path / "runs.jsonl").read_text().count('"record": "run"') == 1
     for failure in state.get("distill_failures", []):

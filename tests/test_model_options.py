@@ -50,14 +50,15 @@ def test_cli_rejects_a_bad_agent_option(tmp_path: Path) -> None:
 def test_dead_server_ends_the_agent_with_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     options = {"base_url": f"http://127.0.0.1:{closed_port()}/v1", "timeout": 2, "max_retries": 0}
-    events: list[tuple[str, object]] = []
+    from mtl_graph.graph.progress import stream_run
+
+    events: list[dict] = []
     with MemoryPool.open(":memory:") as pool:
         graph = build_mtl_graph("openai:local", pool, memory_type="insight", sandbox="local", model_options=options,
-                                agent=DefaultAgent(AgentConfig(step_limit=2)), run_log=tmp_path / "runs.jsonl",
-                                on_event=lambda kind, payload: events.append((kind, payload)))
-        state = graph.invoke({"task": Task.from_dir(EXAMPLES / "primes")})
+                                agent=DefaultAgent(AgentConfig(step_limit=2)), run_log=tmp_path / "runs.jsonl")
+        state = stream_run(graph, {"task": Task.from_dir(EXAMPLES / "primes")}, events.append)
         assert pool.count() == 0  # nothing distilled from a run the model never took part in
-    agent = next(payload for kind, payload in events if kind == "agent")
-    assert agent.exit_status == "model_error" and "Connection" in agent.error
+    agent = next(e for e in events if e["kind"] == "agent")
+    assert agent["exit_status"] == "model_error" and "Connection" in agent["error"]
     assert state["trajectory"]["exit_status"] == "model_error"
     assert state["verdict"]["status"] == "error"  # the provider failed, not the agent: no failure memory, no debit

@@ -27,6 +27,7 @@ def server(tmp_path):
     config = {"dependencies": [str(ROOT)], "graphs": {
         "scripted": f"{ROOT}/tests/studio/scripted_graph.py:graph",
         "mtl": f"{ROOT}/graphs/mtl.py:graph",
+        "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
     }}
     (tmp_path / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
@@ -64,7 +65,7 @@ def server(tmp_path):
 
 def test_studio_runs_the_graph_end_to_end(server):
     client, tmp_path = server
-    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl"}
+    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view"}
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
                            context={"top_k": 2, "hold_one_out": True})
@@ -76,10 +77,28 @@ def test_studio_runs_the_graph_end_to_end(server):
     # Studio reuses the thread: the second run starts clean (its own messages, verdict and memories only)
     again = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")})
     assert again["verdict"]["status"] == "fail"  # the replay ran out: the stub stays unsolved
-    assert [m["type"] for m in again["messages"]] == ["system", "human", "ai", "tool"]
+    assert "messages" not in again  # the output schema keeps the transcript inside; the thread's state has it
+    inside = client.threads.get_state(thread["thread_id"])["values"]
+    assert [m["type"] for m in inside["messages"]] == ["system", "human", "ai", "tool"]
     assert again["retrieved"] == [] and again["re_retrieved"] == [] and len(again["new_memory_ids"]) == 1
 
+    # the pool view reads the pool the server process holds open (no second process could: it is locked)
+    view = client.runs.wait(None, "pool_view", input={"query": "slugify", "format": "trajectory"})
+    assert view["error"] is None and view["stats"]["total"] == 2  # one memory of each run
+    assert {h["id"] for h in view["hits"]} == {*out["new_memory_ids"], *again["new_memory_ids"]}
+    assert {h["outcome"] for h in view["hits"]} == {"success", "failure"}
+    assert all(h["source_task_ids"] == ["examples/slugify"] for h in view["hits"])
+    bad = client.runs.wait(None, "pool_view", input={"k": -1})
+    assert bad["hits"] == [] and bad["error"].startswith("invalid k")
+
     # the exported graph imports without a model and fails the run with a clear message
+    # ... and Studio sees the run's events in the custom stream as they happen
     thread = client.threads.create()
-    out = client.runs.wait(thread["thread_id"], "mtl", input={"task": {"id": "x", "instruction": "do it"}})
+    parts = list(client.runs.stream(thread["thread_id"], "mtl", input={"task": {"id": "x", "instruction": "do it"}},
+                                    stream_mode=["custom", "values"]))
+    events = [p.data for p in parts if p.event == "custom"]
+    out = [p.data for p in parts if p.event == "values"][-1]
     assert "no chat model configured" in out["error"]
+    assert [e["kind"] for e in events] == ["warning", "plan", "retrieved", "verdict"]
+    assert events[0]["message"].startswith("planning failed") and events[1]["query"] == "do it"
+    assert events[-1]["status"] == "error" and "no chat model configured" in events[-1]["reason"]

@@ -10,9 +10,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
-from mtl_graph.graph.state import MTLInput, MTLState
+from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
 
@@ -33,7 +34,7 @@ def _config(memory_type: str, top_k: int, online: bool, hold_one_out: bool, dist
 
 
 def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
-    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput)
+    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
              "distill": nodes.distill, "write_back": nodes.write_back}
     for step in PIPELINE:
@@ -61,7 +62,6 @@ def build_mtl_graph(
     sandbox: str = "auto",
     checkpointer: Any = None,
     store: Any = None,
-    on_event: Any = None,
     **config: Any,
 ) -> Any:
     """The MTL graph around our bash-centred coding agent: plan -> retrieve -> execute -> judge -> distill -> write back.
@@ -74,7 +74,7 @@ def build_mtl_graph(
         agent = DefaultAgent()
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, sandbox=sandbox,
                   **config)
-    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg, on_event)
+    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg)
     return _wire(nodes, nodes.execute, checkpointer, store, "mtl_graph")
 
 
@@ -128,6 +128,8 @@ def with_memory_transfer(
         out = result["messages"]
         trajectory = trajectory_from_messages(out, task=task.ref())
         trajectory.model = trajectory.model or model_name(agent_graph)
+        for step in trajectory.steps:  # the wrapped agent's own stream is not ours: its commands are told after it
+            events.step(step)
         return {"workspace": str(workspace), "messages": out, "trajectory": trajectory.model_dump(mode="json"),
                 "check_baseline": baseline}
 

@@ -18,6 +18,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict, VerdictStatus
+from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
@@ -25,7 +26,7 @@ from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
-from mtl_graph.graph.support import append_run_log, as_task, model_name, prompt, timed
+from mtl_graph.graph.support import append_run_log, as_task, model_name, open_default_pool, prompt, timed
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
@@ -37,10 +38,9 @@ class MTLNodes:
     """Holds what the nodes need (pool, model, agent, judge, distiller) and implements them."""
 
     def __init__(self, pool: MemoryPool | None, model: BaseChatModel | str | None, agent: Any, judge: Any,
-                 distiller: Any, config: MTLConfig, on_event: Any = None) -> None:
+                 distiller: Any, config: MTLConfig) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
         self.distiller, self.config = distiller, config
-        self.on_event = on_event or (lambda kind, payload: None)
 
     # ------------------------------------------------------------------ helpers
     def _settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
@@ -53,10 +53,7 @@ class MTLNodes:
 
     def _pool(self) -> MemoryPool:
         if self.pool is None:
-            from mtl_graph.memory.pool import MemoryPool
-            from mtl_graph.settings import get_settings
-
-            self.pool = MemoryPool.open(get_settings().pool)
+            self.pool = open_default_pool()
         return self.pool
 
     def _sandbox(self, workspace: str):
@@ -80,19 +77,20 @@ class MTLNodes:
             return {**update, "error": f"invalid task: {exc}"}
         update["task"] = task.model_dump(mode="json")
         cfg = self._settings(runtime)
-        if cfg.memory_type in ("none", "trajectory") or cfg.top_k == 0:
+        if cfg.memory_type in ("none", "trajectory") or cfg.top_k == 0:  # no plan: the task text is the query
+            events.emit("plan", query=task.instruction)
             return {**update, "query": task.instruction}
         try:
             reply = self._model(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
             plan = reply.content if isinstance(reply.content, str) else ""
         except Exception as exc:  # a planning failure should not cost the run: fall back to the task text
-            self.on_event("warning", f"planning failed ({exc}); retrieving with the task text")
+            events.warning(f"planning failed ({exc}); retrieving with the task text")
             plan = ""
         problems = plan_problems(plan, prompt("plan", instruction=""))
         if plan and problems:  # a model that echoes the prompt would retrieve by our own instructions
-            self.on_event("warning", f"plan unusable ({'; '.join(problems)}); retrieving with the task text")
+            events.warning(f"plan unusable ({'; '.join(problems)}); retrieving with the task text")
         query = ("" if problems else plan.strip()[: cfg.plan_max_chars]) or task.instruction
-        self.on_event("plan", query)
+        events.emit("plan", query=query)
         return {**update, "query": query}
 
     @timed("retrieve")
@@ -107,7 +105,7 @@ class MTLNodes:
         except Exception as exc:
             return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
         retrieved = [retrieved_record(h) for h in hits]
-        self.on_event("retrieved", retrieved)
+        events.retrieved(retrieved)
         block = ""
         if hits:
             fenced = fence_memories([h.memory for h in hits], observation_chars=cfg.observation_chars)
@@ -135,12 +133,12 @@ class MTLNodes:
             update["check_baseline"] = hijack_candidates(workspace)
             refresh = self._refresh(task, state, runtime)
             result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
-                                    on_step=refresh or (lambda step: self.on_event("step", step)))
+                                    on_step=refresh or events.step)
         except SetupFailed as exc:
             return {**update, "error": str(exc)}
         finally:
             sandbox.close()
-        self.on_event("agent", result)
+        events.agent_end(result)
         if refresh is not None and refresh.hits:
             update["re_retrieved"] = refresh.hits
         trajectory = Trajectory(task=task.ref(), steps=result.steps, submission=result.submission,
@@ -156,7 +154,7 @@ class MTLNodes:
         if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0:
             return None
         already = [r["id"] for r in state.get("retrieved", [])]
-        return MemoryRefresh(self._pool(), cfg, task, already, self.on_event)
+        return MemoryRefresh(self._pool(), cfg, task, already)
 
     @timed("judge")
     def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
@@ -182,7 +180,7 @@ class MTLNodes:
                 update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
         else:
             verdict = self._llm_verdict(trajectory, runtime)
-        self.on_event("verdict", verdict)
+        events.verdict(verdict)
         trajectory.verdict = verdict
         return {**update, "verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
 
@@ -214,7 +212,7 @@ class MTLNodes:
         memories = [m.model_dump(mode="json") for m in result.memories]
         failures = [f"{f.format.value}: {f.reason}" for f in result.failures]
         if failures:
-            self.on_event("distill_failed", failures)
+            events.emit("distill_failed", failures=failures)
         return {"distilled": memories, "distill_failures": failures}
 
     @timed("write_back")
@@ -228,18 +226,23 @@ class MTLNodes:
         if state.get("error") and (verdict is None or not verdict.is_error):
             verdict = Verdict.infrastructure_error(state["error"])
             update["verdict"] = verdict.model_dump(mode="json")
+        if state.get("error") and verdict is not None:  # the judge skipped this run: its verdict is told here
+            events.verdict(verdict)
         try:
             if cfg.online and not state.get("error"):
                 pool = self._pool()
                 results = pool.add_many(of_run(state.get("distilled") or [], state.get("run_id")))
                 update["new_memory_ids"] = [r.merged_into or r.id for r in results]
                 update["memories_written"] = results.summary()
-                self.on_event("written", results)
+                events.written(results)
                 used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
                 if verdict is not None and not verdict.is_error and used:
                     pool.update_stats(used, verdict.outcome)
+                    events.emit("credited", ids=used, outcome=verdict.outcome.value)
         except Exception as exc:
             update["error"] = f"write back failed: {exc}"
+        update["retrieved_ids"] = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
+        update["outcome"] = run_outcome(verdict, update.get("error") or state.get("error"))
         self._log(state, cfg, update, verdict)
         self._cleanup(state)
         return update
@@ -265,6 +268,13 @@ class MTLNodes:
     def _cleanup(self, state: MTLState) -> None:
         if state.get("workspace") and not self.config.keep_workspaces:
             shutil.rmtree(state["workspace"], ignore_errors=True)
+
+
+def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
+    """`success`, `failure`, `unknown` (judged but undecided) or `error` (the run did not get a fair try)."""
+    if error or (verdict is not None and verdict.is_error):
+        return "error"
+    return verdict.outcome.value if verdict is not None else None
 
 
 def _safe(text: str) -> str:

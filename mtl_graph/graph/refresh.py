@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 from mtl_graph.experience.trajectory import Step
+from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig
 from mtl_graph.graph.support import prompt
 from mtl_graph.memory.fence import fence_memories
@@ -39,14 +40,13 @@ class MemoryRefresh:
 
     The new memories reach the model with that command's observation, under a header that keeps them advice."""
 
-    def __init__(self, pool: MemoryPool, cfg: MTLConfig, task: Task, already: list[str],
-                 on_event: Callable[[str, Any], None]) -> None:
-        self.pool, self.cfg, self.task, self.already, self.on_event = pool, cfg, task, set(already), on_event
+    def __init__(self, pool: MemoryPool, cfg: MTLConfig, task: Task, already: list[str]) -> None:
+        self.pool, self.cfg, self.task, self.already = pool, cfg, task, set(already)
         self.used = False
         self.hits: list[dict[str, Any]] = []
 
     def __call__(self, step: Step) -> str | None:
-        self.on_event("step", step)
+        events.step(step)
         if self.used or step.tool != "bash" or not step.exit_code or not TEST_COMMAND.search(step.action):
             return None
         self.used = True
@@ -55,13 +55,13 @@ class MemoryRefresh:
             found = self.pool.search(query, type=self.cfg.memory_type, k=self.cfg.top_k + len(self.already),
                                      **exclusions(self.task, self.cfg))
         except Exception as exc:  # a refresh is a bonus: never let it end the run
-            self.on_event("warning", f"re-retrieval failed: {exc}")
+            events.warning(f"re-retrieval failed: {exc}")
             return None
         fresh = [h for h in found if h.memory.id not in self.already][: self.cfg.top_k]
         if not fresh:
             return None
         self.hits = [retrieved_record(h) for h in fresh]
-        self.on_event("retrieved", self.hits)
+        events.retrieved(self.hits, refresh=True)
         fenced = fence_memories([h.memory for h in fresh], start=len(self.already) + 1,
                                 observation_chars=self.cfg.observation_chars)
         return prompt("memory_refresh", memories=fenced.text, boundary=fenced.boundary)

@@ -39,6 +39,31 @@ class MTLState(TypedDict):
     distill_failures: NotRequired[list[str]]
     new_memory_ids: NotRequired[list[str]]
     memories_written: NotRequired[dict[str, Any]]
+    retrieved_ids: NotRequired[list[str]]
+    outcome: NotRequired[str | None]
+    error: NotRequired[str | None]
+    timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
+
+
+class MTLOutput(TypedDict):
+    """What a run hands back (`invoke`'s result, and what a parent graph receives when this graph is a subgraph).
+
+    The agent's transcript (`messages`), the workspace path and the memory block stay inside: a parent graph with
+    its own `messages` key is not flooded with the agent's conversation."""
+
+    run_id: NotRequired[str | None]
+    query: NotRequired[str | None]
+    verdict: NotRequired[dict[str, Any] | None]
+    outcome: NotRequired[str | None]
+    retrieved: NotRequired[list[dict[str, Any]]]
+    re_retrieved: NotRequired[list[dict[str, Any]]]
+    retrieved_ids: NotRequired[list[str]]
+    new_memory_ids: NotRequired[list[str]]
+    memories_written: NotRequired[dict[str, Any]]
+    trajectory: NotRequired[dict[str, Any] | None]
+    judge_verdict: NotRequired[dict[str, Any] | None]
+    distilled: NotRequired[list[dict[str, Any]]]
+    distill_failures: NotRequired[list[str]]
     error: NotRequired[str | None]
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
 
@@ -53,7 +78,6 @@ def fresh_run_state() -> dict[str, Any]:
         "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "memory_block": "", "workspace": None,
         "check_baseline": None,
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
-        "judge_verdict": None, "distilled": [], "distill_failures": [], "new_memory_ids": [], "memories_written": {},
-        "error": None,
-        "timings": Overwrite({}),
+        "judge_verdict": None, "distilled": [], "distill_failures": [], "new_memory_ids": [], "error": None,
+        "memories_written": {}, "retrieved_ids": [], "outcome": None, "timings": Overwrite({}),
     }

@@ -34,6 +34,15 @@ def as_task(value: Any) -> Task:
     raise ValueError(f"task must be a Task, a dict or a task directory path, not {type(value).__name__}")
 
 
+def open_default_pool() -> Any:
+    """The pool at MTL_POOL. Within one process every caller shares one handle (`MemoryPool.open` caches open
+    directories), which matters in a LangGraph server: the process holds the embedded pool's lock."""
+    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.settings import get_settings
+
+    return MemoryPool.open(get_settings().pool)
+
+
 def timed(name: str, starts_run: bool = False) -> Callable:
     """Record a node's wall time in state['timings'][name]; the run's first node replaces the previous run's."""
 

@@ -1,0 +1,54 @@
+"""Progress events of a run, sent through LangGraph's custom stream (`stream_mode="custom"`).
+
+Every event is a JSON-friendly dict with a `kind`; Studio shows them as they happen, `mtl run` / `mtl demo` render
+them with RichProgress. Kinds, in run order: plan, warning, retrieved (also `refresh: true` mid-run), step (one per
+command), agent, verdict, distill_failed, written, credited."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from langgraph.config import get_stream_writer
+
+from mtl_graph.experience.trajectory import Step, Verdict
+
+
+def emit(kind: str, **fields: Any) -> None:
+    """Send one event to the run's custom stream; a no-op when nothing streams (or outside a graph run)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a runnable context (e.g. an agent run directly, not in the graph)
+        return
+    writer({"kind": kind, **fields})
+
+
+def warning(message: str) -> None:
+    emit("warning", message=message)
+
+
+def retrieved(records: list[dict[str, Any]], refresh: bool = False) -> None:
+    """The memories a search returned (records of `refresh.retrieved_record`), best first."""
+    emit("retrieved", refresh=refresh, memories=[
+        {"id": r["id"], "format": r["type"], "domains": r["domains"], "source_task_ids": r["source_task_ids"],
+         "score": r["score"], "similarity": r["similarity"], "retriever": r["retriever"]} for r in records])
+
+
+def step(s: Step) -> None:
+    emit("step", tool=s.tool, command=s.action, exit_code=s.exit_code)
+
+
+def agent_end(result: Any) -> None:
+    """How the agent ended: exit status, steps, tokens, malformed replies, the provider's error."""
+    emit("agent", exit_status=result.exit_status, steps=len(result.steps),
+         tokens={"input": result.tokens.input, "output": result.tokens.output},
+         malformed=result.format_errors, error=result.error)
+
+
+def verdict(v: Verdict) -> None:
+    emit("verdict", status=v.status.value, source=v.source, reason=v.reason, tests_modified=list(v.tests_modified))
+
+
+def written(results: Iterable[Any]) -> None:
+    """What `MemoryPool.add_many` did with each distilled memory (added, merged, identical; flagged reasons)."""
+    emit("written", memories=[{"id": r.id, "status": r.status, "merged_into": r.merged_into,
+                               "flagged": list(r.flagged)} for r in results])

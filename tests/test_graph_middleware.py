@@ -1,0 +1,176 @@
+"""MemoryTransferMiddleware on a plain `create_agent` agent: scripted model with real tool calls, a real sandbox,
+the task's real tests, a real pool."""
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+
+from mtl_graph.agent import ScriptedChatModel, bash_call, load_action_script
+from mtl_graph.graph import MemoryTransferMiddleware
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.sandbox.factory import make_sandbox
+from mtl_graph.tasks import Task
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+PLAN = "Read the module and its tests, rewrite the function, run the unit tests, submit when they pass."
+OWN_PROMPT = "You are a careful coding agent. Use the bash tool."
+
+
+class RecordingModel(ScriptedChatModel):
+    """A scripted model that keeps the system prompt of every call."""
+
+    systems: list = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.systems.append(next((m.content for m in messages if m.type == "system"), None))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.fixture
+def pool(embeddings, tmp_path):
+    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
+        yield p
+
+
+def seeded(pool: MemoryPool) -> InsightMemory:
+    memory = InsightMemory(title="Run the unit tests after the last edit",
+                           description="When a helper is rewritten and submitted without running its tests.",
+                           content="Run the tests after the final edit and read the result before submitting.",
+                           sources=[Provenance(domain="math", source_task_id="m1")])
+    pool.add(memory)
+    return memory
+
+
+def bash_in(workspace: Path):
+    sandbox = make_sandbox("auto", workspace)
+
+    @tool
+    def bash(command: str) -> str:
+        """Run one shell command in the task's workspace."""
+        result = sandbox.run(command, timeout=60)
+        return f"<returncode>{result.exit_code}</returncode>\n{result.output}"
+
+    return bash, sandbox
+
+
+def agent_for(task_name: str, workspace: Path, middleware: MemoryTransferMiddleware, finish: str = "Done."):
+    actions = load_action_script(EXAMPLES / task_name / "demo_script.json")
+    calls = [a for a in actions if a.tool_calls and a.tool_calls[0]["name"] == "bash"]
+    model = RecordingModel(responses=[*calls, AIMessage(finish)], systems=[])
+    bash, sandbox = bash_in(workspace)
+    return create_agent(model, tools=[bash], system_prompt=OWN_PROMPT, middleware=[middleware]), model, sandbox
+
+
+def test_middleware_retrieves_into_the_agents_prompt_and_learns_from_the_run(pool, tmp_path):
+    memory = seeded(pool)
+    task = Task.from_dir(EXAMPLES / "slugify")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    task.materialize(workspace)
+    helper = ScriptedChatModel(responses=[AIMessage(PLAN)])
+    mtl = MemoryTransferMiddleware(pool, model=helper, distill_formats=["trajectory"], workspace=workspace,
+                                   run_log=tmp_path / "runs.jsonl")
+    agent, model, sandbox = agent_for("slugify", workspace, mtl)
+    try:
+        out = agent.invoke({"messages": [HumanMessage(task.instruction)], "mtl_task": task})
+    finally:
+        sandbox.close()
+
+    run = out["mtl"]
+    assert run["error"] is None and run["query"] == PLAN
+    assert [r["id"] for r in run["retrieved"]] == [memory.id] == run["retrieved_ids"]
+    # every model call of the agent saw its own prompt first and the memories at its end, once
+    assert model.systems and all(s.startswith(OWN_PROMPT) and s.count("Memories from past runs") == 1
+                                 and s.rstrip().splitlines()[-1].startswith("</memory-") for s in model.systems)
+    assert memory.title in model.systems[0]
+    assert run["verdict"]["status"] == "pass" and run["verdict"]["source"] == "tests" and run["outcome"] == "success"
+    written = pool.get(run["new_memory_ids"][0])
+    assert written.type == "trajectory" and written.source_task_ids == ["examples/slugify"]
+    assert any("unittest" in s.command for s in written.steps)
+    stats = pool.get(memory.id).stats
+    assert (stats.retrieved, stats.retrieved_success) == (1, 1)
+    assert workspace.is_dir()  # the agent's directory belongs to the caller: never removed
+    record = json.loads((tmp_path / "runs.jsonl").read_text())
+    assert record["task"]["id"] == "examples/slugify" and record["retrieved"][0]["id"] == memory.id
+
+
+def test_without_a_check_the_judge_decides_and_a_failure_is_recorded(pool, tmp_path):
+    memory = seeded(pool)
+
+    class FailAll:
+        def judge(self, trajectory):
+            from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+
+            assert trajectory.steps and trajectory.task.instruction == "Print the numbers one to three."
+            return Verdict(status=VerdictStatus.FAIL, source="judge", reason="nothing was verified")
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    bash, sandbox = bash_in(workspace)
+    model = RecordingModel(responses=[bash_call("seq 3"), AIMessage("1 2 3")], systems=[])
+    agent = create_agent(model, tools=[bash], middleware=[MemoryTransferMiddleware(
+        pool, model=ScriptedChatModel(responses=[AIMessage(PLAN)]), judge=FailAll(), distill_formats=["trajectory"],
+        run_log=tmp_path / "runs.jsonl")])
+    try:
+        out = agent.invoke({"messages": [HumanMessage("Print the numbers one to three.")]})
+    finally:
+        sandbox.close()
+    run = out["mtl"]
+    assert run["outcome"] == "failure" and run["verdict"]["reason"] == "nothing was verified"
+    assert run["task"]["id"].startswith("agent-") and model.systems[0].count("Memories from past runs") == 1
+    assert pool.get(run["new_memory_ids"][0]).outcome == "failure"
+    assert (pool.get(memory.id).stats.retrieved, pool.get(memory.id).stats.retrieved_failure) == (1, 1)
+
+
+def test_an_unreachable_pool_is_an_error_run_and_the_agent_still_answers(tmp_path, monkeypatch):
+    (tmp_path / "not-a-pool").write_text("a file where a pool directory should be")
+    model = RecordingModel(responses=[AIMessage("Hello.")], systems=[])
+    mtl = MemoryTransferMiddleware(None, model=ScriptedChatModel(responses=[AIMessage(PLAN)]),
+                                   run_log=tmp_path / "runs.jsonl")
+    monkeypatch.setenv("MTL_POOL", str(tmp_path / "not-a-pool"))
+    out = create_agent(model, tools=[], middleware=[mtl]).invoke({"messages": [HumanMessage("Say hello.")]})
+    assert out["messages"][-1].content == "Hello." and model.systems == [None]  # no memories, prompt untouched
+    assert out["mtl"]["error"].startswith("retrieval failed") and out["mtl"]["outcome"] == "error"
+    assert out["mtl"]["new_memory_ids"] == []
+    assert json.loads((tmp_path / "runs.jsonl").read_text())["verdict"]["status"] == "error"
+
+
+def test_a_bad_task_is_one_error_and_nothing_is_written(pool, tmp_path):
+    seeded(pool)
+    model = RecordingModel(responses=[AIMessage("Hello.")], systems=[])
+    mtl = MemoryTransferMiddleware(pool, model=ScriptedChatModel(responses=[AIMessage(PLAN)]),
+                                   run_log=tmp_path / "runs.jsonl")
+    out = create_agent(model, tools=[], middleware=[mtl]).invoke({"messages": [HumanMessage("Hi.")], "mtl_task": 42})
+    assert out["mtl"]["error"].startswith("invalid task") and out["mtl"]["retrieved"] == []
+    assert model.systems == [None] and len(pool) == 1
+    assert json.loads((tmp_path / "runs.jsonl").read_text())["error"].startswith("invalid task")
+
+
+def test_each_turn_on_a_thread_is_its_own_run(pool, tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    seeded(pool)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    bash, sandbox = bash_in(workspace)
+    model = RecordingModel(responses=[bash_call("echo one"), AIMessage("one"), bash_call("echo two"),
+                                      AIMessage("two")], systems=[])
+    mtl = MemoryTransferMiddleware(pool, model=ScriptedChatModel(responses=[AIMessage(PLAN)]),
+                                   distill_formats=["trajectory"], run_log=tmp_path / "runs.jsonl")
+    agent = create_agent(model, tools=[bash], middleware=[mtl], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "chat"}}
+    try:
+        first = agent.invoke({"messages": [HumanMessage("Print one.")], "mtl_task": {"id": "one", "instruction":
+                                                                                     "Print one."}}, config)
+        second = agent.invoke({"messages": [HumanMessage("Print two.")]}, config)
+    finally:
+        sandbox.close()
+    assert first["mtl"]["task"]["id"] == "one" and second["mtl"]["task"]["instruction"] == "Print two."
+    assert second.get("mtl_task") is None  # the first turn's task did not carry over
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [[s["action"] for s in r["steps"]] for r in runs] == [["echo one"], ["echo two"]]
