@@ -158,12 +158,13 @@ def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig) -> l
     argv = [
         "bwrap", *identity, "--new-session", "--die-with-parent",
         *_system_mounts(), "--ro-bind", str(staged_etc(config.etc_allow)), "/etc",
-        *[arg for tool in tools for arg in ("--ro-bind", str(tool), str(tool))],
-        *_masks(config.hidden_paths, tools),
         "--proc", "/proc", "--dev", "/dev",
         "--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp",
         "--perms", "1777", "--size", tmp_size, "--tmpfs", "/dev/shm",
-        "--bind", ws, ws,  # after the tmpfs, so a workspace under /tmp stays visible
+        # Toolchains and the workspace after the tmpfs, so those under /tmp (a venv in a checkout there) stay visible.
+        *[arg for tool in tools for arg in ("--ro-bind", str(tool), str(tool))],
+        *_masks(config.hidden_paths, tools),
+        "--bind", ws, ws,
         *_traversable([workspace, *tools], read_only),
         "--remount-ro", "/",  # the sandbox's own root: nothing but the mounts above is writable
         "--chdir", ws, "--clearenv",
