@@ -231,3 +231,18 @@ def test_bwrap_shows_no_home_and_masks_credentials_in_bound_directories(tmp_path
     assert "No such file or directory" in unbound and "visible" not in unbound
     assert "PRIVATE KEY" not in bound and "hunter2" not in bound
     assert "visible" in bound
+
+
+@needs_bwrap
+def test_a_toolchain_under_tmp_stays_visible_beside_the_private_tmp(tmp_path):
+    """A checkout (and its venv) under /tmp: binding it before the private /tmp hid it and broke every sandbox."""
+    tools = tmp_path / "checkout" / ".venv" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "hello").write_text("#!/bin/sh\necho hello from the venv\n")
+    (tools / "hello").chmod(0o755)
+    (tmp_path / "checkout" / "secret.txt").write_text("not part of the toolchain")
+    config = SandboxConfig(toolchain_paths=(str(tools),))
+    with make_sandbox("bwrap", tmp_path / "ws", config) as sb:
+        result = sb.run(f"{tools}/hello; ls /tmp; cat {tmp_path}/checkout/secret.txt", timeout=30)
+    assert "hello from the venv" in result.output
+    assert "not part of the toolchain" not in result.output  # only the bound directory, not its checkout
