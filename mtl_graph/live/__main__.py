@@ -26,7 +26,7 @@ def speed(server: LocalModelServer, max_tokens: int = 64) -> dict[str, float]:
         timings = json.load(response).get("timings", {})
     return {"prompt_tokens_per_s": float(timings.get("prompt_per_second", 0.0)),
             "generated_tokens_per_s": float(timings.get("predicted_per_second", 0.0)),
-            "wall_s": time.monotonic() - started}
+            "probe_s": time.monotonic() - started}
 
 
 def run(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
