@@ -23,9 +23,8 @@ import corpus  # noqa: E402
 from mtl_graph.agent import DefaultAgent, ScriptedChatModel, bash_call, submit_call  # noqa: E402
 from mtl_graph.experience.checks import run_setup  # noqa: E402
 from mtl_graph.graph import build_mtl_graph  # noqa: E402
-from mtl_graph.graph.support import prompt  # noqa: E402
+from mtl_graph.graph.support import memory_block  # noqa: E402
 from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
-from mtl_graph.memory.models import render_memories  # noqa: E402
 from mtl_graph.memory.pool import MemoryPool  # noqa: E402
 from mtl_graph.sandbox.factory import make_sandbox  # noqa: E402
 from mtl_graph.tasks import Task  # noqa: E402
@@ -93,7 +92,7 @@ def token_counts(pool: MemoryPool) -> dict[str, int]:
         hits = pool.search(PLAN, type=fmt, k=3)
         if not hits:
             continue
-        block = prompt("memory_header", memories=render_memories([h.memory for h in hits]))
+        block = memory_block([h.memory for h in hits])
         tokenizer.no_truncation()
         counts[fmt] = len(tokenizer.encode(block).ids)
         tokenizer.enable_truncation(local_embeddings().config.max_tokens)

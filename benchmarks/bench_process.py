@@ -4,6 +4,7 @@ one sandboxed command beside the raw tool it wraps (the same bwrap argv run dire
 from __future__ import annotations
 
 import statistics
+import os
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,13 @@ def cold_start(runs: int) -> dict[str, float]:
     }
 
 
+def _fd_arg(arg: str, fds: list[int]) -> str:
+    """The sandbox's placeholder for its n-th passed file, as the real descriptor number."""
+    from mtl_graph.sandbox.reaper import FD_TOKEN
+
+    return str(fds[int(arg[len(FD_TOKEN):])]) if arg.startswith(FD_TOKEN) else arg
+
+
 def sandbox_costs(commands: int) -> dict[str, Any]:
     """Median ms per `true` through each backend and through its raw equivalent, in this process."""
     from mtl_graph.sandbox.bwrap import BwrapSandbox
@@ -51,8 +59,21 @@ def sandbox_costs(commands: int) -> dict[str, Any]:
             if kind == "bwrap":
                 argv = sandbox.argv("true", sandbox.config.timeout)
                 env = scrubbed_env(sandbox.config, str(workspace))
-                raw = _median_s(lambda: subprocess.run(argv, cwd=str(workspace), env=env, check=True,
-                                                       stdout=subprocess.DEVNULL), commands)
+                files = sandbox.passed_files()  # the seccomp filter, read by bwrap from an inherited fd
+                fds = [os.open(f, os.O_RDONLY) for f in files]
+                argv = [_fd_arg(a, fds) for a in argv]
+
+                def raw_run() -> None:
+                    for fd in fds:  # bwrap reads the filter to its end: each run needs it from the start
+                        os.lseek(fd, 0, os.SEEK_SET)
+                    subprocess.run(argv, cwd=str(workspace), env=env, check=True, stdout=subprocess.DEVNULL,
+                                   pass_fds=fds)
+
+                try:
+                    raw = _median_s(raw_run, commands)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
                 baseline = "the same bwrap argv via subprocess.run"
             else:
                 raw = _median_s(_run(["bash", "-c", "true"]), commands)

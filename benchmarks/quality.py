@@ -147,7 +147,7 @@ def pool_rankings(data: LabelledSet) -> list[list[int]]:
     from mtl_graph.memory.pool import MemoryPool
 
     index = {}
-    with MemoryPool.open(":memory:", local_embeddings(), dedup_threshold=1.0) as pool:
+    with MemoryPool.open(":memory:", local_embeddings()) as pool:
         memories = []
         for i, (_, domain, text) in enumerate(data.memories):
             title, desc = text.split(": ", 1)

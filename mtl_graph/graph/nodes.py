@@ -26,9 +26,9 @@ from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
-from mtl_graph.graph.support import append_run_log, as_task, model_name, open_default_pool, prompt, timed
+from mtl_graph.graph.support import (append_run_log, as_task, memory_block, model_name, open_default_pool, prompt,
+                                      timed)
 from mtl_graph.memory.dedup import AddReport, of_run
-from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
@@ -108,8 +108,7 @@ class MTLNodes:
         events.retrieved(retrieved)
         block = ""
         if hits:
-            fenced = fence_memories([h.memory for h in hits], observation_chars=cfg.observation_chars)
-            block = prompt("memory_header", memories=fenced.text, boundary=fenced.boundary)
+            block = memory_block([h.memory for h in hits], cfg.observation_chars)
         return {"retrieved": retrieved, "memory_block": block}
 
     @timed("execute")

@@ -19,6 +19,14 @@ prompt = partial(render_template, "mtl_graph.graph")
 """Render a prompt template shipped in mtl_graph/graph/prompts/."""
 
 
+def memory_block(memories: list[Any], observation_chars: int = 300) -> str:
+    """The block appended to the agent's system prompt: the header, then each memory fenced by a fresh token."""
+    from mtl_graph.memory.fence import fence_memories
+
+    fenced = fence_memories(memories, observation_chars=observation_chars)
+    return prompt("memory_header", memories=fenced.text, boundary=fenced.boundary)
+
+
 def model_name(model: Any) -> str:
     return model_label(model) or "unknown"
 
