@@ -129,3 +129,18 @@ def test_ingest_redacts_a_foreign_run_log(tmp_path: Path, pool_dir: Path, embedd
     finally:
         pool.close()
     assert not leaked(text) and SHA in text
+
+
+def test_the_pool_api_redacts_every_write(pool_dir: Path, embeddings) -> None:
+    """A caller of MemoryPool.add / add_many (not only the CLI) cannot store a secret: add_many redacts."""
+    memories, secrets = leaky_memories()
+    pool = MemoryPool.open(str(pool_dir), embeddings=embeddings)
+    try:
+        report = pool.add_many(memories[:1])
+        pool.add(memories[1])
+        assert report.counts["added"] == 1 and memories[0].id not in {r.id for r in report}
+    finally:
+        pool.close()
+    text = stored(pool_dir, embeddings)
+    assert not [s for s in secrets if s in text]
+    assert "[REDACTED:" in text and SHA in text

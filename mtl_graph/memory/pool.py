@@ -184,7 +184,11 @@ class MemoryPool:
         Every memory is screened first (see memory/screen.py): a flagged one is stored but not retrieved. Memories
         merge only with the same type, outcome and normalised content (see memory/dedup.py); a merged memory keeps
         one provenance entry per source run, and the result does not depend on the order memories arrive in."""
-        items = [prepared(m if not isinstance(m, dict) else parse_memory(m), keep_stats) for m in memories]
+        from mtl_graph.experience.redact import redact_memory  # imports detect-secrets: only when writing
+
+        # Every write path (graph, ingest, CLI, direct API callers) redacts here, before ids and screening.
+        items = [prepared(redact_memory(m if not isinstance(m, dict) else parse_memory(m)), keep_stats)
+                 for m in memories]
         if not items:
             return AddReport()
         with self._write_lock:
@@ -355,8 +359,6 @@ class MemoryPool:
 
     def import_jsonl(self, path: str | Path, batch_size: int = 256, keep_stats: bool = True) -> ImportReport:
         """Add every valid line of a JSONL file; bad lines are reported as `file:line: why`."""
-        from mtl_graph.experience.redact import redact_memory  # imports detect-secrets: only when importing
-
         report = ImportReport()
         batch: list[Memory] = []
         try:
@@ -369,7 +371,7 @@ class MemoryPool:
                     line = raw.decode("utf-8")
                     if not line.strip():
                         continue
-                    batch.append(redact_memory(parse_memory(json.loads(line))))  # `mtl memories add` / `import`
+                    batch.append(parse_memory(json.loads(line)))  # add_many redacts it
                 except UnicodeDecodeError:
                     report.errors.append(f"{path}:{lineno}: not UTF-8 text")
                 except json.JSONDecodeError as exc:
