@@ -119,3 +119,30 @@ def test_a_length_cut_answer_is_retried_with_a_shorter_request() -> None:
     assert result.attempts == 2
     feedback = model.calls[1][-1].content
     assert "cut off at the output length limit" in feedback and "no JSON object" in feedback
+
+
+def test_a_validation_error_raised_inside_the_model_call_is_fed_back() -> None:
+    """OpenAI's json_schema structured output validates inside invoke and raises; that is the model's answer being
+    invalid (seen with a real local model), not a provider failure: the error goes back to the model."""
+    from langchain_core.runnables import RunnableLambda
+    from pydantic import ValidationError
+
+    good = {"title": "Read the failing assertion first", "description": "Applies when a test fails after an edit.",
+            "content": GOOD[0]}
+    seen: list[list] = []
+
+    def answer(messages: list) -> dict:
+        seen.append(list(messages))
+        if len(seen) == 1:
+            InsightDraft.model_validate({**good, "content": "One. Two. Three. Four. Five."})  # raises
+        return {"raw": AIMessage(content=""), "parsed": InsightDraft.model_validate(good)}
+
+    class ValidatingModel(RoutedChatModel):
+        def with_structured_output(self, schema, **kwargs):  # type: ignore[override]
+            return RunnableLambda(answer)
+
+    result = structured_call(ValidatingModel(script=[good]), InsightDraft, [], max_attempts=3)
+    assert result.attempts == 2 and "at most 3 sentences" in result.errors[0]
+    assert "at most 3 sentences" in seen[1][-1].content
+    with pytest.raises(ValidationError):  # the double really raises what the real parser raises
+        InsightDraft.model_validate({**good, "content": "One. Two. Three. Four. Five."})

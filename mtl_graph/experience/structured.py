@@ -141,6 +141,11 @@ def structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMe
         attempt += 1
         try:
             out = runnable.invoke(messages)
+        except ValidationError as exc:  # parsers that validate inside invoke (OpenAI's json_schema mode, include_raw
+            problem = describe_validation_error(exc)  # or not) raise it: still the model's answer, so feed it back
+            errors.append(problem)
+            messages = [*messages, HumanMessage(fill("_retry", error=problem))]
+            continue
         except Exception as exc:  # provider errors vary by vendor; each costs an attempt, without feedback
             errors.append(f"model call failed: {exc.__class__.__name__}: {exc}")
             continue
