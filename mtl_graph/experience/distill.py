@@ -25,7 +25,7 @@ from mtl_graph.experience.structured import (Revise, StructuredCallError, descri
                                              resolve_model, structured_call)
 from mtl_graph.experience.trajectory import TokenUsage, Trajectory
 from mtl_graph.memory.models import (MAX_LONG, MAX_STEPS, MEMORY_CLASSES, Memory, MemoryType, Outcome, Provenance,
-                                     TrajectoryMemory, TrajectoryStep, memory_type_of)
+                                     TrajectoryMemory, TrajectoryStep, memory_type_of, strings_of)
 
 _ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx)\.", re.I)
 
@@ -220,7 +220,7 @@ class ModelDistiller(Distiller):
         messages = self.messages(trajectory, outcome, config)
 
         def check(draft: BaseModel) -> str | None:
-            text = " ".join(_strings(draft.model_dump()))
+            text = " ".join(strings_of(draft.model_dump()))
             found_junk = self.junk(text, trajectory, outcome, config)
             if found_junk:
                 if "asked" in junk:
@@ -269,17 +269,6 @@ class ModelDistiller(Distiller):
         instructions = fill(f"{self.memory_type.value}_{variant}", trajectory="", outcome="", verdict_reason="")
         task = trajectory.task.instruction if self.leak_checked else ""
         return junk_reasons(text, prompts=[instructions, fill("distill_system")], task=task)
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
 
 
 DISTILLERS: dict[MemoryType, Distiller] = {

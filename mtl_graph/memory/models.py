@@ -7,7 +7,7 @@ import json
 import uuid
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
@@ -19,6 +19,18 @@ MAX_STEPS = 300
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SHORT)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT)]
 LongText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_LONG)]
+
+
+def strings_of(value: Any) -> Iterator[str]:
+    """Every string inside nested dicts and lists (a memory's or a draft's text, for screening and checks)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_of(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_of(item)
 
 
 class Outcome(StrEnum):

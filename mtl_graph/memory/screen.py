@@ -17,9 +17,8 @@ import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Iterable
 
-from mtl_graph.memory.models import Memory
+from mtl_graph.memory.models import Memory, strings_of
 
 _NEGATION = re.compile(
     r"\b(?:never|not|don'?t|do\s+not|doesn'?t|does\s+not|avoid|avoiding|without|instead\s+of|rather\s+than|"
@@ -152,17 +151,6 @@ RULES: tuple[Rule, ...] = (
 RULE_NAMES = tuple(rule.name for rule in RULES)
 
 
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 _INVISIBLE = re.compile(r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
                         r"\u2060-\u2064\u2066-\u206f\ufeff]")
 
@@ -188,7 +176,7 @@ def screen_text(text: str) -> list[str]:
 
 def screen(memory: Memory) -> list[str]:
     """Screen every text field of a memory's content (task, steps, observations, advice ...)."""
-    return screen_text("\n".join(_strings(memory.content_fields())))
+    return screen_text("\n".join(strings_of(memory.content_fields())))
 
 
 def released(memory: Memory) -> Memory:
