@@ -12,9 +12,9 @@ from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.formats import FORMATS, Action, Rejection
 from mtl_graph.agent.templates import render
+from mtl_graph.agent.tools import render_observation, run_command
 from mtl_graph.experience.trajectory import Step, TokenUsage
-from mtl_graph.sandbox.base import Sandbox, SandboxError
-from mtl_graph.sandbox.process import cap_text
+from mtl_graph.sandbox.base import Sandbox
 from mtl_graph.tasks import Task
 
 OnStep = Callable[[Step], "str | None"]
@@ -97,33 +97,10 @@ class DefaultAgent:
         timeout = self.config.command_timeout
         if self.config.wall_time_limit is not None:  # a command must not outlive the run's wall time
             timeout = max(1.0, min(timeout, self.config.wall_time_limit - (time.monotonic() - started)))
-        begin = time.monotonic()
-        try:
-            res = sandbox.run(action.text, timeout=timeout)
-        except SandboxError as exc:  # the model sees it and may work around it
-            return Step(
-                reasoning=reasoning,
-                action=action.text,
-                args={"command": action.text},
-                observation=f"sandbox error: {exc}",
-                duration_s=round(time.monotonic() - begin, 3),
-            )
-        output, _ = cap_text(res.output, self.config.observation_cap)
-        if res.timed_out:
-            output = render("timeout_note.md", self.config.prompts_dir, timeout=round(timeout, 1)) + "\n" + output
-        return Step(
-            reasoning=reasoning,
-            action=action.text,
-            args={"command": action.text},
-            observation=output,
-            exit_code=res.exit_code,
-            duration_s=res.duration_s,
-        )
+        return run_command(sandbox, action.text, self.config, timeout=timeout, reasoning=reasoning)
 
     def _render_observation(self, step: Step) -> str:
-        code = "unknown" if step.exit_code is None else step.exit_code
-        output = step.observation.rstrip("\n")
-        return render("observation.md", self.config.prompts_dir, exit_code=code, output=output)
+        return render_observation(step, self.config)
 
 
 def _describe(exc: Exception) -> str:

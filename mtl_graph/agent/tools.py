@@ -1,0 +1,77 @@
+"""Running one command for an agent, and the `bash` tool that does it in the run's sandbox.
+
+`run_command` is the one implementation of an agent step (timeout, output cap, timeout note); the default agent
+and `sandbox_tools` (a bash tool for anyone's `create_agent` agent) both use it."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.tools import BaseTool, StructuredTool
+
+from mtl_graph.agent.config import AgentConfig
+from mtl_graph.agent.formats import BashArgs
+from mtl_graph.agent.templates import render
+from mtl_graph.experience.trajectory import Step
+from mtl_graph.sandbox.base import Sandbox, SandboxError
+from mtl_graph.sandbox.process import cap_text
+
+
+def run_command(sandbox: Sandbox, command: str, config: AgentConfig, timeout: float | None = None,
+                reasoning: str | None = None) -> Step:
+    """Run one command in the sandbox and record it as a step (a sandbox failure is an observation, not a crash)."""
+    timeout = config.command_timeout if timeout is None else timeout
+    begin = time.monotonic()
+    try:
+        res = sandbox.run(command, timeout=timeout)
+    except SandboxError as exc:  # the model sees it and may work around it
+        return Step(reasoning=reasoning, action=command, args={"command": command},
+                    observation=f"sandbox error: {exc}", duration_s=round(time.monotonic() - begin, 3))
+    output, _ = cap_text(res.output, config.observation_cap)
+    if res.timed_out:
+        output = render("timeout_note.md", config.prompts_dir, timeout=round(timeout, 1)) + "\n" + output
+    return Step(reasoning=reasoning, action=command, args={"command": command}, observation=output,
+                exit_code=res.exit_code, duration_s=res.duration_s)
+
+
+def render_observation(step: Step, config: AgentConfig) -> str:
+    """What the model reads after a command: its exit code and (capped) output."""
+    code = "unknown" if step.exit_code is None else step.exit_code
+    return render("observation.md", config.prompts_dir, exit_code=code, output=step.observation.rstrip("\n"))
+
+
+def workspace_of(runtime: Any) -> str | None:
+    """The run's workspace: the agent state's `workspace`, else `configurable["mtl_workspace"]`."""
+    state = getattr(runtime, "state", None) or {}
+    if isinstance(state, dict) and state.get("workspace"):
+        return str(state["workspace"])
+    config = getattr(runtime, "config", None) or {}
+    return (config.get("configurable") or {}).get("mtl_workspace")
+
+
+def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
+                  config: AgentConfig | None = None) -> list[BaseTool]:
+    """A `bash` tool for any LangChain agent, running each command in a sandbox.
+
+    With `sandbox`, every call runs there. Without it, the call runs in the sandbox of the run's workspace (see
+    `workspace_of`; `with_memory_transfer` sets it): opened on first use, closed when the run ends. The tool's
+    artifact is the recorded step (command, exit code, output, duration)."""
+    from mtl_graph.sandbox.registry import sandbox_for
+
+    cfg = config or AgentConfig()
+
+    def bash(command: Annotated[str, "The shell command to run."], runtime: ToolRuntime) -> tuple[str, dict[str, Any]]:
+        box = sandbox
+        if box is None:
+            workspace = workspace_of(runtime)
+            if not workspace:
+                raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools or run the agent "
+                                   "through with_memory_transfer")
+            box = sandbox_for(workspace, kind)
+        step = run_command(box, command, cfg)
+        return render_observation(step, cfg), step.model_dump(mode="json")
+
+    return [StructuredTool.from_function(bash, name="bash", description=BashArgs.__doc__,
+                                         response_format="content_and_artifact")]

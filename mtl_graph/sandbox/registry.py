@@ -1,0 +1,53 @@
+"""One live sandbox per workspace in this process, found again by the workspace path.
+
+A sandbox holds processes and cannot go into a checkpoint; the workspace path can. Whatever runs a command for a
+run (the agent's tools node, a wrapped agent's tool, a resumed run in a new process) asks for the workspace's
+sandbox here and gets the same one, created on first use; the run's last stage closes it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from mtl_graph.sandbox.base import Sandbox
+from mtl_graph.sandbox.factory import make_sandbox
+
+_LOCK = threading.Lock()
+_OPEN: dict[str, Sandbox] = {}
+
+
+def _key(workspace: str | Path) -> str:
+    return str(Path(workspace).resolve())
+
+
+def sandbox_for(workspace: str | Path, kind: str = "auto") -> Sandbox:
+    """The workspace's open sandbox, or a new one of `kind` (later calls get the first one, whatever their kind)."""
+    key = _key(workspace)
+    with _LOCK:
+        if key not in _OPEN:
+            _OPEN[key] = make_sandbox(kind, Path(key))
+        return _OPEN[key]
+
+
+def adopt(workspace: str | Path, sandbox: Sandbox) -> None:
+    """Register a sandbox the caller built (e.g. with setup-time network) as the workspace's."""
+    with _LOCK:
+        previous = _OPEN.get(_key(workspace))
+        _OPEN[_key(workspace)] = sandbox
+    if previous is not None and previous is not sandbox:
+        previous.close()
+
+
+def release(workspace: str | Path | None) -> None:
+    """Close the workspace's sandbox (its leftover processes die); a no-op when none is open."""
+    if workspace is None:
+        return
+    with _LOCK:
+        sandbox = _OPEN.pop(_key(workspace), None)
+    if sandbox is not None:
+        sandbox.close()
+
+
+def is_open(workspace: str | Path) -> bool:
+    with _LOCK:
+        return _key(workspace) in _OPEN
