@@ -104,6 +104,10 @@ class ToolCallFormat:
     def observation(self, action: Action, content: str) -> BaseMessage:
         return ToolMessage(content=content, tool_call_id=action.call_id or "", name=action.tool)
 
+    def conversation(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        """The messages as this mode's model reads them: as they are."""
+        return list(messages)
+
     def _reject(self, error: str, call_id: str | None) -> Rejection:
         content = render(f"{self.name}_format_error.md", self.prompts_dir, error=error)
         if call_id is None:  # nothing to answer: tell the model as the user
@@ -138,6 +142,18 @@ class TextFormat:
 
     def observation(self, action: Action, content: str) -> BaseMessage:
         return HumanMessage(content=content)
+
+    def conversation(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        """The messages as a model without tool calling reads them: the loop keeps each action as a tool call and
+        each observation as a tool message; the model sees its own text and the observations as user messages."""
+        shown: list[BaseMessage] = []
+        for m in messages:
+            if isinstance(m, AIMessage) and m.tool_calls:
+                m = AIMessage(content=m.content, id=m.id, usage_metadata=m.usage_metadata)
+            elif isinstance(m, ToolMessage):
+                m = HumanMessage(content=m.content, id=m.id)
+            shown.append(m)
+        return shown
 
     def _reject(self, error: str) -> Rejection:
         content = render(f"{self.name}_format_error.md", self.prompts_dir, error=error)

@@ -12,7 +12,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool
 
 from mtl_graph.agent.config import AgentConfig
-from mtl_graph.agent.formats import BashArgs
+from mtl_graph.agent.formats import BashArgs, SubmitArgs
 from mtl_graph.agent.templates import render
 from mtl_graph.experience.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox, SandboxError
@@ -42,6 +42,13 @@ def render_observation(step: Step, config: AgentConfig) -> str:
     return render("observation.md", config.prompts_dir, exit_code=code, output=step.observation.rstrip("\n"))
 
 
+def command_timeout(config: AgentConfig, elapsed: float = 0.0) -> float:
+    """Seconds the next command may run: the configured timeout, never beyond the run's wall time left."""
+    if config.wall_time_limit is None:
+        return config.command_timeout
+    return max(1.0, min(config.command_timeout, config.wall_time_limit - elapsed))
+
+
 def workspace_of(runtime: Any) -> str | None:
     """The run's workspace: the agent state's `workspace`, else `configurable["mtl_workspace"]`."""
     state = getattr(runtime, "state", None) or {}
@@ -62,7 +69,7 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
 
     cfg = config or AgentConfig()
 
-    def bash(command: Annotated[str, "The shell command to run."], runtime: ToolRuntime) -> tuple[str, dict[str, Any]]:
+    def bash(command: Annotated[str, "The shell command to run."], runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
         box = sandbox
         if box is None:
             workspace = workspace_of(runtime)
@@ -70,8 +77,21 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
                 raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools or run the agent "
                                    "through with_memory_transfer")
             box = sandbox_for(workspace, kind)
-        step = run_command(box, command, cfg)
+        state = getattr(runtime, "state", None) or {}
+        elapsed = state.get("elapsed", 0.0) if isinstance(state, dict) else 0.0  # our agent's clock, if any
+        step = run_command(box, command, cfg, timeout=command_timeout(cfg, elapsed))
         return render_observation(step, cfg), step.model_dump(mode="json")
 
     return [StructuredTool.from_function(bash, name="bash", description=BashArgs.__doc__,
                                          response_format="content_and_artifact")]
+
+
+def submit_tool() -> BaseTool:
+    """The `submit` tool: ends the run (return_direct); its artifact is the submission's step."""
+
+    def submit(summary: Annotated[str, "A short summary of what was done."]) -> tuple[str, dict[str, Any]]:
+        step = Step(action=summary, tool="submit", args={"summary": summary})
+        return "Submitted.", step.model_dump(mode="json")
+
+    return StructuredTool.from_function(submit, name="submit", description=SubmitArgs.__doc__, return_direct=True,
+                                        response_format="content_and_artifact")

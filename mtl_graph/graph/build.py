@@ -62,20 +62,28 @@ def build_mtl_graph(
     sandbox: str = "auto",
     checkpointer: Any = None,
     store: Any = None,
+    interrupt_before_tools: bool = False,
     **config: Any,
 ) -> Any:
     """The MTL graph around our bash-centred coding agent: plan -> retrieve -> execute -> judge -> distill -> write back.
 
     `model` and `pool` may be None: the model is then taken from the run's context (`model="provider:name"`)
-    and the pool from MTL_POOL, when a run starts. Returns a compiled LangGraph graph."""
-    if agent is None:
-        from mtl_graph.agent import DefaultAgent
+    and the pool from MTL_POOL, when a run starts. Our agent (`DefaultAgent`) runs as the execute subgraph, one
+    super-step per model call and per command; `interrupt_before_tools` pauses the run before every command (resume
+    with `invoke(None, config)` on the same thread; needs a checkpointer). Another agent (anything with
+    `Agent.run`) runs in a single execute node. Returns a compiled LangGraph graph."""
+    from mtl_graph.agent import DefaultAgent
+    from mtl_graph.graph.execute import agent_subgraph, single_node
 
-        agent = DefaultAgent()
+    agent = DefaultAgent() if agent is None else agent
+    if interrupt_before_tools and not isinstance(agent, DefaultAgent):
+        raise ValueError("interrupt_before_tools needs the default agent: another agent's commands run in one node")
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, sandbox=sandbox,
                   **config)
     nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg)
-    return _wire(nodes, nodes.execute, checkpointer, store, "mtl_graph")
+    execute = (agent_subgraph(nodes, agent, interrupt_before_tools) if isinstance(agent, DefaultAgent)
+               else single_node(nodes, agent))
+    return _wire(nodes, execute, checkpointer, store, "mtl_graph")
 
 
 def with_memory_transfer(

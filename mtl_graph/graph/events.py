@@ -6,6 +6,9 @@ command), agent, verdict, distill_failed, written, credited."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Iterable
 
 from langgraph.config import get_stream_writer
@@ -13,13 +16,34 @@ from langgraph.config import get_stream_writer
 from mtl_graph.experience.trajectory import Step, Verdict
 
 
+# The writer of the node that runs a nested graph (the execute subgraph, an agent's own graph): a parent streams
+# a subgraph's custom events only with `subgraphs=True`, yet a run's commands are its own events.
+_RELAY: ContextVar[Callable[[Any], None] | None] = ContextVar("mtl_events_relay", default=None)
+
+
 def emit(kind: str, **fields: Any) -> None:
     """Send one event to the run's custom stream; a no-op when nothing streams (or outside a graph run)."""
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:  # called outside a runnable context (e.g. an agent run directly, not in the graph)
-        return
+    writer = _RELAY.get()
+    if writer is None:
+        try:
+            writer = get_stream_writer()
+        except RuntimeError:  # called outside a runnable context (e.g. an agent run directly, not in the graph)
+            return
     writer({"kind": kind, **fields})
+
+
+@contextmanager
+def relayed() -> Iterator[None]:
+    """Events emitted inside the block (by nested graphs too) go to the current node's stream."""
+    try:
+        writer = _RELAY.get() or get_stream_writer()
+    except RuntimeError:
+        writer = None
+    token = _RELAY.set(writer)
+    try:
+        yield
+    finally:
+        _RELAY.reset(token)
 
 
 def warning(message: str) -> None:

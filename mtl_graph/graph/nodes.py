@@ -17,15 +17,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict, VerdictStatus
+from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
-from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
+from mtl_graph.graph.refresh import exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
-from mtl_graph.experience.checks import CheckJudge, SetupFailed, run_setup
-from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.experience.checks import CheckJudge
 from mtl_graph.graph.support import (append_run_log, as_task, memory_block, model_name, open_default_pool, prompt,
                                       timed)
 from mtl_graph.memory.dedup import AddReport, of_run
@@ -110,50 +109,6 @@ class MTLNodes:
         if hits:
             block = memory_block([h.memory for h in hits], cfg.observation_chars)
         return {"retrieved": retrieved, "memory_block": block}
-
-    @timed("execute")
-    def execute(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Materialise the workspace and run the agent in the sandbox, memories at the end of its system prompt."""
-        if state.get("error"):
-            return {}
-        task = as_task(state["task"])
-        workspace = self.new_workspace(task)
-        update: dict[str, Any] = {"workspace": str(workspace)}
-        try:
-            task.materialize(workspace)
-            model = self._model(runtime)
-            sandbox = self._sandbox(str(workspace))
-        except Exception as exc:
-            return {**update, "error": f"{type(exc).__name__}: {exc}"}
-        refresh = None
-        try:
-            run_setup(task, sandbox)
-            # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-            update["check_baseline"] = hijack_candidates(workspace)
-            refresh = self._refresh(task, state, runtime)
-            result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
-                                    on_step=refresh or events.step)
-        except SetupFailed as exc:
-            return {**update, "error": str(exc)}
-        finally:
-            sandbox.close()
-        events.agent_end(result)
-        if refresh is not None and refresh.hits:
-            update["re_retrieved"] = refresh.hits
-        trajectory = Trajectory(task=task.ref(), steps=result.steps, submission=result.submission,
-                                model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
-        if result.exit_status in INFRASTRUCTURE_EXIT_STATUSES:  # the provider ended the run, not the agent
-            update["error"] = f"model provider error: {result.error or result.exit_status}"
-            trajectory.verdict = Verdict.infrastructure_error(update["error"])
-            update["verdict"] = trajectory.verdict.model_dump(mode="json")
-        return {**update, "trajectory": trajectory.model_dump(mode="json"), "messages": result.messages}
-
-    def _refresh(self, task: Task, state: MTLState, runtime: Runtime[MTLContext]) -> MemoryRefresh | None:
-        cfg = self._settings(runtime)
-        if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0:
-            return None
-        already = [r["id"] for r in state.get("retrieved", [])]
-        return MemoryRefresh(self._pool(), cfg, task, already)
 
     @timed("judge")
     def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:

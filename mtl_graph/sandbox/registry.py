@@ -7,6 +7,8 @@ sandbox here and gets the same one, created on first use; the run's last stage c
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mtl_graph.sandbox.base import Sandbox
@@ -51,3 +53,21 @@ def release(workspace: str | Path | None) -> None:
 def is_open(workspace: str | Path) -> bool:
     with _LOCK:
         return _key(workspace) in _OPEN
+
+
+@contextmanager
+def lent(workspace: str | Path, sandbox: Sandbox) -> Iterator[None]:
+    """The caller's sandbox serves the workspace for the block; it stays the caller's (not closed here)."""
+    key = _key(workspace)
+    with _LOCK:
+        previous = _OPEN.get(key)
+        _OPEN[key] = sandbox
+    try:
+        yield
+    finally:
+        with _LOCK:
+            if _OPEN.get(key) is sandbox:
+                if previous is None:
+                    del _OPEN[key]
+                else:
+                    _OPEN[key] = previous

@@ -1,0 +1,234 @@
+"""The default agent's middleware for `create_agent`: run limits, provider errors and retries, the action format,
+and the hook that sees every step.
+
+State the loop needs across super-steps (and across a resume in a new process) lives in `AgentRunState`: the
+workspace path, how the run ended, the time it used, the malformed replies in a row. Everything else (steps,
+tokens, the submission) is read back from the messages, so a checkpoint holds one copy of the run."""
+
+from __future__ import annotations
+
+import operator
+import time
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRetryMiddleware
+from langchain.agents.middleware._retry import calculate_delay
+from langchain.agents.middleware.types import AgentState, ExtendedModelResponse, ModelResponse, hook_config
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from mtl_graph.agent.config import AgentConfig
+from mtl_graph.agent.formats import FORMATS, Action, Rejection
+from mtl_graph.agent.providers import describe, is_transient, retry_after
+from mtl_graph.agent.templates import render
+from mtl_graph.experience.trajectory import Step, TokenUsage
+
+Settings = Callable[[Any], AgentConfig]
+"""The agent's settings for a run, from the run's runtime (per-run knobs may override the build-time config)."""
+ModelOf = Callable[[Any, dict[str, Any]], BaseChatModel]
+"""The chat model of a run, from the run's runtime and the agent's state."""
+
+
+class AgentRunState(AgentState):
+    """The agent's state beside its messages."""
+
+    workspace: NotRequired[str | None]
+    exit_status: NotRequired[str | None]
+    error: NotRequired[str | None]
+    elapsed: NotRequired[Annotated[float, operator.add]]
+    format_streak: NotRequired[int]
+    malformed: NotRequired[Annotated[int, operator.add]]
+
+
+def tokens_of(messages: list[AnyMessage]) -> TokenUsage:
+    """Input and output tokens of every model reply (from usage metadata)."""
+    total = TokenUsage()
+    for m in messages:
+        meta = (m.usage_metadata or {}) if isinstance(m, AIMessage) else {}
+        total += TokenUsage(input=meta.get("input_tokens", 0), output=meta.get("output_tokens", 0))
+    return total
+
+
+def limit_reached(cfg: AgentConfig, state: dict[str, Any]) -> str | None:
+    """Why the run must stop before the next model call (the exit status), or None."""
+    messages = state.get("messages", [])
+    if state.get("format_streak", 0) >= cfg.max_consecutive_format_errors:
+        return "format_errors"
+    if sum(isinstance(m, AIMessage) for m in messages) >= cfg.step_limit:
+        return "step_limit"
+    if cfg.wall_time_limit is not None and state.get("elapsed", 0.0) >= cfg.wall_time_limit:
+        return "time_limit"
+    tokens = tokens_of(messages)
+    if cfg.token_limit is not None and tokens.input + tokens.output >= cfg.token_limit:
+        return "token_limit"
+    return None
+
+
+class RunLimits(AgentMiddleware):
+    """Ends the run before a model call once a limit is reached: malformed replies in a row, model turns, wall
+    time (time spent in model calls and commands, so a resumed run does not count the time it was dead), tokens.
+
+    Not `ModelCallLimitMiddleware`: its per-run count is not checkpointed (a resumed run would start over) and it
+    ends the run with a message of its own in the transcript."""
+
+    state_schema = AgentRunState
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self.settings = settings
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: AgentRunState, runtime: Any) -> dict[str, Any] | None:
+        if state.get("exit_status"):  # ended by the previous super-step (e.g. a provider error)
+            return {"jump_to": "end"}
+        status = limit_reached(self.settings(runtime), state)
+        return {"exit_status": status, "jump_to": "end"} if status else None
+
+
+class ProviderErrors(AgentMiddleware):
+    """The outermost model-call wrapper: any failure left after retries ends the run with exit_status
+    model_error instead of escaping the graph; the call's wall time is added to the run's elapsed time."""
+
+    state_schema = AgentRunState
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        begin = time.monotonic()
+        try:
+            result = handler(request)
+        except GraphBubbleUp:  # interrupts and the like belong to LangGraph
+            raise
+        except Exception as exc:  # noqa: BLE001 - a provider can fail in any way; the run records it
+            update = {"exit_status": "model_error", "error": describe(exc), "jump_to": "end",
+                      "elapsed": time.monotonic() - begin}
+            return ExtendedModelResponse(model_response=ModelResponse(result=[]), command=Command(update=update))
+        clock = Command(update={"elapsed": time.monotonic() - begin})
+        if isinstance(result, ExtendedModelResponse):
+            return result if result.command is None else _merged(result, clock)
+        response = result if isinstance(result, ModelResponse) else ModelResponse(result=[result])
+        return ExtendedModelResponse(model_response=response, command=clock)
+
+
+def _merged(result: ExtendedModelResponse, extra: Command) -> ExtendedModelResponse:
+    update = {**(result.command.update or {}), **(extra.update or {})}
+    return ExtendedModelResponse(model_response=result.model_response, command=Command(update=update))
+
+
+class ProviderRetry(ModelRetryMiddleware):
+    """Retries a model call that failed transiently (429, 5xx, timeout, reset) with exponential backoff and
+    jitter; a provider's `retry-after` is honoured when it asks for longer (capped by max_delay)."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        super().__init__(max_retries=config.model_retries, retry_on=is_transient, on_failure="error",
+                         initial_delay=config.retry_initial_delay, max_delay=config.retry_max_delay)
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return handler(request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                if attempt == self.max_retries or not is_transient(exc):
+                    raise
+                delay = calculate_delay(attempt, backoff_factor=self.backoff_factor, initial_delay=self.initial_delay,
+                                        max_delay=self.max_delay, jitter=self.jitter)
+                time.sleep(min(self.max_delay, max(delay, retry_after(exc) or 0.0)))
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+class ActionFormat(AgentMiddleware):
+    """What the model is asked and how its reply becomes actions, in tool-call or text mode.
+
+    It picks the run's model, and in text mode binds no tools and shows the model a plain conversation
+    (observations as user messages). The reply is parsed by the mode's format: exactly one action runs (a text
+    block becomes a tool call); malformed replies and calls are answered with the format-error template and the
+    model is asked again; further actions of a reply are answered, not run (one command per step)."""
+
+    state_schema = AgentRunState
+
+    def __init__(self, settings: Settings, model_of: ModelOf) -> None:
+        super().__init__()
+        self.settings, self.model_of = settings, model_of
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        cfg = self.settings(request.runtime)
+        fmt = FORMATS[cfg.action_format](cfg.prompts_dir)
+        overrides: dict[str, Any] = {"model": self.model_of(request.runtime, request.state)}
+        if cfg.action_format == "text":
+            overrides.update(tools=[], messages=fmt.conversation(request.messages))
+        response = handler(request.override(**overrides))
+        reply = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        if reply is None:
+            return response
+        items = fmt.parse(reply)
+        actions = [i for i in items if isinstance(i, Action)]
+        answers = [i.message for i in items if isinstance(i, Rejection)]
+        for extra in actions[1:]:
+            content = render("one_action.md", cfg.prompts_dir, tool=extra.tool)
+            answers.append(ToolMessage(content=content, tool_call_id=extra.call_id or "", status="error"))
+        if actions and cfg.action_format == "text":
+            reply = as_tool_call(reply, actions[0])
+        rejected = len(answers) - len(actions[1:])
+        streak = request.state.get("format_streak", 0) + 1 if rejected else 0
+        update: dict[str, Any] = {"format_streak": streak, "malformed": rejected}
+        if not actions:
+            update["jump_to"] = "model"  # ask again (RunLimits ends the run when the streak is too long)
+        return ExtendedModelResponse(model_response=ModelResponse(result=[reply, *answers]),
+                                     command=Command(update=update))
+
+
+def as_tool_call(reply: AIMessage, action: Action) -> AIMessage:
+    """The text reply with its one action block as a tool call, so the tools node runs it like any other."""
+    args = {"command": action.text} if action.tool == "bash" else {"summary": action.text}
+    call = {"name": action.tool, "args": args, "id": f"text_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+    return reply.model_copy(update={"tool_calls": [call]})
+
+
+StepHook = Callable[[Step, Any], "tuple[str | None, dict[str, Any]]"]
+"""Called with each step and the tool call request: a note for the model (added to the observation) and a state
+update (e.g. memories retrieved again)."""
+
+
+class StepObserver(AgentMiddleware):
+    """Sees every tool call's step (the tool's artifact): adds the reply's thought to it, adds its wall time to the
+    run's, hands it to the hook, and appends the hook's note to the observation the model reads."""
+
+    state_schema = AgentRunState
+
+    def __init__(self, settings: Settings, hook: StepHook | None = None) -> None:
+        super().__init__()
+        self.settings, self.hook = settings, hook
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        begin = time.monotonic()
+        result = handler(request)
+        update: dict[str, Any] = {"elapsed": time.monotonic() - begin}
+        if not isinstance(result, ToolMessage):
+            return result
+        if isinstance(result.artifact, dict):
+            step = Step.model_validate({**result.artifact, "reasoning": self._thought(request)})
+            result = result.model_copy(update={"artifact": step.model_dump(mode="json")})
+            note, extra = self.hook(step, request) if self.hook is not None else (None, {})
+            update.update(extra)
+            if note:
+                result = result.model_copy(update={"content": f"{result.text}\n\n{note}"})
+        return Command(update={"messages": [result], **update})
+
+    def _thought(self, request: Any) -> str | None:
+        """The text of the reply that made this call (only a reply's first action runs, so it is this one's)."""
+        call_id = request.tool_call.get("id")
+        for m in reversed(request.state.get("messages", [])):
+            if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls):
+                cfg = self.settings(request.runtime)
+                return FORMATS[cfg.action_format](cfg.prompts_dir).reasoning(m) or None
+        return None
+
+
+def transcript(messages: list[BaseMessage], cfg: AgentConfig) -> list[BaseMessage]:
+    """The conversation as the model saw it (text mode: no tool calls, observations as user messages)."""
+    return FORMATS[cfg.action_format](cfg.prompts_dir).conversation(messages)

@@ -1,0 +1,238 @@
+"""The execute stage: the agent loop as a subgraph of the MTL graph.
+
+    prepare (workspace, files, setup, the check's baseline, the sandbox) -> agent (create_agent: one super-step per
+    model call and per command) -> finish (sandbox released, trajectory, error verdict for provider failures)
+
+The workspace lives under the workspace root, keyed by thread and run, and its path is in the state: a run killed
+mid-way resumes on the same thread (with a checkpointer) from its last step, in the same files, its sandbox made
+again from the path on first use. An agent that only has `Agent.run` runs in one node, as before."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
+from typing_extensions import NotRequired, TypedDict
+
+from mtl_graph.agent.base import AgentResult
+from mtl_graph.agent.default import DefaultAgent
+from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
+from mtl_graph.agent.middleware import AgentRunState
+from mtl_graph.experience.checks import SetupFailed, run_setup
+from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
+from mtl_graph.graph import events
+from mtl_graph.graph.context import MTLContext
+from mtl_graph.graph.refresh import MemoryRefresh
+from mtl_graph.graph.state import MTLState
+from mtl_graph.graph.support import as_task, model_name, timed
+from mtl_graph.sandbox import registry
+from mtl_graph.sandbox.factory import make_sandbox
+
+OUTPUT = ("workspace", "check_baseline", "messages", "trajectory", "verdict", "error", "re_retrieved")
+"""What the execute stage hands back to the MTL graph."""
+
+
+class MTLAgentState(AgentRunState):
+    """The agent's state inside the MTL graph: the run's task and memories, for re-retrieval."""
+
+    task: NotRequired[Any]
+    retrieved: NotRequired[list[dict[str, Any]]]
+    re_retrieved: NotRequired[list[dict[str, Any]]]
+    refreshed: NotRequired[bool]
+
+
+class ExecuteState(TypedDict):
+    """The execute subgraph's state: what it reads from the run and what the agent leaves behind."""
+
+    task: Any
+    run_id: NotRequired[str | None]
+    memory_block: NotRequired[str]
+    retrieved: NotRequired[list[dict[str, Any]]]
+    re_retrieved: NotRequired[list[dict[str, Any]]]
+    refreshed: NotRequired[bool]
+    workspace: NotRequired[str | None]
+    check_baseline: NotRequired[list[str] | None]
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    exit_status: NotRequired[str | None]
+    malformed: NotRequired[int]
+    trajectory: NotRequired[dict[str, Any] | None]
+    verdict: NotRequired[dict[str, Any] | None]
+    error: NotRequired[str | None]
+
+
+def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:
+    """`<root>/<thread>/<task>-<run>`: found again when the thread resumes (root: the system temp dir's
+    mtl-workspaces unless configured)."""
+    base = Path(root) if root is not None else Path(tempfile.gettempdir()) / "mtl-workspaces"
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    return base / _safe(str(thread) if thread else "no-thread") / f"{_safe(task_id)}-{run_id or uuid.uuid4().hex}"
+
+
+class RunModels:
+    """The chat model of each run in progress, resolved once (a "provider:model" string is not a new client per
+    call, a scripted model is not replayed from the start at each call); made again after a resume elsewhere."""
+
+    def __init__(self, nodes: Any, keep: int = 64) -> None:
+        self.nodes, self.keep = nodes, keep
+        self.by_workspace: OrderedDict[str, Any] = OrderedDict()
+
+    def __call__(self, runtime: Any, state: dict[str, Any]) -> Any:
+        key = str(state.get("workspace"))
+        if key not in self.by_workspace:
+            self.by_workspace[key] = self.nodes._model(runtime)
+            while len(self.by_workspace) > self.keep:  # runs paused and never resumed
+                self.by_workspace.popitem(last=False)
+        return self.by_workspace[key]
+
+    def done(self, workspace: str | None) -> None:
+        self.by_workspace.pop(str(workspace), None)
+
+
+def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:
+    """Materialise the task's files, run its setup, note what could hijack the check, and register the sandbox
+    (made with the setup's settings) for the run's commands. An update with `error` when any of it fails."""
+    task = as_task(state["task"])
+    workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
+    update: dict[str, Any] = {"workspace": str(workspace)}
+    try:
+        task.materialize(workspace)
+        nodes._model(runtime)  # a run without a usable model ends here, with the model's own message
+        sandbox = make_sandbox(nodes.config.sandbox, workspace)
+    except Exception as exc:
+        return {**update, "error": f"{type(exc).__name__}: {exc}"}
+    try:
+        run_setup(task, sandbox)
+        # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
+        update["check_baseline"] = hijack_candidates(workspace)
+    except SetupFailed as exc:
+        sandbox.close()
+        return {**update, "error": str(exc)}
+    registry.adopt(workspace, sandbox)
+    return update
+
+
+def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any]:
+    """The state update of a finished agent: its trajectory, and an `error` verdict when the provider ended it."""
+    events.agent_end(result)
+    trajectory = Trajectory(task=task_ref, steps=result.steps, submission=result.submission,
+                            model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
+    update: dict[str, Any] = {"error": None}
+    if result.exit_status in INFRASTRUCTURE_EXIT_STATUSES:  # the provider ended the run, not the agent
+        update["error"] = f"model provider error: {result.error or result.exit_status}"
+        trajectory.verdict = Verdict.infrastructure_error(update["error"])
+        update["verdict"] = trajectory.verdict.model_dump(mode="json")
+    return {**update, "trajectory": trajectory.model_dump(mode="json")}
+
+
+def _refresher(nodes: Any, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
+    cfg = nodes._settings(runtime)
+    if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0 or state.get("refreshed"):
+        return None
+    already = [r["id"] for r in state.get("retrieved", [])]
+    return MemoryRefresh(nodes._pool(), cfg, as_task(state["task"]), already)
+
+
+def step_hook(nodes: Any):
+    """The agent's step hook in the MTL graph: the step event, and (re_retrieve) one more retrieval after the
+    first failing test run, its memories shown with that observation."""
+
+    def hook(step: Step, request: Any) -> tuple[str | None, dict[str, Any]]:
+        refresh = _refresher(nodes, request.state, request.runtime)
+        if refresh is None:
+            events.step(step)
+            return None, {}
+        note = refresh(step)
+        update: dict[str, Any] = {"refreshed": True} if refresh.used else {}
+        return note, ({**update, "re_retrieved": refresh.hits} if refresh.hits else update)
+
+    return hook
+
+
+def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool = False) -> Any:
+    """The execute node of the MTL graph: prepare -> the create_agent agent -> finish, run as a subgraph."""
+    cfg = agent.config
+    models = RunModels(nodes)
+    loop = build_agent(cfg, models, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
+                       context_schema=MTLContext, interrupt_before_tools=interrupt_before_tools,
+                       state_schema=MTLAgentState)
+
+    def prepare(state: ExecuteState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
+        update = open_workspace(nodes, state, runtime, config)
+        if update.get("error"):
+            return update
+        task = as_task(state["task"])
+        return {**update, "messages": opening_messages(cfg, task, state.get("memory_block", "")),
+                "refreshed": False, "exit_status": None}
+
+    def finish(state: ExecuteState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        registry.release(state.get("workspace"))
+        if state.get("error") and not state.get("exit_status"):  # prepare failed: nothing ran
+            return {}
+        task = as_task(state["task"])
+        model = models(runtime, state)
+        models.done(state.get("workspace"))
+        return agent_ended(result_of(state, cfg), task.ref(), model)
+
+    graph = StateGraph(ExecuteState, context_schema=MTLContext)
+    graph.add_node("prepare", prepare)
+    graph.add_node("agent", loop)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "prepare")
+    graph.add_conditional_edges("prepare", lambda s: "finish" if s.get("error") else "agent", ["agent", "finish"])
+    graph.add_edge("agent", "finish")
+    graph.add_edge("finish", END)
+    subgraph = graph.compile(name="execute")
+
+    @timed("execute")
+    def execute(state: MTLState, config: RunnableConfig) -> dict[str, Any]:
+        """Run the execute subgraph: each step checkpointed before the next (a killed run loses no step)."""
+        if state.get("error"):
+            return {}
+        limit = max(int(config.get("recursion_limit") or 0), recursion_limit(cfg) + 10)
+        checkpointed = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
+        with events.relayed():
+            out = subgraph.invoke(state, {**config, "recursion_limit": limit},
+                                  durability="sync" if checkpointed else None)
+        return {key: out[key] for key in OUTPUT if key in out}
+
+    return execute
+
+
+def single_node(nodes: Any, agent: Any) -> Any:
+    """The execute node for an agent that only has `Agent.run`: the whole run in one node."""
+
+    @timed("execute")
+    def execute(state: MTLState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
+        if state.get("error"):
+            return {}
+        update = open_workspace(nodes, state, runtime, config)
+        if update.get("error"):
+            return update
+        task, workspace = as_task(state["task"]), update["workspace"]
+        refresh = _refresher(nodes, state, runtime)
+        try:
+            model = nodes._model(runtime)
+            with events.relayed():
+                result = agent.run(task, registry.sandbox_for(workspace), model,
+                                   memory_block=state.get("memory_block", ""), on_step=refresh or events.step)
+        finally:
+            registry.release(workspace)
+        if refresh is not None and refresh.hits:
+            update["re_retrieved"] = refresh.hits
+        return {**update, **agent_ended(result, task.ref(), model), "messages": result.messages}
+
+    return execute
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:40]
