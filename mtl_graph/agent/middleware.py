@@ -122,6 +122,9 @@ class ProviderRetry(ModelRetryMiddleware):
     """Retries a model call that failed transiently (429, 5xx, timeout, reset) with exponential backoff and
     jitter; a provider's `retry-after` is honoured when it asks for longer (capped by max_delay)."""
 
+    wait = staticmethod(time.sleep)
+    """How a retry waits (a test can record the waits instead)."""
+
     def __init__(self, config: AgentConfig) -> None:
         super().__init__(max_retries=config.model_retries, retry_on=is_transient, on_failure="error",
                          initial_delay=config.retry_initial_delay, max_delay=config.retry_max_delay)
@@ -137,7 +140,7 @@ class ProviderRetry(ModelRetryMiddleware):
                     raise
                 delay = calculate_delay(attempt, backoff_factor=self.backoff_factor, initial_delay=self.initial_delay,
                                         max_delay=self.max_delay, jitter=self.jitter)
-                time.sleep(min(self.max_delay, max(delay, retry_after(exc) or 0.0)))
+                self.wait(min(self.max_delay, max(delay, retry_after(exc) or 0.0)))
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
 

@@ -76,7 +76,11 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
             if not workspace:
                 raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools or run the agent "
                                    "through with_memory_transfer")
-            box = sandbox_for(workspace, kind)
+            try:
+                box = sandbox_for(workspace, kind)
+            except SandboxError as exc:  # told to the model like any sandbox failure
+                step = Step(action=command, args={"command": command}, observation=f"sandbox error: {exc}")
+                return render_observation(step, cfg), step.model_dump(mode="json")
         state = getattr(runtime, "state", None) or {}
         elapsed = state.get("elapsed", 0.0) if isinstance(state, dict) else 0.0  # our agent's clock, if any
         step = run_command(box, command, cfg, timeout=command_timeout(cfg, elapsed))

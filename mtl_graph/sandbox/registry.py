@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mtl_graph.sandbox.base import Sandbox
+from mtl_graph.sandbox.base import Sandbox, SandboxError
 from mtl_graph.sandbox.factory import make_sandbox
 
 _LOCK = threading.Lock()
@@ -23,10 +23,15 @@ def _key(workspace: str | Path) -> str:
 
 
 def sandbox_for(workspace: str | Path, kind: str = "auto") -> Sandbox:
-    """The workspace's open sandbox, or a new one of `kind` (later calls get the first one, whatever their kind)."""
+    """The workspace's open sandbox, or a new one of `kind` (later calls get the first one, whatever their kind).
+
+    A new one needs the workspace to exist: a run resumed after its files were deleted must not go on in an empty
+    directory."""
     key = _key(workspace)
     with _LOCK:
         if key not in _OPEN:
+            if not Path(key).is_dir():
+                raise SandboxError(f"the run's workspace {key} no longer exists")
             _OPEN[key] = make_sandbox(kind, Path(key))
         return _OPEN[key]
 

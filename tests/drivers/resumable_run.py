@@ -1,0 +1,49 @@
+"""Runs the MTL graph on one thread with a SQLite checkpointer; with --kill-at N the process SIGKILLs itself when
+the model is asked for its Nth reply (counted from the conversation, so a resumed process continues the script).
+
+usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--resume]
+Prints the final state's trajectory, error and workspace as JSON."""
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.graph import build_mtl_graph
+from mtl_graph.tasks import Task
+
+
+class ConversationScript(ScriptedChatModel):
+    """Reply i is script[i], i = the number of model replies already in the conversation."""
+
+    kill_at: int | None = None
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        turn = sum(isinstance(m, AIMessage) for m in messages)
+        if turn == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.i = turn
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def main() -> None:
+    db, root, thread, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    kill_at = int(sys.argv[sys.argv.index("--kill-at") + 1]) if "--kill-at" in sys.argv else None
+    script = [bash_call(f"echo {i} >> log.txt && echo step {i} > step_{i}.txt") for i in range(steps)]
+    model = ConversationScript(responses=[*script, submit_call("all steps done")], kill_at=kill_at)
+    task = Task(id="resume-task", instruction="Write the step files.", check=f"test -f step_{steps - 1}.txt")
+    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    graph = build_mtl_graph(model, None, memory_type="none", online=False, checkpointer=saver, workspace_root=root,
+                            keep_workspaces=True, run_log=os.path.join(root, "runs.jsonl"))
+    config = {"configurable": {"thread_id": thread}}
+    state = graph.invoke(None if "--resume" in sys.argv else {"task": task}, config)
+    print(json.dumps({key: state.get(key) for key in ("trajectory", "error", "verdict")}))
+
+
+if __name__ == "__main__":
+    main()

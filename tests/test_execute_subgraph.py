@@ -1,0 +1,208 @@
+"""The agent as the MTL graph's execute subgraph: steps as super-steps, resume after SIGKILL, approval before each
+command, provider storms retried, text actions. Scripted models emit real tool calls; real sandbox and files."""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
+from mtl_graph.agent.middleware import ProviderRetry
+from mtl_graph.agent.providers import is_transient, retry_after
+from mtl_graph.graph import build_mtl_graph
+from mtl_graph.tasks import Task
+
+DRIVER = Path(__file__).parent / "drivers" / "resumable_run.py"
+TASK = Task(id="hello", instruction="Create hello.py that prints 'hello, world'.",
+            check="python3 hello.py | grep -qx 'hello, world'")
+WRITE = "printf \"print('hello, world')\\n\" > hello.py"
+
+
+def graph_for(model, tmp_path, **kwargs):
+    kwargs.setdefault("memory_type", "none")
+    return build_mtl_graph(model, None, online=False, workspace_root=tmp_path / "ws",
+                           run_log=tmp_path / "runs.jsonl", **kwargs)
+
+
+def drive(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(DRIVER), str(tmp_path / "db.sqlite"), str(tmp_path / "ws"), "t1", "6",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_path):
+    killed = drive(tmp_path, "--kill-at", "4")  # dies when asked for its 5th reply: four commands have run
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    assert sorted(p.name for p in workspace.glob("step_*")) == [f"step_{i}.txt" for i in range(4)]
+
+    resumed = drive(tmp_path, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    out = json.loads(resumed.stdout)
+    steps = out["trajectory"]["steps"]
+    assert [s["action"].split(" ")[1] for s in steps[:-1]] == [str(i) for i in range(6)] and steps[-1]["tool"] == "submit"
+    assert out["trajectory"]["exit_status"] == "submitted" and out["error"] is None
+    assert out["verdict"]["status"] == "pass" and out["verdict"]["source"] == "tests"
+    assert [p.name for p in (tmp_path / "ws" / "t1").iterdir()] == [workspace.name]  # the same workspace
+    assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]  # no command ran twice
+    assert (workspace / "step_0.txt").read_text() == "step 0\n"  # files from before the kill are there
+
+
+def test_resuming_a_finished_thread_runs_nothing_again(tmp_path):
+    assert drive(tmp_path).returncode == 0
+    again = drive(tmp_path, "--resume")
+    assert again.returncode == 0, again.stderr
+    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]
+
+
+def test_a_person_approves_each_command_before_it_runs(tmp_path):
+    model = ScriptedChatModel(responses=[bash_call(WRITE), bash_call("python3 hello.py"), submit_call("done")])
+    graph = graph_for(model, tmp_path, checkpointer=InMemorySaver(), interrupt_before_tools=True, keep_workspaces=True)
+    config = {"configurable": {"thread_id": "review"}}
+    state = graph.invoke({"task": TASK}, config)
+    pending = []
+    while "__interrupt__" in state or graph.get_state(config).next:
+        inner = graph.get_state(config, subgraphs=True).tasks[0].state
+        while inner.tasks and inner.tasks[0].state is not None:  # down to the agent's own state
+            inner = inner.tasks[0].state
+        call = inner.values["messages"][-1].tool_calls[0]
+        workspace = Path(inner.values["workspace"])
+        pending.append((call["name"], (workspace / "hello.py").exists()))
+        state = graph.invoke(None, config)  # approve: the command runs, the agent goes on
+    assert pending == [("bash", False), ("bash", True), ("submit", True)]  # nothing ran before its approval
+    assert state["trajectory"]["exit_status"] == "submitted" and state["verdict"]["status"] == "pass"
+    assert [s["observation"] for s in state["trajectory"]["steps"]][1] == "hello, world\n"
+
+
+def test_interrupt_before_tools_needs_the_default_agent(tmp_path):
+    class OtherAgent:
+        def run(self, task, sandbox, model, memory_block="", on_step=None):
+            raise AssertionError("never run")
+
+    with pytest.raises(ValueError, match="needs the default agent"):
+        graph_for(ScriptedChatModel(), tmp_path, agent=OtherAgent(), interrupt_before_tools=True)
+
+
+def test_studio_sees_the_agent_inside_execute(tmp_path):
+    graph = graph_for(ScriptedChatModel(), tmp_path)
+    nodes = set(graph.get_graph(xray=True).nodes)
+    assert {"plan", "retrieve", "judge", "distill", "write_back"} <= nodes
+    assert {"execute:prepare", "execute:finish", "execute:agent:model", "execute:agent:tools"} <= nodes
+
+
+def _status_error(code: int, retry: str | None = None) -> Exception:
+    request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
+    response = httpx.Response(code, request=request, headers={"retry-after": retry} if retry else {})
+    if code == 429:
+        return openai.RateLimitError("Error code: 429 - Rate limit reached", response=response, body=None)
+    return openai.InternalServerError(f"Error code: {code}", response=response, body=None)
+
+
+class Flaky(ScriptedChatModel):
+    """Fails with the given errors first (one per call), then replays its script; keeps every prompt."""
+
+    failures: list = []
+    calls: int = 0
+    prompts: list = []
+
+    def _generate(self, messages, *args, **kwargs):
+        self.calls += 1
+        self.prompts.append(list(messages))
+        if self.failures:
+            raise self.failures.pop(0)
+        return super()._generate(messages, *args, **kwargs)
+
+
+def test_a_storm_of_429s_and_500s_is_retried_then_the_run_goes_on(tmp_path, monkeypatch):
+    slept = []
+    monkeypatch.setattr(ProviderRetry, "wait", staticmethod(slept.append))
+    failures = [_status_error(429, retry="7"), _status_error(500), httpx.ConnectError("connection reset by peer"),
+                openai.APITimeoutError(httpx.Request("POST", "https://x"))]
+    model = Flaky(responses=[bash_call(WRITE), submit_call("done")], failures=failures)
+    agent = DefaultAgent(AgentConfig(model_retries=4, retry_initial_delay=0.5, retry_max_delay=30))
+    state = graph_for(model, tmp_path, agent=agent).invoke({"task": TASK})
+    assert state["error"] is None and state["verdict"]["status"] == "pass"
+    assert state["trajectory"]["exit_status"] == "submitted" and len(state["trajectory"]["steps"]) == 2
+    assert model.calls == 4 + 2 and len(slept) == 4
+    assert slept[0] == 7  # the provider's retry-after wins over the (shorter) backoff
+    assert 0.75 <= slept[1] <= 1.25 and 1.5 <= slept[2] <= 2.5  # exponential backoff with jitter
+
+
+def test_a_storm_that_never_ends_is_an_error_after_the_retries(tmp_path, monkeypatch):
+    slept = []
+    monkeypatch.setattr(ProviderRetry, "wait", staticmethod(slept.append))
+    model = Flaky(responses=[submit_call("never")], failures=[_status_error(503)] * 10)
+    agent = DefaultAgent(AgentConfig(model_retries=3))
+    state = graph_for(model, tmp_path, agent=agent, memory_type="insight",
+                      distill_formats=["trajectory"]).invoke({"task": TASK})
+    assert model.calls == 1 + 4 and len(slept) == 3  # the plan's call (its failure only costs the plan), then 4
+    assert state["error"].startswith("model provider error: InternalServerError (HTTP 503)")
+    assert state["verdict"] == {"status": "error", "reason": state["error"], "source": "infrastructure",
+                                "tests_modified": []}
+    assert state["trajectory"]["exit_status"] == "model_error" and state["distilled"] == []
+    assert state["outcome"] == "error"
+
+
+def test_a_bug_in_the_model_is_not_retried(tmp_path, monkeypatch):
+    slept = []
+    monkeypatch.setattr(ProviderRetry, "wait", staticmethod(slept.append))
+    model = Flaky(responses=[], failures=[KeyError("choices")])
+    state = graph_for(model, tmp_path).invoke({"task": TASK})
+    assert model.calls == 1 and slept == [] and "KeyError" in state["error"]
+
+
+@pytest.mark.parametrize(("error", "transient"), [
+    (_status_error(429), True), (_status_error(502), True), (_status_error(400), False),
+    (openai.APITimeoutError(httpx.Request("POST", "https://x")), True), (ConnectionResetError(), True),
+    (httpx.ReadTimeout("slow"), True), (ValueError("bad request body"), False), (KeyError("x"), False),
+])
+def test_which_provider_errors_are_transient(error, transient):
+    assert is_transient(error) is transient
+
+
+def test_retry_after_forms():
+    assert retry_after(_status_error(429, retry="2.5")) == 2.5
+    assert retry_after(_status_error(429, retry="Wed, 21 Oct 2015 07:28:00 GMT"), now=1445412470.0) == 10.0
+    assert retry_after(_status_error(429, retry="soon")) is None and retry_after(_status_error(429)) is None
+    assert retry_after(ValueError()) is None
+
+
+def test_a_text_action_agent_through_the_graph(tmp_path):
+    script = [AIMessage(content="Let me look first."), text_action("bash", WRITE, thought="Write it."),
+              text_action("bash", "python3 hello.py"), text_action("submit", "hello.py prints it")]
+    model = Flaky(responses=script, prompts=[])
+    agent = DefaultAgent(AgentConfig(action_format="text"))
+    state = graph_for(model, tmp_path, agent=agent).invoke({"task": TASK})
+    assert state["verdict"]["status"] == "pass" and state["trajectory"]["exit_status"] == "submitted"
+    steps = state["trajectory"]["steps"]
+    assert [s["tool"] for s in steps] == ["bash", "bash", "submit"] and steps[0]["reasoning"] == "Write it."
+    assert steps[1]["observation"] == "hello, world\n" and model.bound_tools == []  # no tools bound in text mode
+    second = model.prompts[1]  # what the model read after its malformed reply: plain text, the error fed back
+    assert [m.type for m in second] == ["system", "human", "ai", "human"] and "found 0 action blocks" in second[3].text
+    last = model.prompts[-1]
+    assert all(m.type != "tool" and not getattr(m, "tool_calls", None) for m in last)
+    assert "<exit_code>0</exit_code>" in last[-1].text and "hello, world" in last[-1].text
+
+
+def test_a_resumed_thread_whose_workspace_was_deleted_ends_with_a_clear_error(tmp_path):
+    import shutil
+
+    killed = drive(tmp_path, "--kill-at", "2")
+    assert killed.returncode == -signal.SIGKILL
+    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    shutil.rmtree(workspace)
+    resumed = drive(tmp_path, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    out = json.loads(resumed.stdout)
+    assert out["verdict"]["status"] in ("fail", "error")  # never a pass made in an empty directory
+    later = out["trajectory"]["steps"][2:-1]
+    assert later and all("no longer exists" in s["observation"] for s in later)  # each command was told why
