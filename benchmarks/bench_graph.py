@@ -1,5 +1,6 @@
-"""What the MTL graph costs an agent: one 20-step scripted task through the graph vs the same agent alone, the
-SQLite checkpointer per super-step, and the tokens the top-3 memories add to the system prompt per format.
+"""What the MTL graph costs an agent: one 20-step scripted task through the graph vs the same agent alone (both run
+the same create_agent loop; in the graph it is the execute subgraph, one super-step per model call and per
+command), the SQLite checkpointer per agent step, and the tokens the top-3 memories add to the system prompt.
 
 The model is scripted (zero latency, real tool calls), the sandbox and the pool are real, so the differences are
 the graph's own costs: planning, retrieval, the judge's test run, distillation, write back and LangGraph."""
@@ -135,7 +136,7 @@ def run(args: Any) -> dict[str, Any]:
         pool.add_many(corpus.memories(args.graph_pool, offset=20_000_000))
         through_graph(pool, 0, kind, root / "warm.jsonl")  # first runs pay imports and template loading
         agent_alone(0, kind)
-        alone, graph, saved, timings, checkpoint_ms = [], [], [], [], []
+        alone, graph, saved, timings, checkpoint_ms, step_ms = [], [], [], [], [], []
         for run in range(1, args.graph_runs + 1):  # interleaved, so a load spike hits every variant alike
             alone.append(agent_alone(run, kind))
             elapsed, node_times = through_graph(pool, run, kind, root / "runs.jsonl")
@@ -146,11 +147,13 @@ def run(args: Any) -> dict[str, Any]:
             saved.append(through_graph(pool, 100 + run, kind, root / "runs.jsonl", checkpointer=saver)[0])
             out["checkpoints_per_run"] = saver.writes
             checkpoint_ms.append(saver.spent / max(1, saver.writes) * 1000)
+            step_ms.append(saver.spent / STEPS * 1000)
             conn.close()
         out["alone_s"] = statistics.median(alone)
         out["graph_s"] = statistics.median(graph)
         out["sqlite_s"] = statistics.median(saved)
         out["checkpoint_ms"] = statistics.median(checkpoint_ms)
+        out["checkpoint_per_step_ms"] = statistics.median(step_ms)
         out["nodes_s"] = {k: statistics.median(t.get(k, 0.0) for t in timings) for k in timings[0]}
         out["tokens"] = token_counts(pool)
     return out

@@ -3,7 +3,6 @@ command, provider storms retried, text actions. Scripted models emit real tool c
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,6 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
 from mtl_graph.agent.middleware import ProviderRetry
@@ -48,7 +46,8 @@ def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_
     assert resumed.returncode == 0, resumed.stderr
     out = json.loads(resumed.stdout)
     steps = out["trajectory"]["steps"]
-    assert [s["action"].split(" ")[1] for s in steps[:-1]] == [str(i) for i in range(6)] and steps[-1]["tool"] == "submit"
+    assert [s["action"].split(" ")[1] for s in steps[:-1]] == [str(i) for i in range(6)]
+    assert steps[-1]["tool"] == "submit"
     assert out["trajectory"]["exit_status"] == "submitted" and out["error"] is None
     assert out["verdict"]["status"] == "pass" and out["verdict"]["source"] == "tests"
     assert [p.name for p in (tmp_path / "ws" / "t1").iterdir()] == [workspace.name]  # the same workspace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from typing import Any
+
 
 # Exception class names (anywhere in the MRO) that mean the connection failed or timed out, across the clients we
 # meet (httpx, requests, openai, anthropic, aiohttp): checked by name so no client library has to be imported.

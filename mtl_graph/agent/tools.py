@@ -69,7 +69,8 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
 
     cfg = config or AgentConfig()
 
-    def bash(command: Annotated[str, "The shell command to run."], runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
+    def bash(command: Annotated[str, "The shell command to run."],
+             runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
         box = sandbox
         if box is None:
             workspace = workspace_of(runtime)

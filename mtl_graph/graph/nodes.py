@@ -25,7 +25,7 @@ from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge
-from mtl_graph.graph.support import (append_run_log, as_task, memory_block, model_name, open_default_pool, prompt,
+from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
                                       timed)
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.pool import MemoryPool
