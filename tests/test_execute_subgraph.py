@@ -205,3 +205,42 @@ def test_a_resumed_thread_whose_workspace_was_deleted_ends_with_a_clear_error(tm
     assert out["verdict"]["status"] in ("fail", "error")  # never a pass made in an empty directory
     later = out["trajectory"]["steps"][2:-1]
     assert later and all("no longer exists" in s["observation"] for s in later)  # each command was told why
+
+
+def test_an_agent_with_only_agent_run_still_runs_in_one_node(tmp_path):
+    from mtl_graph.agent import AgentResult
+    from mtl_graph.agent.tools import run_command
+
+    class OneShot:
+        """Writes the file in one command, tells the graph about it, and submits."""
+
+        def run(self, task, sandbox, model, memory_block="", on_step=None):
+            step = run_command(sandbox, WRITE, AgentConfig())
+            on_step(step)
+            return AgentResult(steps=[step], submission="written", exit_status="submitted")
+
+    graph = graph_for(ScriptedChatModel(), tmp_path, agent=OneShot())
+    assert "execute:agent:model" not in graph.get_graph(xray=True).nodes
+    kinds, final = [], {}
+    for mode, chunk in graph.stream({"task": TASK}, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            kinds.append(chunk["kind"])
+        else:
+            final = chunk
+    assert final["verdict"]["status"] == "pass" and final["trajectory"]["steps"][0]["exit_code"] == 0
+    assert kinds == ["plan", "step", "agent", "verdict"]  # the agent's own events reach the run's stream
+
+
+def test_only_the_first_action_of_a_reply_runs(tmp_path):
+    both = AIMessage(content="", tool_calls=[
+        {"name": "bash", "args": {"command": WRITE}, "id": "first", "type": "tool_call"},
+        {"name": "bash", "args": {"command": "rm hello.py"}, "id": "second", "type": "tool_call"},
+        {"name": "submit", "args": {"summary": "too early"}, "id": "third", "type": "tool_call"}])
+    model = Flaky(responses=[both, submit_call("done")], prompts=[])
+    state = graph_for(model, tmp_path).invoke({"task": TASK})
+    assert state["verdict"]["status"] == "pass"  # hello.py was written and not removed
+    assert [s["tool"] for s in state["trajectory"]["steps"]] == ["bash", "submit"]
+    answers = {m.tool_call_id: m for m in model.prompts[-1] if m.type == "tool"}
+    assert set(answers) == {"first", "second", "third"}
+    assert answers["second"].status == "error" and "Not run" in answers["second"].text
+    assert answers["third"].status == "error" and state["trajectory"]["submission"] == "done"

@@ -50,6 +50,17 @@ def build_agent(config: AgentConfig, model_of: ModelOf, *, settings: Settings | 
                         state_schema=state_schema, interrupt_before=[TOOLS_NODE] if interrupt_before_tools else None)
 
 
+def run_settings(config: AgentConfig, context: Any) -> AgentConfig:
+    """The build-time settings with a run's context applied: every AgentConfig field the context sets (not None),
+    e.g. `step_limit` or `action_format` in the graph's context schema. Retries and the bash tool's command
+    settings stay the build-time ones."""
+    if context is None:
+        return config
+    get = context.get if isinstance(context, dict) else (lambda name: getattr(context, name, None))
+    updates = {name: value for name in AgentConfig.model_fields if (value := get(name)) is not None}
+    return AgentConfig.model_validate({**config.model_dump(), **updates}) if updates else config
+
+
 def recursion_limit(config: AgentConfig) -> int:
     """Super-steps a run may take: a limits check, a model call and a command per turn, and some slack."""
     return 4 * config.step_limit + 20

@@ -25,7 +25,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.default import DefaultAgent
-from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
+from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of, run_settings
 from mtl_graph.agent.middleware import AgentRunState
 from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
@@ -162,7 +162,11 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
     """The execute node of the MTL graph: prepare -> the create_agent agent -> finish, run as a subgraph."""
     cfg = agent.config
     models = RunModels(nodes)
-    loop = build_agent(cfg, models, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
+
+    def settings(runtime: Any) -> Any:
+        return run_settings(cfg, getattr(runtime, "context", None))
+
+    loop = build_agent(cfg, models, settings=settings, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
                        context_schema=MTLContext, interrupt_before_tools=interrupt_before_tools,
                        state_schema=MTLAgentState)
 
@@ -171,7 +175,8 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         if update.get("error"):
             return update
         task = as_task(state["task"])
-        return {**update, "messages": opening_messages(cfg, task, state.get("memory_block", "")),
+        opening = opening_messages(settings(runtime), task, state.get("memory_block", ""))
+        return {**update, "messages": opening,
                 "refreshed": False, "exit_status": None}
 
     def finish(state: ExecuteState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
@@ -181,7 +186,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         task = as_task(state["task"])
         model = models(runtime, state)
         models.done(state.get("workspace"))
-        return agent_ended(result_of(state, cfg), task.ref(), model)
+        return agent_ended(result_of(state, settings(runtime)), task.ref(), model)
 
     graph = StateGraph(ExecuteState, context_schema=MTLContext)
     graph.add_node("prepare", prepare)
@@ -194,11 +199,14 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
     subgraph = graph.compile(name="execute")
 
     @timed("execute")
-    def execute(state: MTLState, config: RunnableConfig) -> dict[str, Any]:
+    def execute(state: MTLState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
         """Run the execute subgraph: each step checkpointed before the next (a killed run loses no step)."""
         if state.get("error"):
             return {}
-        limit = max(int(config.get("recursion_limit") or 0), recursion_limit(cfg) + 10)
+        try:
+            limit = max(int(config.get("recursion_limit") or 0), recursion_limit(settings(runtime)) + 10)
+        except ValueError as exc:  # a per-run agent setting out of range: one clear line, nothing runs
+            return {"error": f"invalid agent settings: {exc}"}
         checkpointed = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
         with events.relayed():
             out = subgraph.invoke(state, {**config, "recursion_limit": limit},
