@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
@@ -208,9 +209,16 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         except ValueError as exc:  # a per-run agent setting out of range: one clear line, nothing runs
             return {"error": f"invalid agent settings: {exc}"}
         checkpointed = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
-        with events.relayed():
-            out = subgraph.invoke(state, {**config, "recursion_limit": limit},
-                                  durability="sync" if checkpointed else None)
+        try:
+            with events.relayed():
+                out = subgraph.invoke(state, {**config, "recursion_limit": limit},
+                                      durability="sync" if checkpointed else None)
+        except GraphBubbleUp:  # paused (approval): the sandbox waits for the resume
+            raise
+        except BaseException:  # whatever left the agent mid-run must not leave its processes running
+            task = as_task(state["task"])
+            registry.release(workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id))
+            raise
         return {key: out[key] for key in OUTPUT if key in out}
 
     return execute
