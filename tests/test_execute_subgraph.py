@@ -55,6 +55,32 @@ def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_
     assert (workspace / "step_0.txt").read_text() == "step 0\n"  # files from before the kill are there
 
 
+def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tmp_path):
+    import os
+    import time
+
+    command = [sys.executable, str(DRIVER), str(tmp_path / "db.sqlite"), str(tmp_path / "ws"), "t1", "6",
+               "--slow-at", "3"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "ws").glob("t1/*/started")):  # command 3 is running
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    (workspace / "resumed").touch()
+    resumed = drive(tmp_path, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    steps = json.loads(resumed.stdout)["trajectory"]["steps"]
+    assert [s["action"].split(" ")[1] for s in steps[:-1]] == [str(i) for i in range(6)]
+    assert (workspace / "log.txt").read_text().split() == ["0", "1", "2", "3", "3", "4", "5"]  # 3 was made again
+
+
 def test_resuming_a_finished_thread_runs_nothing_again(tmp_path):
     assert drive(tmp_path).returncode == 0
     again = drive(tmp_path, "--resume")

@@ -1,7 +1,8 @@
 """Runs the MTL graph on one thread with a SQLite checkpointer; with --kill-at N the process SIGKILLs itself when
 the model is asked for its Nth reply (counted from the conversation, so a resumed process continues the script).
 
-usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--resume]
+usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--slow-at N] [--resume]
+--slow-at N: command N touches `started`, then waits (up to a minute) for a file named `resumed` in the workspace.
 Prints the final state's trajectory, error and workspace as JSON."""
 
 import json
@@ -34,7 +35,10 @@ class ConversationScript(ScriptedChatModel):
 def main() -> None:
     db, root, thread, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     kill_at = int(sys.argv[sys.argv.index("--kill-at") + 1]) if "--kill-at" in sys.argv else None
-    script = [bash_call(f"echo {i} >> log.txt && echo step {i} > step_{i}.txt") for i in range(steps)]
+    slow_at = int(sys.argv[sys.argv.index("--slow-at") + 1]) if "--slow-at" in sys.argv else None
+    wait = "touch started && for _ in $(seq 600); do test -f resumed && break; sleep 0.1; done && "
+    script = [bash_call(f"echo {i} >> log.txt && {wait if i == slow_at else ''}echo step {i} > step_{i}.txt")
+              for i in range(steps)]
     model = ConversationScript(responses=[*script, submit_call("all steps done")], kill_at=kill_at)
     task = Task(id="resume-task", instruction="Write the step files.", check=f"test -f step_{steps - 1}.txt")
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
