@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from langchain_core.exceptions import ModelAuthenticationError, ModelRateLimitError
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -189,6 +190,7 @@ def test_a_bug_in_the_model_is_not_retried(tmp_path, monkeypatch):
     (_status_error(429), True), (_status_error(502), True), (_status_error(400), False),
     (openai.APITimeoutError(httpx.Request("POST", "https://x")), True), (ConnectionResetError(), True),
     (httpx.ReadTimeout("slow"), True), (ValueError("bad request body"), False), (KeyError("x"), False),
+    (ModelRateLimitError("slow down"), True), (ModelAuthenticationError("bad key"), False),
 ])
 def test_which_provider_errors_are_transient(error, transient):
     assert is_transient(error) is transient
