@@ -179,3 +179,31 @@ def test_run_settings_take_agent_fields_from_a_run_context():
     assert run_settings(base, {"wall_time_limit": 9.0}).wall_time_limit == 9.0
     with pytest.raises(ValueError, match="step_limit"):  # a bad per-run value is refused, not used
         run_settings(base, {"step_limit": 0})
+
+
+def test_the_agent_graph_runs_natively_async(sandbox):
+    import asyncio
+
+    from mtl_graph.agent.default import DirectRun
+    from mtl_graph.agent.loop import opening_messages, result_of
+    from mtl_graph.sandbox.registry import lent
+
+    class Flaky(ScriptedChatModel):
+        failures: int = 1
+
+        async def _agenerate(self, *args, **kwargs):
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionResetError("reset by peer")
+            return self._generate(*args, **kwargs)
+
+    agent, seen = DefaultAgent(AgentConfig(retry_initial_delay=0.01)), []
+    model = Flaky(responses=[bash_call(WRITE, thought="Write it."), submit_call("done")])
+    start = {"messages": opening_messages(agent.config, TASK), "workspace": str(sandbox.workspace)}
+    with lent(sandbox.workspace, sandbox):
+        state = asyncio.run(agent.graph.ainvoke(start, context=DirectRun(model, on_step=seen.append)))
+    result = result_of(state, agent.config)
+    assert result.error is None, result.error
+    assert result.exit_status == "submitted" and [s.tool for s in result.steps] == ["bash", "submit"]
+    assert result.steps[0].reasoning == "Write it." and seen == result.steps
+    assert model.failures == 0 and sandbox.run(TASK.check).exit_code == 0  # the reset was retried

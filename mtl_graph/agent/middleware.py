@@ -7,10 +7,11 @@ tokens, the submission) is read back from the messages, so a checkpoint holds on
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRetryMiddleware
@@ -99,23 +100,35 @@ class ProviderErrors(AgentMiddleware):
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         begin = time.monotonic()
         try:
-            result = handler(request)
+            return self._timed(handler(request), begin)
         except GraphBubbleUp:  # interrupts and the like belong to LangGraph
             raise
         except Exception as exc:  # noqa: BLE001 - a provider can fail in any way; the run records it
-            update = {"exit_status": "model_error", "error": describe(exc), "jump_to": "end",
-                      "elapsed": time.monotonic() - begin}
-            return ExtendedModelResponse(model_response=ModelResponse(result=[]), command=Command(update=update))
-        clock = Command(update={"elapsed": time.monotonic() - begin})
+            return self._failed(exc, begin)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        begin = time.monotonic()
+        try:
+            return self._timed(await handler(request), begin)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(exc, begin)
+
+    @staticmethod
+    def _timed(result: Any, begin: float) -> ExtendedModelResponse:
+        clock = {"elapsed": time.monotonic() - begin}
         if isinstance(result, ExtendedModelResponse):
-            return result if result.command is None else _merged(result, clock)
+            update = {**((result.command.update or {}) if result.command else {}), **clock}
+            return ExtendedModelResponse(model_response=result.model_response, command=Command(update=update))
         response = result if isinstance(result, ModelResponse) else ModelResponse(result=[result])
-        return ExtendedModelResponse(model_response=response, command=clock)
+        return ExtendedModelResponse(model_response=response, command=Command(update=clock))
 
-
-def _merged(result: ExtendedModelResponse, extra: Command) -> ExtendedModelResponse:
-    update = {**(result.command.update or {}), **(extra.update or {})}
-    return ExtendedModelResponse(model_response=result.model_response, command=Command(update=update))
+    @staticmethod
+    def _failed(exc: Exception, begin: float) -> ExtendedModelResponse:
+        update = {"exit_status": "model_error", "error": describe(exc), "jump_to": "end",
+                  "elapsed": time.monotonic() - begin}
+        return ExtendedModelResponse(model_response=ModelResponse(result=[]), command=Command(update=update))
 
 
 class ProviderRetry(ModelRetryMiddleware):
@@ -123,7 +136,7 @@ class ProviderRetry(ModelRetryMiddleware):
     jitter; a provider's `retry-after` is honoured when it asks for longer (capped by max_delay)."""
 
     wait = staticmethod(time.sleep)
-    """How a retry waits (a test can record the waits instead)."""
+    """How a retry waits (a test can record the waits instead; async runs wait with asyncio.sleep)."""
 
     def __init__(self, config: AgentConfig) -> None:
         super().__init__(max_retries=config.model_retries, retry_on=is_transient, on_failure="error",
@@ -136,12 +149,26 @@ class ProviderRetry(ModelRetryMiddleware):
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                if attempt == self.max_retries or not is_transient(exc):
-                    raise
-                delay = calculate_delay(attempt, backoff_factor=self.backoff_factor, initial_delay=self.initial_delay,
-                                        max_delay=self.max_delay, jitter=self.jitter)
-                self.wait(min(self.max_delay, max(delay, retry_after(exc) or 0.0)))
+                self.wait(self._delay(attempt, exc))
         raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await handler(request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                await asyncio.sleep(self._delay(attempt, exc))
+        raise AssertionError("unreachable")
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        """Seconds before the next attempt; re-raises when the error is not transient or no attempt is left."""
+        if attempt == self.max_retries or not is_transient(exc):
+            raise exc
+        delay = calculate_delay(attempt, backoff_factor=self.backoff_factor, initial_delay=self.initial_delay,
+                                max_delay=self.max_delay, jitter=self.jitter)
+        return min(self.max_delay, max(delay, retry_after(exc) or 0.0))
 
 
 class ActionFormat(AgentMiddleware):
@@ -160,15 +187,29 @@ class ActionFormat(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         cfg = self.settings(request.runtime)
-        fmt = FORMATS[cfg.action_format](cfg.prompts_dir)
-        overrides: dict[str, Any] = {"model": self.model_of(request.runtime, request.state)}
+        model = self.model_of(request.runtime, request.state)
+        return self._parsed(request, handler(self._request(request, cfg, model)), cfg)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        cfg = self.settings(request.runtime)
+        # Resolving a "provider:model" string imports its client: off the event loop.
+        model = await asyncio.to_thread(self.model_of, request.runtime, request.state)
+        return self._parsed(request, await handler(self._request(request, cfg, model)), cfg)
+
+    @staticmethod
+    def _request(request: Any, cfg: AgentConfig, model: BaseChatModel) -> Any:
+        overrides: dict[str, Any] = {"model": model}
         if cfg.action_format == "text":
+            fmt = FORMATS[cfg.action_format](cfg.prompts_dir)
             overrides.update(tools=[], messages=fmt.conversation(request.messages))
-        response = handler(request.override(**overrides))
+        return request.override(**overrides)
+
+    @staticmethod
+    def _parsed(request: Any, response: Any, cfg: AgentConfig) -> Any:
         reply = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
         if reply is None:
             return response
-        items = fmt.parse(reply)
+        items = FORMATS[cfg.action_format](cfg.prompts_dir).parse(reply)
         actions = [i for i in items if isinstance(i, Action)]
         answers = [i.message for i in items if isinstance(i, Rejection)]
         for extra in actions[1:]:
@@ -210,17 +251,35 @@ class StepObserver(AgentMiddleware):
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         begin = time.monotonic()
         result = handler(request)
-        update: dict[str, Any] = {"elapsed": time.monotonic() - begin}
+        elapsed = time.monotonic() - begin
+        step = self._step(result, request)
+        return self._observed(result, step, self.hook(step, request) if step and self.hook else (None, {}), elapsed)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        begin = time.monotonic()
+        result = await handler(request)
+        elapsed = time.monotonic() - begin
+        step = self._step(result, request)
+        # The hook may search the pool (blocking I/O): off the event loop.
+        heard = await asyncio.to_thread(self.hook, step, request) if step and self.hook else (None, {})
+        return self._observed(result, step, heard, elapsed)
+
+    def _step(self, result: Any, request: Any) -> Step | None:
+        """The tool's step with the reply's thought, or None for a result that is not a step."""
+        if not isinstance(result, ToolMessage) or not isinstance(result.artifact, dict):
+            return None
+        return Step.model_validate({**result.artifact, "reasoning": self._thought(request)})
+
+    @staticmethod
+    def _observed(result: Any, step: Step | None, heard: tuple[str | None, dict[str, Any]], elapsed: float) -> Any:
         if not isinstance(result, ToolMessage):
             return result
-        if isinstance(result.artifact, dict):
-            step = Step.model_validate({**result.artifact, "reasoning": self._thought(request)})
+        note, extra = heard
+        if step is not None:
             result = result.model_copy(update={"artifact": step.model_dump(mode="json")})
-            note, extra = self.hook(step, request) if self.hook is not None else (None, {})
-            update.update(extra)
-            if note:
-                result = result.model_copy(update={"content": f"{result.text}\n\n{note}"})
-        return Command(update={"messages": [result], **update})
+        if note:
+            result = result.model_copy(update={"content": f"{result.text}\n\n{note}"})
+        return Command(update={"messages": [result], "elapsed": elapsed, **extra})
 
     def _thought(self, request: Any) -> str | None:
         """The text of the reply that made this call (only a reply's first action runs, so it is this one's)."""
