@@ -1,9 +1,11 @@
-"""The default coding agent (bash-centred; tool-call or text actions) and a scripted model for offline runs."""
+"""The default coding agent (bash-centred; tool-call or text actions; `create_agent` + middleware) and a scripted
+model for offline runs."""
 
 from mtl_graph.agent.base import Agent, AgentResult
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.default import DefaultAgent
 from mtl_graph.agent.formats import TOOLS
+from mtl_graph.agent.loop import build_agent
 from mtl_graph.agent.scripted import (
     ScriptedChatModel,
     bash_call,
@@ -18,6 +20,7 @@ __all__ = [
     "AgentConfig",
     "AgentResult",
     "DefaultAgent",
+    "build_agent",
     "ScriptedChatModel",
     "bash_call",
     "load_action_script",

@@ -1,7 +1,7 @@
 """The two ways a model can act: tool calls, or one fenced block of text per reply.
 
-Each format turns a model reply into a list of Actions and Rejections (fed back to the model), and
-wraps observations in the message type its convention expects.
+Each format turns a model reply into a list of Actions and Rejections (fed back to the model), and shows the
+conversation as its models read it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -75,9 +74,6 @@ class ToolCallFormat:
     def __init__(self, prompts_dir: Path | None = None) -> None:
         self.prompts_dir = prompts_dir
 
-    def bind(self, model: BaseChatModel):
-        return model.bind_tools(TOOLS)
-
     def reasoning(self, reply: AIMessage) -> str:
         return text_of(reply).strip()
 
@@ -101,9 +97,6 @@ class ToolCallFormat:
             items.append(self._reject("no tool call in the reply", None))
         return items
 
-    def observation(self, action: Action, content: str) -> BaseMessage:
-        return ToolMessage(content=content, tool_call_id=action.call_id or "", name=action.tool)
-
     def conversation(self, messages: list[BaseMessage]) -> list[BaseMessage]:
         """The messages as this mode's model reads them: as they are."""
         return list(messages)
@@ -125,9 +118,6 @@ class TextFormat:
     def __init__(self, prompts_dir: Path | None = None) -> None:
         self.prompts_dir = prompts_dir
 
-    def bind(self, model: BaseChatModel):
-        return model
-
     def reasoning(self, reply: AIMessage) -> str:
         return ACTION_BLOCK.sub("", text_of(reply)).strip()
 
@@ -139,9 +129,6 @@ class TextFormat:
         if kind == "bash" and not body.strip():
             return [self._reject("the bash block is empty")]
         return [Action(tool=kind, text=body.strip() if kind == "submit" else body.rstrip("\n"))]
-
-    def observation(self, action: Action, content: str) -> BaseMessage:
-        return HumanMessage(content=content)
 
     def conversation(self, messages: list[BaseMessage]) -> list[BaseMessage]:
         """The messages as a model without tool calling reads them: the loop keeps each action as a tool call and
