@@ -109,6 +109,26 @@ def test_a_person_approves_each_command_before_it_runs(tmp_path):
     assert [s["observation"] for s in state["trajectory"]["steps"]][1] == "hello, world\n"
 
 
+def test_a_paused_run_is_approved_from_new_processes(tmp_path):
+    def drive_review(*args):
+        out = subprocess.run([sys.executable, str(DRIVER), str(tmp_path / "db.sqlite"), str(tmp_path / "ws"), "t1",
+                              "2", "--review", *args], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    seen = [drive_review()]
+    while "paused" in seen[-1]:  # each approval in a new process: the sandbox is made again from the path
+        [workspace] = (tmp_path / "ws" / "t1").iterdir()
+        pending = seen[-1]["paused"]
+        if pending["name"] == "bash":
+            n = pending["args"]["command"].split(" ")[1]
+            assert not (workspace / f"step_{n}.txt").exists()  # not run before its approval
+        seen.append(drive_review("--resume"))
+    assert [p["paused"]["name"] for p in seen[:-1]] == ["bash", "bash", "submit"]
+    assert seen[-1]["verdict"]["status"] == "pass" and len(seen[-1]["trajectory"]["steps"]) == 3
+    assert (workspace / "log.txt").read_text().split() == ["0", "1"]
+
+
 def test_interrupt_before_tools_needs_the_default_agent(tmp_path):
     class OtherAgent:
         def run(self, task, sandbox, model, memory_block="", on_step=None):

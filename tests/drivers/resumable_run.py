@@ -1,7 +1,8 @@
 """Runs the MTL graph on one thread with a SQLite checkpointer; with --kill-at N the process SIGKILLs itself when
 the model is asked for its Nth reply (counted from the conversation, so a resumed process continues the script).
 
-usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--slow-at N] [--resume]
+usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--slow-at N] [--review] [--resume]
+--review: pause before every command; a paused run prints {"paused": the pending tool call} and exits.
 --slow-at N: command N touches `started`, then waits (up to a minute) for a file named `resumed` in the workspace.
 Prints the final state's trajectory, error and workspace as JSON."""
 
@@ -43,9 +44,16 @@ def main() -> None:
     task = Task(id="resume-task", instruction="Write the step files.", check=f"test -f step_{steps - 1}.txt")
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
     graph = build_mtl_graph(model, None, memory_type="none", online=False, checkpointer=saver, workspace_root=root,
-                            keep_workspaces=True, run_log=os.path.join(root, "runs.jsonl"))
+                            keep_workspaces=True, run_log=os.path.join(root, "runs.jsonl"),
+                            interrupt_before_tools="--review" in sys.argv)
     config = {"configurable": {"thread_id": thread}}
     state = graph.invoke(None if "--resume" in sys.argv else {"task": task}, config)
+    if graph.get_state(config).next:  # paused before a command
+        inner = graph.get_state(config, subgraphs=True)
+        while inner.tasks and inner.tasks[0].state is not None:
+            inner = inner.tasks[0].state
+        print(json.dumps({"paused": inner.values["messages"][-1].tool_calls[0]}))
+        return
     print(json.dumps({key: state.get(key) for key in ("trajectory", "error", "verdict")}))
 
 
