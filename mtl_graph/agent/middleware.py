@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRetryMiddleware
-from langchain.agents.middleware._retry import calculate_delay
 from langchain.agents.middleware.types import AgentState, ExtendedModelResponse, ModelResponse, hook_config
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -166,8 +166,9 @@ class ProviderRetry(ModelRetryMiddleware):
         """Seconds before the next attempt; re-raises when the error is not transient or no attempt is left."""
         if attempt == self.max_retries or not is_transient(exc):
             raise exc
-        delay = calculate_delay(attempt, backoff_factor=self.backoff_factor, initial_delay=self.initial_delay,
-                                max_delay=self.max_delay, jitter=self.jitter)
+        delay = min(self.max_delay, self.initial_delay * self.backoff_factor**attempt)
+        if self.jitter:  # ±25%, so agents throttled together do not retry together
+            delay *= random.uniform(0.75, 1.25)
         return min(self.max_delay, max(delay, retry_after(exc) or 0.0))
 
 
