@@ -208,3 +208,18 @@ def test_async_runs_route_and_fail_the_same_way(pool, tmp_path):
     invalid = build_mtl_graph(ScriptedChatModel(responses=[]), None, run_log=tmp_path / "r2.jsonl")
     out = asyncio.run(invalid.ainvoke({"task": 7}))
     assert out["error"].startswith("invalid task") and out["verdict"]["status"] == "error"
+
+
+def test_the_middleware_never_raises_a_rate_limit_it_cannot_retry(pool, tmp_path):
+    from langchain.agents import create_agent
+
+    from mtl_graph.graph import MemoryTransferMiddleware, MTLContext
+
+    planner = Flaky(responses=[], failing={1})  # a create_agent node has no RetryPolicy: plan falls back at once
+    middleware = MemoryTransferMiddleware(pool, model=planner, top_k=1, distill_formats=["trajectory"],
+                                          run_log=tmp_path / "runs.jsonl")
+    agent = create_agent(ScriptedChatModel(responses=[AIMessage("Done.")]), tools=[], middleware=[middleware],
+                         context_schema=MTLContext)
+    out = agent.invoke({"messages": [("user", UNCHECKED.instruction)]}, context=MTLContext())
+    assert out["mtl"]["query"] == UNCHECKED.instruction and out["mtl"]["error"] is None  # the plan call failed
+    assert [r["id"] for r in out["mtl"]["retrieved"]] == [next(iter(pool)).id]

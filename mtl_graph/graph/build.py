@@ -51,6 +51,7 @@ def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: st
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
              "distill": nodes.distill, "write_back": nodes.write_back}
     retry = provider_retry(nodes.config.node_retry_attempts, nodes.config.node_retry_interval)
+    nodes.retry_attempts = retry.max_attempts  # the nodes raise transient errors only while the policy retries
     for step in PIPELINE:
         graph.add_node(step, steps[step], retry_policy=retry if step in MODEL_NODES else None)
     # Whatever a node raises (after its retries) is logged and its workspace removed before the run fails.

@@ -45,6 +45,8 @@ class MTLNodes:
                  distiller: Any, config: MTLConfig) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
         self.distiller, self.config = distiller, config
+        self.retry_attempts = 1
+        """Attempts a RetryPolicy gives the model-calling nodes (set by the graph that attaches one; 1: none)."""
 
     # ------------------------------------------------------------------ helpers
     def _settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
@@ -62,7 +64,7 @@ class MTLNodes:
 
     def _retry_now(self, exc: BaseException, runtime: Runtime[MTLContext] | None) -> bool:
         """A transient provider error with an attempt left is raised for the node's RetryPolicy."""
-        return retry_now(exc, runtime, self.config.node_retry_attempts)
+        return retry_now(exc, runtime, self.retry_attempts)
 
     def _sandbox(self, workspace: str):
         return make_sandbox(self.config.sandbox, Path(workspace))
