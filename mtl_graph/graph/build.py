@@ -14,6 +14,7 @@ from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.retry import provider_retry
+from mtl_graph.graph.review import review
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
@@ -59,7 +60,15 @@ def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: st
     graph.add_edge(START, PIPELINE[0])
     for a, b in zip(PIPELINE[:-2], PIPELINE[1:-1]):
         graph.add_conditional_edges(a, _unless_error(b), [b, "write_back"])
-    graph.add_edge("distill", "write_back")
+    graph.add_node("review", review)
+
+    def review_or_write_back(state: MTLState, runtime: Runtime[MTLContext]) -> str:
+        """A person reviews the proposed memories first when the run asks for it (`review_memories`)."""
+        wanted = nodes._settings(runtime).review_memories and state.get("distilled")
+        return "review" if wanted else "write_back"
+
+    graph.add_conditional_edges("distill", review_or_write_back, ["review", "write_back"])
+    graph.add_edge("review", "write_back")
     graph.add_edge("write_back", END)
     return graph.compile(checkpointer=checkpointer, store=store, name=name)
 

@@ -299,7 +299,7 @@ class MTLNodes:
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
-            "distill_failures": state.get("distill_failures", []),
+            "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),
             "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
         })
 
