@@ -101,3 +101,17 @@ def test_the_pool_view_streams_without_blocking_the_loop(pool):
 
     out = strict(run())
     assert out["error"] is None and out["stats"]["total"] == 1 and out["hits"][0]["key"].startswith("Rerun the tests")
+
+
+def test_a_rate_limited_plan_is_retried_under_astream(pool, tmp_path):
+    from test_graph_flow import Flaky
+
+    model = Flaky(responses=script(), failing={1})
+    graph = build_mtl_graph(model, pool, top_k=1, online=False, sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
+                            node_retry_interval=0.01)
+
+    async def run():
+        return [chunk async for chunk in graph.astream({"task": TASK}, stream_mode="values")][-1]
+
+    out = strict(run())
+    assert out["query"] == PLAN and out["verdict"]["status"] == "pass" and model.calls == 5
