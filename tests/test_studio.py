@@ -29,6 +29,7 @@ def server(tmp_path):
         "mtl": f"{ROOT}/graphs/mtl.py:graph",
         "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
         "blocking": f"{ROOT}/tests/studio/blocking_graph.py:graph",
+        "crashing": f"{ROOT}/tests/studio/crashing_graph.py:graph",
     }}
     (tmp_path / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
@@ -66,7 +67,8 @@ def server(tmp_path):
 
 def test_studio_runs_the_graph_end_to_end(server):
     client, tmp_path = server
-    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view", "blocking"}
+    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view", "blocking",
+                                                                    "crashing"}
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
                            context={"top_k": 2, "hold_one_out": True})
@@ -154,3 +156,14 @@ def test_studio_runs_never_block_its_event_loop(server):
     with pytest.raises(Exception, match="BlockingError"):
         client.runs.wait(None, "blocking", input={})
     assert "BlockingError" in (tmp_path / "server.log").read_text()
+
+
+def test_studio_shows_a_crashed_run_as_failed_after_it_was_logged(server):
+    client, tmp_path = server
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, "crashing", input={"task": str(ROOT / "examples/tasks/slugify")})
+    client.runs.join(thread, run["run_id"])
+    assert client.runs.get(thread, run["run_id"])["status"] == "error"
+    line = json.loads((tmp_path / "runs.jsonl").read_text())
+    assert line["error"] == "distill raised RuntimeError: distiller bug" and line["verdict"]["status"] == "error"
+    assert line["task"]["id"] == "examples/slugify" and len(line["steps"]) == 4
