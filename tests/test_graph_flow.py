@@ -223,3 +223,12 @@ def test_the_middleware_never_raises_a_rate_limit_it_cannot_retry(pool, tmp_path
     out = agent.invoke({"messages": [("user", UNCHECKED.instruction)]}, context=MTLContext())
     assert out["mtl"]["query"] == UNCHECKED.instruction and out["mtl"]["error"] is None  # the plan call failed
     assert [r["id"] for r in out["mtl"]["retrieved"]] == [next(iter(pool)).id]
+
+
+def test_an_unwritable_run_log_fails_the_run_and_still_removes_the_workspace(tmp_path):
+    (tmp_path / "ws").mkdir()
+    graph = build_mtl_graph(Flaky(responses=FIX), None, memory_type="none", online=False, sandbox="bwrap",
+                            run_log=tmp_path / "ws", workspace_root=tmp_path / "ws")  # the log path is a directory
+    with pytest.raises(IsADirectoryError):
+        graph.invoke({"task": CHECKED})
+    assert list((tmp_path / "ws").iterdir()) == []
