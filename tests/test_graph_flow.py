@@ -232,3 +232,14 @@ def test_an_unwritable_run_log_fails_the_run_and_still_removes_the_workspace(tmp
     with pytest.raises(IsADirectoryError):
         graph.invoke({"task": CHECKED})
     assert list((tmp_path / "ws").iterdir()) == []
+
+
+def test_a_storm_at_planning_falls_back_to_the_task_text_after_the_retries(pool, tmp_path):
+    model = Flaky(responses=FIX, failing={1, 2, 3})  # every planning attempt hits a 429; the agent is served after
+    graph = build_mtl_graph(model, pool, top_k=1, online=False, sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
+                            node_retry_interval=0.01, node_retry_attempts=3)
+    events = [c for m, c in graph.stream({"task": CHECKED}, stream_mode=["custom"]) if m == "custom"]
+    warnings = [e["message"] for e in events if e["kind"] == "warning"]
+    assert len(warnings) == 1 and warnings[0].startswith("planning failed (Error code: 429")  # told once, not thrice
+    assert [e["query"] for e in events if e["kind"] == "plan"] == [CHECKED.instruction]
+    assert model.calls == 3 + 2 and events[-1]["kind"] == "verdict" and events[-1]["status"] == "pass"

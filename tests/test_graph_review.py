@@ -166,3 +166,34 @@ def test_retry_settings_are_validated(pool):
     for bad in ({"node_retry_attempts": 0}, {"node_retry_interval": -1}, {"review_memories": "maybe"}):
         with pytest.raises(ValidationError):
             build_mtl_graph(ScriptedChatModel(responses=[]), pool, **bad)
+
+
+def test_decisions_keyed_by_memory_id(paused, pool):
+    graph, config, request = paused
+    insight, trajectory = request["memories"]
+    bad = resume(graph, config, {"decisions": {insight["id"]: "approve", "not-an-id": "reject"}})
+    assert bad["__interrupt__"][0].value["error"] == "no proposed memory has the id 'not-an-id'"
+    short = resume(graph, config, {"decisions": {insight["id"]: "approve"}})
+    assert short["__interrupt__"][0].value["error"] == f"no decision for memory {trajectory['id']!r}: give one per " \
+                                                       "proposed memory"
+    out = resume(graph, config, {"decisions": {trajectory["id"]: "approve", insight["id"]: "reject"}})
+    assert out["new_memory_ids"] == [trajectory["id"]] and out["reviewed"]["rejected"] == [insight["id"]]
+
+
+def test_a_paused_review_survives_a_new_process_with_a_sqlite_checkpointer(pool, tmp_path):
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    def graph_on(db):
+        return build_mtl_graph(ScriptedChatModel(responses=script()), pool, memory_type="none",
+                               distill_formats=["trajectory"], sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
+                               checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+
+    config = {"configurable": {"thread_id": "durable"}}
+    first = graph_on(tmp_path / "checkpoints.db")
+    [pending] = first.invoke({"task": TASK}, config=config, context=MTLContext(review_memories=True))["__interrupt__"]
+    later = graph_on(tmp_path / "checkpoints.db")  # what a restarted server builds: the pause is in the database
+    assert later.get_state(config).next == ("review",)
+    out = later.invoke(Command(resume="approve"), config=config)
+    assert out["new_memory_ids"] == [pending.value["memories"][0]["id"]] and len(pool) == 1

@@ -6,7 +6,8 @@ it) until it is resumed with `Command(resume=...)`:
 - `"approve"` or `"reject"`: every memory;
 - `{"type": "approve" | "reject"}`: likewise; `{"type": "edit", "memory": {...}}` when one memory is proposed;
 - `{"decisions": [d1, d2, ...]}` (or the bare list): one decision per proposed memory, in the interrupt's order,
-  each a string or `{"type": ..., "memory": {...}}` (for `edit`: the content fields to change).
+  each a string or `{"type": ..., "memory": {...}}` (for `edit`: the content fields to change);
+- `{"decisions": {"<memory id>": d, ...}}`: the same, keyed by the proposed memories' ids.
 
 A payload that cannot be applied loses nothing: the node interrupts again with the same memories and an `error`
 line saying what was wrong, and waits for a better answer."""
@@ -52,12 +53,23 @@ def _decision(raw: Any) -> ReviewDecision:
     return decision
 
 
-def decisions_of(resume: Any, count: int) -> list[ReviewDecision]:
-    """One decision per proposed memory from a resume payload (see the module's docstring)."""
+def _in_order(by_id: dict[str, Any], ids: list[str]) -> list[Any]:
+    if unknown := sorted(set(by_id) - set(ids)):
+        raise ReviewError(f"no proposed memory has the id {unknown[0]!r}")
+    if missing := [i for i in ids if i not in by_id]:
+        raise ReviewError(f"no decision for memory {missing[0]!r}: give one per proposed memory")
+    return [by_id[i] for i in ids]
+
+
+def decisions_of(resume: Any, ids: list[str]) -> list[ReviewDecision]:
+    """One decision per proposed memory (their ids, in order) from a resume payload (see the module's docstring)."""
+    count = len(ids)
     if isinstance(resume, dict) and "decisions" in resume:
         if set(resume) != {"decisions"}:
             raise ReviewError(f"unexpected keys beside decisions: {sorted(set(resume) - {'decisions'})}")
         resume = resume["decisions"]
+        if isinstance(resume, dict):  # keyed by memory id
+            resume = _in_order(resume, ids)
     if isinstance(resume, list):
         if len(resume) != count:
             raise ReviewError(f"{len(resume)} decisions for {count} proposed memories: give one per memory")
@@ -87,7 +99,7 @@ def apply_review(proposed: list[dict[str, Any]], resume: Any) -> tuple[list[dict
     """The memories to write and what happened to each proposed id (approved / edited / rejected)."""
     kept: list[dict[str, Any]] = []
     reviewed: dict[str, list[str]] = {"approved": [], "edited": [], "rejected": []}
-    for memory, decision in zip(proposed, decisions_of(resume, len(proposed))):
+    for memory, decision in zip(proposed, decisions_of(resume, [m["id"] for m in proposed])):
         if decision.type == "reject":
             reviewed["rejected"].append(memory["id"])
             continue
