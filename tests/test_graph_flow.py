@@ -243,3 +243,36 @@ def test_a_storm_at_planning_falls_back_to_the_task_text_after_the_retries(pool,
     assert len(warnings) == 1 and warnings[0].startswith("planning failed (Error code: 429")  # told once, not thrice
     assert [e["query"] for e in events if e["kind"] == "plan"] == [CHECKED.instruction]
     assert model.calls == 3 + 2 and events[-1]["kind"] == "verdict" and events[-1]["status"] == "pass"
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_the_runs_sandbox_is_released_at_the_end_even_after_a_crash(crash, pool, tmp_path):
+    """A sandbox registered for the workspace (by an agent's tools) is closed with the run: its processes die."""
+    from mtl_graph.agent.base import AgentResult
+    from mtl_graph.experience.distill import distill
+    from mtl_graph.experience.trajectory import Step
+    from mtl_graph.sandbox import registry
+
+    seen = {}
+
+    class ToolAgent:  # runs its command in the workspace's shared sandbox, as sandbox_tools do
+        def run(self, task, sandbox, model, **kwargs):
+            seen["workspace"] = sandbox.workspace
+            registry.sandbox_for(sandbox.workspace, "bwrap").run("echo 'X = 2' > f.py", timeout=30)
+            return AgentResult(steps=[Step(action="echo 'X = 2' > f.py", observation="", exit_code=0)],
+                               submission="done")
+
+    def distiller(trajectory, formats, model):
+        if crash:
+            raise RuntimeError("distiller bug")
+        return distill(trajectory, formats, model)
+
+    graph = build_mtl_graph(Flaky(responses=[]), pool, memory_type="none", agent=ToolAgent(), distiller=distiller,
+                            distill_formats=["trajectory"], sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
+                            workspace_root=tmp_path / "ws")
+    if crash:
+        with pytest.raises(RuntimeError, match="distiller bug"):
+            graph.invoke({"task": CHECKED})
+    else:
+        assert graph.invoke({"task": CHECKED})["verdict"]["status"] == "pass"
+    assert not registry.is_open(seen["workspace"]) and not seen["workspace"].exists()

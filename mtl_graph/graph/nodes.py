@@ -34,6 +34,7 @@ from mtl_graph.graph.support import (append_run_log, as_task, memory_block, mode
                                       timed)
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
 
@@ -304,6 +305,7 @@ class MTLNodes:
         })
 
     def _cleanup(self, state: MTLState) -> None:
+        registry.release(state.get("workspace"))  # whatever still runs in the run's sandbox ends with the run
         if state.get("workspace") and not self.config.keep_workspaces:
             shutil.rmtree(state["workspace"], ignore_errors=True)
 
