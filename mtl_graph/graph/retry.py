@@ -12,31 +12,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator
 
-import httpx
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 from langgraph.types import RetryPolicy
 
-# 408 timeout, 409 conflict (OpenAI's "try again"), 425 too early, 429 rate limit, 529 overloaded (Anthropic).
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
-# Client errors without a status: timeouts and dropped connections (openai and anthropic share these names).
-TRANSIENT_NAMES = frozenset({"APIConnectionError", "APITimeoutError", "ServiceUnavailableError", "InternalServerError"})
+from mtl_graph.agent.providers import describe, is_transient
 
-
-def status_of(exc: BaseException) -> int | None:
-    """The HTTP status a provider client's exception carries, if any."""
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether trying the same call again later may succeed: rate limits, server errors, timeouts, resets."""
-    status = status_of(exc)
-    if status is not None:
-        return status in TRANSIENT_STATUS or status >= 500
-    if isinstance(exc, (TimeoutError, ConnectionError, httpx.TransportError)):
-        return True
-    return any(cls.__name__ in TRANSIENT_NAMES for cls in type(exc).__mro__)
+__all__ = ["describe", "is_transient", "provider_errors", "provider_retry", "retry_now"]
 
 
 def provider_retry(attempts: int, first_interval: float) -> RetryPolicy:
@@ -81,10 +63,3 @@ def provider_errors() -> Iterator[ProviderErrorWatch]:
         yield watch
     finally:
         _WATCH.reset(token)
-
-
-def describe(exc: BaseException) -> str:
-    """The provider error in one line, with its HTTP status when the client exposes one (429, 503...)."""
-    status = status_of(exc)
-    head = f"{type(exc).__name__} (HTTP {status})" if status is not None else type(exc).__name__
-    return f"{head}: {exc}"
