@@ -24,7 +24,6 @@ from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajec
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
-from mtl_graph.graph.retry import describe, provider_errors, retry_now
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
@@ -34,6 +33,7 @@ from mtl_graph.graph.support import (append_run_log, as_task, memory_block, mode
                                       timed)
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.graph.retry import describe, provider_errors, retry_now
 from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
