@@ -28,6 +28,8 @@ def server(tmp_path):
         "scripted": f"{ROOT}/tests/studio/scripted_graph.py:graph",
         "mtl": f"{ROOT}/graphs/mtl.py:graph",
         "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
+        "blocking": f"{ROOT}/tests/studio/blocking_graph.py:graph",
+        "crashing": f"{ROOT}/tests/studio/crashing_graph.py:graph",
     }}
     (tmp_path / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
@@ -65,7 +67,8 @@ def server(tmp_path):
 
 def test_studio_runs_the_graph_end_to_end(server):
     client, tmp_path = server
-    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view"}
+    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view", "blocking",
+                                                                    "crashing"}
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
                            context={"top_k": 2, "hold_one_out": True})
@@ -102,3 +105,65 @@ def test_studio_runs_the_graph_end_to_end(server):
     assert [e["kind"] for e in events] == ["warning", "plan", "retrieved", "verdict"]
     assert events[0]["message"].startswith("planning failed") and events[1]["query"] == "do it"
     assert events[-1]["status"] == "error" and "no chat model configured" in events[-1]["reason"]
+
+
+def pending_review(client, thread_id) -> dict:
+    state = client.threads.get_state(thread_id)
+    assert state["next"] == ["review"]
+    [pending] = state["interrupts"]
+    return pending["value"]
+
+
+def test_studio_pauses_for_memory_review_and_resumes_with_edits(server):
+    client, tmp_path = server
+    task = str(ROOT / "examples/tasks/slugify")
+    thread = client.threads.create()["thread_id"]
+    paused = client.runs.wait(thread, "scripted", input={"task": task}, context={"review_memories": True})
+    assert paused["verdict"]["status"] == "pass" and paused["new_memory_ids"] == []
+    request = pending_review(client, thread)
+    assert request["kind"] == "review_memories" and request["task_id"] == "examples/slugify"
+    [proposed] = request["memories"]
+    assert proposed["type"] == "trajectory" and not (tmp_path / "runs.jsonl").exists()
+
+    # a bad answer: asked again with the reason, nothing written, nothing lost
+    client.runs.wait(thread, "scripted", command={"resume": {"decisions": ["approve", "approve"]}})
+    again = pending_review(client, thread)
+    assert again["error"] == "2 decisions for 1 proposed memories: give one per memory"
+    assert again["memories"] == [proposed]
+    assert client.runs.wait(None, "pool_view", input={})["stats"]["total"] == 0
+
+    edited_task = "Rewrite slugify so that the unit tests in test_slug.py pass."
+    done = client.runs.wait(thread, "scripted", command={"resume": {"type": "edit", "memory": {"task": edited_task}}})
+    [written] = done["new_memory_ids"]
+    assert done["reviewed"] == {"approved": [], "edited": [written], "rejected": []} and written != proposed["id"]
+    view = client.runs.wait(None, "pool_view", input={})
+    assert [(h["id"], h["memory"]["task"]) for h in view["hits"]] == [(written, edited_task)]
+    assert json.loads((tmp_path / "runs.jsonl").read_text())["reviewed"] == done["reviewed"]
+
+
+def test_studio_runs_never_block_its_event_loop(server):
+    """`langgraph dev` raises on blocking calls in async code: a full MTL run goes through it (sync nodes run in
+    worker threads), while the canary graph's blocking async node is refused."""
+    client, tmp_path = server
+    thread = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(thread, "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
+                                    stream_mode=["custom", "values"]))
+    kinds = [p.data["kind"] for p in parts if p.event == "custom"]
+    out = [p.data for p in parts if p.event == "values"][-1]
+    assert out["error"] is None and out["verdict"]["status"] == "pass" and len(out["new_memory_ids"]) == 1
+    assert kinds[:2] == ["plan", "retrieved"] and kinds[-2:] == ["verdict", "written"]
+    assert "BlockingError" not in (tmp_path / "server.log").read_text()
+    with pytest.raises(Exception, match="BlockingError"):
+        client.runs.wait(None, "blocking", input={})
+    assert "BlockingError" in (tmp_path / "server.log").read_text()
+
+
+def test_studio_shows_a_crashed_run_as_failed_after_it_was_logged(server):
+    client, tmp_path = server
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, "crashing", input={"task": str(ROOT / "examples/tasks/slugify")})
+    client.runs.join(thread, run["run_id"])
+    assert client.runs.get(thread, run["run_id"])["status"] == "error"
+    line = json.loads((tmp_path / "runs.jsonl").read_text())
+    assert line["error"] == "distill raised RuntimeError: distiller bug" and line["verdict"]["status"] == "error"
+    assert line["task"]["id"] == "examples/slugify" and len(line["steps"]) == 4

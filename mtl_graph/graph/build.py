@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -13,11 +13,15 @@ from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
+from mtl_graph.graph.retry import provider_retry
+from mtl_graph.graph.review import review
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
 
 PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
+MODEL_NODES = ("plan", "judge", "distill")
+"""The nodes that call a model: a transient provider error there is retried by their RetryPolicy."""
 
 
 def _default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatModel | None) -> Any:
@@ -33,16 +37,39 @@ def _config(memory_type: str, top_k: int, online: bool, hold_one_out: bool, dist
                      exclude_domains=list(exclude_domains or []), **extra)
 
 
+def _unless_error(target: str) -> Callable[[MTLState], str]:
+    """Route to `target`, or straight to write back when the stage recorded an expected failure."""
+
+    def route(state: MTLState) -> str:
+        return "write_back" if state.get("error") else target
+
+    route.__name__ = f"{target}_unless_error"
+    return route
+
+
 def _wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
     graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
              "distill": nodes.distill, "write_back": nodes.write_back}
+    retry = provider_retry(nodes.config.node_retry_attempts, nodes.config.node_retry_interval)
+    nodes.retry_attempts = retry.max_attempts  # the nodes raise transient errors only while the policy retries
     for step in PIPELINE:
-        graph.add_node(step, steps[step])
+        graph.add_node(step, steps[step], retry_policy=retry if step in MODEL_NODES else None)
+    # Whatever a node raises (after its retries) is logged and its workspace removed before the run fails.
+    graph.set_node_defaults(error_handler=nodes.crashed)
     graph.add_edge(START, PIPELINE[0])
-    for a, b in zip(PIPELINE, PIPELINE[1:]):
-        graph.add_edge(a, b)
-    graph.add_edge(PIPELINE[-1], END)
+    for a, b in zip(PIPELINE[:-2], PIPELINE[1:-1]):
+        graph.add_conditional_edges(a, _unless_error(b), [b, "write_back"])
+    graph.add_node("review", review)
+
+    def review_or_write_back(state: MTLState, runtime: Runtime[MTLContext]) -> str:
+        """A person reviews the proposed memories first when the run asks for it (`review_memories`)."""
+        wanted = nodes._settings(runtime).review_memories and state.get("distilled")
+        return "review" if wanted else "write_back"
+
+    graph.add_conditional_edges("distill", review_or_write_back, ["review", "write_back"])
+    graph.add_edge("review", "write_back")
+    graph.add_edge("write_back", END)
     return graph.compile(checkpointer=checkpointer, store=store, name=name)
 
 

@@ -50,6 +50,12 @@ class MTLConfig(BaseModel):
     """Plans longer than this (untrusted model output) are cut before being used as a query."""
     model_options: dict[str, Any] = Field(default_factory=dict)
     """init_chat_model settings for provider:model strings: base_url, max_tokens, temperature, timeout."""
+    review_memories: bool = False
+    """Pause before write back (LangGraph interrupt) so a person approves, edits or rejects each new memory."""
+    node_retry_attempts: int = Field(default=3, ge=1, le=10)
+    """Attempts of a model-calling node (plan, judge, distill) when its provider fails transiently (429, 5xx)."""
+    node_retry_interval: float = Field(default=1.0, ge=0.0, le=600.0)
+    """Seconds before a model-calling node's first retry; doubled before each next one."""
 
 
 @dataclass
@@ -78,6 +84,8 @@ class MTLContext:
     """Also run the LLM judge when the tests decide (to measure its accuracy)."""
     model_options: dict[str, Any] | None = None
     """Model settings: base_url, max_tokens, temperature, timeout (e.g. a local OpenAI-compatible server)."""
+    review_memories: bool | None = None
+    """Pause before write back so a person approves, edits or rejects each new memory."""
 
 
 def effective(config: MTLConfig, context: Any) -> MTLConfig:
@@ -87,6 +95,6 @@ def effective(config: MTLConfig, context: Any) -> MTLConfig:
     if isinstance(context, dict):
         context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
     names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids",
-             "re_retrieve", "judge_also", "model_options")
+             "re_retrieve", "judge_also", "model_options", "review_memories")
     updates = {name: getattr(context, name) for name in names if getattr(context, name, None) is not None}
     return config.model_copy(update=updates) if updates else config

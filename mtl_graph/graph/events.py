@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from langgraph.config import get_stream_writer
 
+from mtl_graph.experience.redact import redact_value
 from mtl_graph.experience.trajectory import Step, Verdict
 
 
@@ -22,14 +23,17 @@ _RELAY: ContextVar[Callable[[Any], None] | None] = ContextVar("mtl_events_relay"
 
 
 def emit(kind: str, **fields: Any) -> None:
-    """Send one event to the run's custom stream; a no-op when nothing streams (or outside a graph run)."""
+    """Send one event to the run's custom stream; a no-op when nothing streams (or outside a graph run).
+
+    Events are redacted like the run log: commands, observations in errors and warnings carry what the agent typed,
+    and a stream reaches Studio, LangSmith and a server's clients."""
     writer = _RELAY.get()
     if writer is None:
         try:
             writer = get_stream_writer()
         except RuntimeError:  # called outside a runnable context (e.g. an agent run directly, not in the graph)
             return
-    writer({"kind": kind, **fields})
+    writer(redact_value({"kind": kind, **fields}))
 
 
 @contextmanager

@@ -1,9 +1,11 @@
 """The six nodes: plan -> retrieve -> execute -> judge -> distill -> write back.
 
 Every run starts from a clean run state (plan resets every run field, so a reused thread carries nothing over).
-A node that fails, or an agent ended by its model provider, records `error` in the state: the run's verdict is
-`error` (not a failure), later nodes skip their work, no memory is distilled or credited, and write back still
-logs the run."""
+A stage whose failure is expected (invalid task, retrieval or setup failure, an agent ended by its model
+provider, a check that could not run) records `error` in its update; the graph's conditional edges then go
+straight to write back, which logs the run with verdict `error` and writes or credits no memory. Anything else a
+node raises reaches `crashed`, the graph's error handler: it logs the run, removes its workspace and re-raises,
+so the run fails where LangGraph and LangSmith can see it."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
@@ -29,6 +32,8 @@ from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open
                                       timed)
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.graph.retry import describe, provider_errors, retry_now
+from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
 
@@ -40,6 +45,8 @@ class MTLNodes:
                  distiller: Any, config: MTLConfig) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
         self.distiller, self.config = distiller, config
+        self.retry_attempts = 1
+        """Attempts a RetryPolicy gives the model-calling nodes (set by the graph that attaches one; 1: none)."""
 
     # ------------------------------------------------------------------ helpers
     def _settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
@@ -54,6 +61,10 @@ class MTLNodes:
         if self.pool is None:
             self.pool = open_default_pool()
         return self.pool
+
+    def _retry_now(self, exc: BaseException, runtime: Runtime[MTLContext] | None) -> bool:
+        """A transient provider error with an attempt left is raised for the node's RetryPolicy."""
+        return retry_now(exc, runtime, self.retry_attempts)
 
     def _sandbox(self, workspace: str):
         return make_sandbox(self.config.sandbox, Path(workspace))
@@ -83,6 +94,8 @@ class MTLNodes:
             reply = self._model(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
             plan = reply.content if isinstance(reply.content, str) else ""
         except Exception as exc:  # a planning failure should not cost the run: fall back to the task text
+            if self._retry_now(exc, runtime):
+                raise
             events.warning(f"planning failed ({exc}); retrieving with the task text")
             plan = ""
         problems = plan_problems(plan, prompt("plan", instruction=""))
@@ -96,7 +109,7 @@ class MTLNodes:
     def retrieve(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
         cfg = self._settings(runtime)
-        if state.get("error") or cfg.memory_type == "none" or cfg.top_k == 0:
+        if cfg.memory_type == "none" or cfg.top_k == 0:
             return {"retrieved": [], "memory_block": ""}
         task = as_task(state["task"])
         try:
@@ -116,7 +129,7 @@ class MTLNodes:
 
         The check gets its own sandbox: the agent's sandbox was closed when it ended, which kills whatever it left
         running, so nothing of the agent can touch the workspace after the tests are restored."""
-        if state.get("error") or not state.get("trajectory"):
+        if not state.get("trajectory"):
             return {}
         task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
         update: dict[str, Any] = {}
@@ -134,25 +147,38 @@ class MTLNodes:
                 update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
         else:
             verdict = self._llm_verdict(trajectory, runtime)
+            if verdict.is_error:  # the provider failed on every attempt: the run got no judgement
+                update["error"] = verdict.reason
         events.verdict(verdict)
         trajectory.verdict = verdict
         return {**update, "verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
 
     def _llm_verdict(self, trajectory: Trajectory, runtime: Runtime[MTLContext]) -> Verdict:
-        try:
-            if self.judge_override is not None:
-                return self.judge_override.judge(trajectory)
-            from mtl_graph.experience.judge import LLMJudge
+        """The LLM judge's verdict; `uncertain` when it gives no usable answer, `error` when its provider failed."""
+        with provider_errors() as watch:
+            try:
+                if self.judge_override is not None:
+                    verdict = self.judge_override.judge(trajectory)
+                else:
+                    from mtl_graph.experience.judge import LLMJudge
 
-            return LLMJudge(self._model(runtime)).judge(trajectory)
-        except Exception as exc:
-            return Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
+                    verdict = LLMJudge(self._model(runtime)).judge(trajectory)
+            except Exception as exc:
+                if self._retry_now(exc, runtime):
+                    raise
+                watch.on_llm_error(exc)
+                verdict = Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
+        if watch.last is None or verdict.status != VerdictStatus.UNCERTAIN:
+            return verdict
+        if self._retry_now(watch.last, runtime):  # structured calls swallow provider errors: raise the last one
+            raise watch.last
+        return Verdict.infrastructure_error(f"model provider error: judge: {describe(watch.last)}")
 
     @timed("distill")
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Turn the run into memories (success or failure prompts by verdict); secrets redacted first."""
         cfg = self._settings(runtime)
-        if state.get("error") or not cfg.online or not state.get("trajectory"):
+        if not cfg.online or not state.get("trajectory"):
             return {"distilled": [], "distill_failures": []}
         formats = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
         trajectory = Trajectory.model_validate(state["trajectory"])
@@ -162,7 +188,10 @@ class MTLNodes:
                 model = self._model(runtime)
             except Exception as exc:
                 return {"distilled": [], "distill_failures": [str(exc)]}
-        result = self.distiller(trajectory, formats, model)
+        with provider_errors() as watch:
+            result = self.distiller(trajectory, formats, model)
+        if result.failures and watch.last is not None and self._retry_now(watch.last, runtime):
+            raise watch.last  # a format lost to the provider: distil again after the policy's backoff
         memories = [m.model_dump(mode="json") for m in result.memories]
         failures = [f"{f.format.value}: {f.reason}" for f in result.failures]
         if failures:
@@ -180,8 +209,8 @@ class MTLNodes:
         if state.get("error") and (verdict is None or not verdict.is_error):
             verdict = Verdict.infrastructure_error(state["error"])
             update["verdict"] = verdict.model_dump(mode="json")
-        if state.get("error") and verdict is not None:  # the judge skipped this run: its verdict is told here
-            events.verdict(verdict)
+        if verdict is not None and verdict.is_error and "judge" not in state.get("timings", {}):
+            events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
             if cfg.online and not state.get("error"):
                 pool = self._pool()
@@ -201,6 +230,17 @@ class MTLNodes:
         self._cleanup(state)
         return update
 
+    def crashed(self, state: MTLState, error: NodeError, runtime: Runtime[MTLContext]) -> None:
+        """The graph's error handler: a node raised (after its retries). Log the run, remove its workspace, and
+        raise the node's exception again so the graph run fails (LangSmith and Studio show it as failed)."""
+        message = f"{error.node} raised {type(error.error).__name__}: {error.error}"
+        update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary(), "error": message}
+        try:
+            self._log(state, self._settings(runtime), update, Verdict.infrastructure_error(message))
+        finally:
+            self._cleanup(state)
+        raise error.error
+
     def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
         from mtl_graph.settings import get_settings
 
@@ -215,11 +255,12 @@ class MTLNodes:
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
-            "distill_failures": state.get("distill_failures", []),
+            "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),
             "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
         })
 
     def _cleanup(self, state: MTLState) -> None:
+        registry.release(state.get("workspace"))  # whatever still runs in the run's sandbox ends with the run
         if state.get("workspace") and not self.config.keep_workspaces:
             shutil.rmtree(state["workspace"], ignore_errors=True)
 

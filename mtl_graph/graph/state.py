@@ -37,6 +37,7 @@ class MTLState(TypedDict):
     judge_verdict: NotRequired[dict[str, Any]]
     distilled: NotRequired[list[dict[str, Any]]]
     distill_failures: NotRequired[list[str]]
+    reviewed: NotRequired[dict[str, list[str]] | None]
     new_memory_ids: NotRequired[list[str]]
     memories_written: NotRequired[dict[str, Any]]
     retrieved_ids: NotRequired[list[str]]
@@ -64,6 +65,8 @@ class MTLOutput(TypedDict):
     judge_verdict: NotRequired[dict[str, Any] | None]
     distilled: NotRequired[list[dict[str, Any]]]
     distill_failures: NotRequired[list[str]]
+    reviewed: NotRequired[dict[str, list[str]] | None]
+    """With `review_memories`: the proposed memory ids a person approved, edited (new ids) or rejected."""
     error: NotRequired[str | None]
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
 
@@ -78,6 +81,7 @@ def fresh_run_state() -> dict[str, Any]:
         "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "memory_block": "", "workspace": None,
         "check_baseline": None,
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
-        "judge_verdict": None, "distilled": [], "distill_failures": [], "new_memory_ids": [], "error": None,
+        "judge_verdict": None, "distilled": [], "distill_failures": [], "reviewed": None, "new_memory_ids": [],
+        "error": None,
         "memories_written": {}, "retrieved_ids": [], "outcome": None, "timings": Overwrite({}),
     }
