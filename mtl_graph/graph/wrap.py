@@ -1,21 +1,221 @@
-"""`with_memory_transfer`: the MTL pipeline around anyone's compiled agent graph (state with `messages`)."""
+"""`with_memory_transfer`: the MTL pipeline around anyone's compiled agent graph (state with `messages`).
+
+The graph is the MTL graph's own (`_wire` over `MTLNodes`); only `execute` differs: a small subgraph
+`prepare -> agent`. `prepare` materialises the task in a fresh workspace, opens the run's sandbox in the
+per-process registry and runs the task's setup there (e.g. the Exercism setup that removes the reference solution);
+`agent` invokes the wrapped graph with the caller's config plus `configurable["mtl_workspace"]`, so tools built by
+`sandbox_tools()` run in that same sandbox. Being a subgraph, a resumed run (after an `interrupt()` inside the
+wrapped agent) re-enters `agent` with the checkpointed workspace instead of preparing a new one.
+
+For a `langchain.agents.create_agent` agent, `MemoryTransferMiddleware` (graph/middleware.py) is the better fit:
+it appends the memories to that agent's own system prompt on every model call. Use `with_memory_transfer` for
+compiled graphs that are not `create_agent` agents."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import threading
+from typing import Any, Callable, Literal, Sequence
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
+from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from pydantic import ValidationError
+from typing_extensions import NotRequired, TypedDict
 
+from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.experience.trajectory import Step, Trajectory
 from mtl_graph.graph import events
 from mtl_graph.graph.build import _config, _default_distiller, _wire
 from mtl_graph.graph.context import MTLContext
 from mtl_graph.graph.nodes import MTLNodes
+from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.sandbox.registry import release, sandbox_for
+from mtl_graph.tasks import Task
+
+MemoryPlacement = Literal["system_message", "config"]
+"""How the memories reach a wrapped graph: a SystemMessage opening its input, or `configurable` for its own prompt."""
+
+WORKSPACE_KEY, MEMORY_KEY, ON_STEP_KEY = "mtl_workspace", "mtl_memory_block", "mtl_on_step"
+"""The `configurable` keys a wrapped run adds: the workspace path, the memory block, the per-step hook of
+`sandbox_tools` (re-retrieval after a failing test run)."""
+
+
+def append_memories(system_prompt: str, block: str) -> str:
+    """The agent's own system prompt with the memory block at its end (the block alone when there is no prompt)."""
+    if not block.strip():
+        return system_prompt
+    return f"{system_prompt.rstrip()}\n\n{block.strip()}" if system_prompt.strip() else block.strip()
+
+
+def with_memories(system_prompt: str, config: RunnableConfig | None = None) -> str:
+    """For a wrapped graph's model node: its own system prompt, the run's memories appended (memories="config")."""
+    config = config if config is not None else get_config()
+    return append_memories(system_prompt, (config.get("configurable") or {}).get(MEMORY_KEY) or "")
+
+
+def agent_trajectory(messages: list[Any], task: Task, agent: Any) -> Trajectory:
+    """A wrapped agent's run as a Trajectory; a command of `sandbox_tools` is the Step it recorded (its artifact:
+    exact exit code, raw output, duration) rather than what can be parsed back from the text the model read."""
+    from mtl_graph.experience.importers import trajectory_from_messages
+
+    trajectory = trajectory_from_messages(messages, task=task.ref())
+    trajectory.model = trajectory.model or model_name(agent)
+    recorded = {m.tool_call_id: m.artifact for m in messages
+                if isinstance(m, ToolMessage) and isinstance(m.artifact, dict) and "action" in m.artifact}
+    calls = [c.get("id") for m in messages if isinstance(m, AIMessage) for c in [*m.tool_calls, *m.invalid_tool_calls]]
+    if len(calls) != len(trajectory.steps):  # the importer's order is not this one: keep its steps
+        return trajectory
+    for i, call_id in enumerate(calls):
+        if call_id in recorded:
+            try:
+                trajectory.steps[i] = Step.model_validate({**recorded[call_id],
+                                                           "reasoning": trajectory.steps[i].reasoning})
+            except ValidationError:  # another tool's artifact: the parsed step stays
+                pass
+    return trajectory
+
+
+class WrappedOutput(TypedDict):
+    """What the wrapped `execute` subgraph hands to the MTL graph."""
+
+    workspace: NotRequired[str | None]
+    check_baseline: NotRequired[list[str] | None]
+    messages: NotRequired[list[Any]]
+    trajectory: NotRequired[dict[str, Any] | None]
+    re_retrieved: NotRequired[list[dict[str, Any]]]
+    error: NotRequired[str | None]
+    timings: NotRequired[dict[str, float]]
+
+
+class _Refreshes:
+    """The run's re-retrieval hook per workspace: a resumed `agent` node gets the one that already fired."""
+
+    def __init__(self) -> None:
+        self._lock, self._by_workspace = threading.Lock(), {}
+
+    def get(self, workspace: str, make: Callable[[], MemoryRefresh | None]) -> MemoryRefresh | None:
+        with self._lock:
+            if workspace not in self._by_workspace:
+                self._by_workspace[workspace] = make()
+            return self._by_workspace[workspace]
+
+    def drop(self, workspace: str) -> None:
+        with self._lock:
+            self._by_workspace.pop(workspace, None)
+
+
+class _LiveSteps:
+    """The `mtl_on_step` hook: tells each `sandbox_tools` command as it happens, re-retrieves on a failing test run."""
+
+    def __init__(self, refresh: MemoryRefresh | None) -> None:
+        self.refresh, self.told = refresh, []
+
+    def __call__(self, step: Step) -> str | None:
+        self.told.append(step)
+        if self.refresh is not None:
+            return self.refresh(step)  # tells the step too
+        events.step(step)
+        return None
+
+    def untold(self, steps: list[Step]) -> list[Step]:
+        """Steps of the trajectory not told live (the wrapped agent's other tools), in order."""
+        live, out = iter(self.told), []
+        pending = next(live, None)
+        for step in steps:
+            if pending is not None and step.action == pending.action and step.exit_code == pending.exit_code:
+                pending = next(live, None)
+            else:
+                out.append(step)
+        return out
+
+
+_REFRESHES = _Refreshes()
+
+
+class WrappedExecute:
+    """The `execute` stage around a wrapped agent graph: prepare the workspace, then run the agent in it."""
+
+    def __init__(self, agent_graph: Any, nodes: MTLNodes, memories: MemoryPlacement,
+                 system_prompt: str | None) -> None:
+        if memories not in ("system_message", "config"):
+            raise ValueError(f"memories must be 'system_message' or 'config', not {memories!r}")
+        self.agent_graph, self.nodes, self.memories, self.system_prompt = agent_graph, nodes, memories, system_prompt
+
+    def compile(self) -> Any:
+        graph = StateGraph(MTLState, context_schema=MTLContext, output_schema=WrappedOutput)
+        graph.add_node("prepare", self.prepare)
+        graph.add_node("agent", self.agent)
+        graph.add_edge(START, "prepare")
+        graph.add_conditional_edges("prepare", lambda s: END if s.get("error") else "agent", ["agent", END])
+        graph.add_edge("agent", END)
+        return graph.compile(name="execute")
+
+    @timed("setup")
+    def prepare(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """A fresh workspace with the task's files, its setup run in the run's sandbox (the agent's tools use it)."""
+        if state.get("error"):
+            return {}
+        task = as_task(state["task"])
+        workspace = self.nodes.new_workspace(task)
+        update: dict[str, Any] = {"workspace": str(workspace)}
+        try:
+            task.materialize(workspace)
+            run_setup(task, sandbox_for(workspace, self.nodes.config.sandbox))
+            # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
+            update["check_baseline"] = hijack_candidates(workspace)
+        except SetupFailed as exc:
+            release(workspace)
+            return {**update, "error": str(exc)}
+        except Exception as exc:
+            release(workspace)
+            return {**update, "error": f"{type(exc).__name__}: {exc}"}
+        return update
+
+    @timed("execute")
+    def agent(self, state: MTLState, config: RunnableConfig, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Invoke the wrapped graph with the caller's config; its interrupts go up to the caller's graph."""
+        task, workspace = as_task(state["task"]), state["workspace"]
+        live = _LiveSteps(_REFRESHES.get(workspace, lambda: self.nodes._refresh(task, state, runtime)))
+        block = state.get("memory_block") or ""
+        inner = merge_configs(config, {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block,
+                                                        ON_STEP_KEY: live}})
+        try:
+            result = self.agent_graph.invoke({"messages": self._opening(task, workspace, block)}, inner)
+        except GraphBubbleUp:  # an interrupt (human in the loop) or a Command for a parent graph: not ours
+            raise
+        except Exception as exc:
+            self._end(workspace)
+            return {"error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
+        self._end(workspace)
+        trajectory = agent_trajectory(result["messages"], task, self.agent_graph)
+        for step in live.untold(trajectory.steps):  # what the agent's other tools did is told after it
+            events.step(step)
+        update: dict[str, Any] = {"messages": result["messages"], "trajectory": trajectory.model_dump(mode="json")}
+        if live.refresh is not None and live.refresh.hits:
+            update["re_retrieved"] = live.refresh.hits
+        return update
+
+    def _opening(self, task: Task, workspace: str, block: str) -> list[Any]:
+        system = self.system_prompt or ""
+        if self.memories == "system_message":
+            system = append_memories(system, block)
+        opening = [SystemMessage(system)] if system.strip() else []
+        return [*opening, HumanMessage(prompt("wrapped_task", instruction=task.instruction, workspace=workspace))]
+
+    @staticmethod
+    def _end(workspace: str) -> None:
+        """The agent is done: its sandbox closes (whatever it left running dies) before the check restores tests."""
+        release(workspace)
+        _REFRESHES.drop(workspace)
 
 
 def with_memory_transfer(
@@ -31,46 +231,31 @@ def with_memory_transfer(
     online: bool = True,
     exclude_domains: Sequence[str] | None = None,
     hold_one_out: bool = False,
+    memories: MemoryPlacement = "system_message",
+    system_prompt: str | None = None,
     checkpointer: Any = None,
     store: Any = None,
     **config: Any,
 ) -> Any:
-    """Wrap any compiled LangGraph agent whose state has `messages` (e.g. `create_agent(...)`) with memory transfer.
+    """Wrap any compiled LangGraph agent whose state has `messages` with memory transfer (the MTL graph's nodes).
 
-    Memories go into a system message before the task; the agent's messages become the trajectory. The task's
-    files are materialised in a fresh workspace whose path is in the task message and in the agent's
-    `config["configurable"]["mtl_workspace"]` (for its tools); the task's check runs there. `model` is used for
-    planning, judging (when the task has no check) and distillation."""
+    The task's files go into a fresh workspace, its setup runs in the run's sandbox, and the agent gets the task
+    (with the workspace path) as a human message and `configurable["mtl_workspace"]` merged into the caller's
+    config: tools from `mtl_graph.agent.tools.sandbox_tools()` run there, in the same sandbox, and with
+    `re_retrieve` show the memories found after a failing test run. The check is the graph's tamper-proof one.
+    An `interrupt()` inside the agent reaches the caller (compile with a `checkpointer`, resume with
+    `Command(resume=...)`).
+
+    `memories="system_message"` opens the input with one SystemMessage: `system_prompt` (the agent's own, for a
+    graph that takes its prompt from its input) with the memories at its end. `memories="config"` sends no
+    message: the agent's model node appends them to its own prompt with `with_memories(prompt, config)`. For a
+    `create_agent` agent use `MemoryTransferMiddleware` instead. `model` plans, judges (tasks without a check)
+    and distils."""
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
     nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
-
-    @timed("execute")
-    def execute(state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        if state.get("error"):
-            return {}
-        from mtl_graph.experience.importers import trajectory_from_messages
-
-        task = as_task(state["task"])
-        workspace = nodes.new_workspace(task)
-        try:
-            task.materialize(workspace)
-            baseline = hijack_candidates(workspace)
-        except Exception as exc:
-            return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}"}
-        messages = ([SystemMessage(state["memory_block"])] if state.get("memory_block") else [])
-        messages.append(HumanMessage(prompt("wrapped_task", instruction=task.instruction, workspace=str(workspace))))
-        try:
-            # Tools of the wrapped agent find the workspace in their RunnableConfig.
-            result = agent_graph.invoke({"messages": messages},
-                                        config={"configurable": {"mtl_workspace": str(workspace)}})
-        except Exception as exc:
-            return {"workspace": str(workspace), "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
-        out = result["messages"]
-        trajectory = trajectory_from_messages(out, task=task.ref())
-        trajectory.model = trajectory.model or model_name(agent_graph)
-        for step in trajectory.steps:  # the wrapped agent's own stream is not ours: its commands are told after it
-            events.step(step)
-        return {"workspace": str(workspace), "messages": out, "trajectory": trajectory.model_dump(mode="json"),
-                "check_baseline": baseline}
-
+    execute = WrappedExecute(agent_graph, nodes, memories, system_prompt).compile()
     return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")
+
+
+__all__ = ["with_memory_transfer", "with_memories", "append_memories", "WrappedExecute", "MemoryPlacement",
+           "WORKSPACE_KEY", "MEMORY_KEY", "ON_STEP_KEY"]

@@ -1,0 +1,234 @@
+"""`with_memory_transfer` around anyone's agent: the task's setup, the run's sandbox, the tamper-proof check,
+re-retrieval, interrupts, the caller's config and where the memories go. Scripted models emit real tool calls;
+commands run in the real sandbox; the pool is real."""
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+from mtl_graph.agent import ScriptedChatModel, bash_call
+from mtl_graph.agent.tools import sandbox_tools
+from mtl_graph.bench.suites import load_suite
+from mtl_graph.graph import with_memory_transfer
+from mtl_graph.graph.wrap import with_memories
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.sandbox.registry import is_open
+from mtl_graph.tasks import Task
+from test_tamper import CHEATS, SOLUTION, make_exercism
+
+PLAN = AIMessage("Read the exercise, write the function, run its tests, then answer.")
+SOLVE = f"cat > primes.py <<'EOF'\n{SOLUTION}EOF"
+
+
+def call(name: str, n: int, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"{name}-{n}", "type": "tool_call"}])
+
+
+class Recording(ScriptedChatModel):
+    """A scripted model that keeps the messages of every call."""
+
+    seen: list = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.fixture
+def pool(embeddings, tmp_path):
+    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
+        p.add(InsightMemory(title="Run the tests after the last edit", description="Before answering a coding task.",
+                            content="Run the test suite after the final edit and read its result.",
+                            sources=[Provenance(domain="text", source_task_id="elsewhere")]))
+        yield p
+
+
+@pytest.fixture
+def exercise(tmp_path) -> Task:
+    [task] = load_suite(f"exercism:{make_exercism(tmp_path / 'polyglot')}").tasks
+    assert task.setup and ".meta" in task.setup
+    return task
+
+
+def wrap(agent, pool, tmp_path, **options):
+    options = {"memory_type": "none", "online": False, "sandbox": "bwrap", **options}
+    return with_memory_transfer(agent, pool, model=ScriptedChatModel(responses=[PLAN]),
+                                run_log=tmp_path / "runs.jsonl", **options)
+
+
+def test_setup_runs_in_the_runs_sandbox_before_the_agent_and_is_released_after(exercise, tmp_path):
+    seen: dict[str, Any] = {}
+
+    @tool
+    def probe(config: RunnableConfig) -> str:
+        """Look at the run's workspace before any command."""
+        seen["workspace"] = config["configurable"]["mtl_workspace"]
+        seen["open"] = is_open(seen["workspace"])
+        return "looked"
+
+    model = ScriptedChatModel(responses=[
+        call("probe", 1), bash_call("test -e .meta/example.py && echo REFERENCE-VISIBLE || echo reference-gone"),
+        bash_call(SOLVE), bash_call("python3 -m unittest -q primes_test"), AIMessage("is_prime done, tests pass")])
+    state = wrap(create_agent(model, tools=[probe, *sandbox_tools()]), None, tmp_path).invoke({"task": exercise})
+    steps = state["trajectory"]["steps"]
+    assert "reference-gone" in steps[1]["observation"] and "REFERENCE-VISIBLE" not in steps[1]["observation"]
+    assert seen["open"]  # the setup's sandbox is registered: the agent's bash tool gets that one
+    assert steps[3]["exit_code"] == 0 and state["verdict"]["status"] == "pass"
+    assert state["verdict"]["source"] == "tests" and state["error"] is None
+    assert not is_open(seen["workspace"]) and not Path(seen["workspace"]).exists()
+
+
+def test_a_failing_setup_is_an_error_and_the_agent_never_runs(tmp_path):
+    model = Recording(responses=[bash_call("true"), AIMessage("done")], seen=[])
+    task = Task(id="bad-setup", instruction="x", check="true", setup="echo cannot fetch; exit 3")
+    state = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path).invoke({"task": task})
+    assert state["error"].startswith("task setup failed (exit 3)") and "cannot fetch" in state["error"]
+    assert model.seen == [] and state["verdict"]["status"] == "error" and state["outcome"] == "error"
+    assert json.loads((tmp_path / "runs.jsonl").read_text())["error"].startswith("task setup failed")
+
+
+@pytest.mark.parametrize("cheat", ["empty", "one-empty-test", "shadow-unittest"])
+def test_a_wrapped_agent_that_rewrites_the_tests_fails(cheat, exercise, tmp_path):
+    model = ScriptedChatModel(responses=[bash_call(CHEATS[cheat].format(tests="primes_test.py")),
+                                         bash_call("python3 -m unittest -q primes_test"),
+                                         AIMessage("All tests pass.")])
+    state = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path).invoke({"task": exercise})
+    assert state["trajectory"]["steps"][1]["exit_code"] == 0  # the agent's own test run looked green
+    assert state["verdict"]["status"] == "fail" and state["verdict"]["source"] == "tests"
+    assert state["verdict"]["tests_modified"] == (["unittest.py"] if cheat == "shadow-unittest" else
+                                                  ["primes_test.py"])
+
+
+def test_a_failing_test_run_re_retrieves_and_the_wrapped_agent_reads_the_note(pool, tmp_path):
+    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                          content="Round each total to two decimals before comparing.",
+                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    pool.add(money)
+    task = Task(id="t-refresh", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check="python3 -m unittest -q test_sum")
+    model = Recording(responses=[bash_call("python3 -m unittest -q test_sum"),
+                                 bash_call("python3 -m unittest -q test_sum"), AIMessage("gave up")], seen=[])
+    graph = wrap(create_agent(model, tools=sandbox_tools()), pool, tmp_path, memory_type="insight", top_k=1,
+                 online=True, distill_formats=["trajectory"], re_retrieve=True)
+    state = graph.invoke({"task": task})
+    first_retrieved = state["retrieved"][0]["id"]
+    assert [r["id"] for r in state["re_retrieved"]] == [money.id] != [first_retrieved]
+    tool_replies = [m.content for m in model.seen[1] if m.type == "tool"]
+    assert "Round money sums" in tool_replies[0]  # shown with the failing run's observation
+    later = [m.content for m in model.seen[2] if m.type == "tool"][1]
+    assert "Round money sums" not in later and later.startswith("<exit_code>1</exit_code>")  # once per run
+    assert sorted(state["retrieved_ids"]) == sorted([first_retrieved, money.id])
+    assert pool.get(money.id).stats.retrieved == 1  # credited with the run's verdict, like the graph's own agent
+
+
+def test_an_interrupt_inside_the_wrapped_agent_reaches_the_caller_and_resume_continues(exercise, tmp_path):
+    seen: list[str] = []
+
+    @tool
+    def ask_human(question: str, config: RunnableConfig) -> str:
+        """Ask the person supervising the run."""
+        seen.append(config["configurable"]["mtl_workspace"])
+        return str(interrupt(question))
+
+    model = ScriptedChatModel(responses=[call("ask_human", 1, question="May I overwrite primes.py?"),
+                                         bash_call(SOLVE), AIMessage("is_prime written")])
+    graph = wrap(create_agent(model, tools=[ask_human, *sandbox_tools()]), None, tmp_path,
+                 checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "hitl"}}
+    paused = graph.invoke({"task": exercise}, thread)
+    [pending] = paused["__interrupt__"]
+    assert pending.value == "May I overwrite primes.py?" and paused.get("verdict") is None
+    assert Path(seen[0]).is_dir() and is_open(seen[0])  # the run's workspace and sandbox wait for the answer
+    state = graph.invoke(Command(resume="yes, go ahead"), thread)
+    assert seen[-1] == seen[0]  # the same workspace after the resume, not a new one
+    steps = state["trajectory"]["steps"]
+    assert [s["tool"] for s in steps] == ["ask_human", "bash"] and steps[0]["observation"] == "yes, go ahead"
+    assert state["verdict"]["status"] == "pass" and state["error"] is None and not is_open(seen[0])
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_callers_config_reaches_the_wrapped_agent(tmp_path):
+    seen: dict[str, Any] = {}
+
+    class Tags(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized, messages, *, tags=None, **kwargs):
+            seen.setdefault("model_tags", []).append(list(tags or []))
+
+    @tool
+    def whoami(config: RunnableConfig) -> str:
+        """Say which user the run is for."""
+        seen["configurable"] = dict(config["configurable"])
+        return config["configurable"]["user"]
+
+    model = ScriptedChatModel(responses=[call("whoami", 1), AIMessage("done")])
+    graph = wrap(create_agent(model, tools=[whoami]), None, tmp_path)
+    task = Task(id="cfg", instruction="Say who you are.", check="true")
+    graph.invoke({"task": task}, {"configurable": {"user": "ada"}, "tags": ["team-a"], "callbacks": [Tags()]})
+    assert seen["configurable"]["user"] == "ada" and seen["configurable"]["mtl_workspace"]
+    assert seen["model_tags"] and all("team-a" in t for t in seen["model_tags"])
+
+    looping = ScriptedChatModel(responses=[call("whoami", n) for n in range(30)])
+    state = wrap(create_agent(looping, tools=[whoami]), None, tmp_path).invoke(
+        {"task": task}, {"configurable": {"user": "ada"}, "recursion_limit": 12})
+    assert "GraphRecursionError" in state["error"] and looping.i < 10  # the caller's limit stopped the agent
+
+
+class Messages(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def custom_agent(model, prompt_of) -> Any:
+    """A hand-built agent graph (not create_agent) with its own system prompt."""
+    tools = sandbox_tools()
+
+    def think(state: Messages, config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [model.invoke([SystemMessage(prompt_of(config)), *state["messages"]])]}
+
+    graph = StateGraph(Messages)
+    graph.add_node("think", think)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "think")
+    graph.add_conditional_edges("think", tools_condition, ["tools", END])
+    graph.add_edge("tools", "think")
+    return graph.compile()
+
+
+OWN = "You are the team's careful coding agent."
+
+
+def test_memories_go_at_the_end_of_a_custom_agents_own_system_prompt(pool, tmp_path):
+    model = Recording(responses=[bash_call("echo hi > out.txt"), AIMessage("wrote out.txt")], seen=[])
+    graph = wrap(custom_agent(model, lambda config: with_memories(OWN, config)), pool, tmp_path,
+                 memory_type="insight", memories="config")
+    state = graph.invoke({"task": Task(id="hi", instruction="Write hi to out.txt.", check="grep -qx hi out.txt")})
+    assert state["verdict"]["status"] == "pass" and len(state["retrieved"]) == 1
+    for messages in model.seen:
+        systems = [m.content for m in messages if m.type == "system"]
+        assert len(systems) == 1 and systems[0].startswith(OWN) and "Run the tests after the last edit" in systems[0]
+        assert systems[0].rstrip().splitlines()[-1].startswith("</memory-")
+
+
+def test_a_system_prompt_given_to_the_wrapper_opens_the_input_with_the_memories_at_its_end(pool, tmp_path):
+    model = Recording(responses=[AIMessage("nothing to do")], seen=[])
+    graph = wrap(custom_agent(model, lambda config: ""), pool, tmp_path, memory_type="insight", system_prompt=OWN)
+    graph.invoke({"task": Task(id="p", instruction="Say hi.", check="true")})
+    [system] = [m.content for m in model.seen[0] if m.type == "system" and m.content]
+    assert system.startswith(OWN) and system.rstrip().splitlines()[-1].startswith("</memory-")
+    with pytest.raises(ValueError, match="memories must be"):
+        wrap(custom_agent(model, lambda config: ""), pool, tmp_path, memories="prompt")
