@@ -232,3 +232,25 @@ def test_a_system_prompt_given_to_the_wrapper_opens_the_input_with_the_memories_
     assert system.startswith(OWN) and system.rstrip().splitlines()[-1].startswith("</memory-")
     with pytest.raises(ValueError, match="memories must be"):
         wrap(custom_agent(model, lambda config: ""), pool, tmp_path, memories="prompt")
+
+
+def test_the_wrapped_agents_commands_reach_the_graphs_own_stream_once_each(pool, tmp_path):
+    @tool
+    def note(text: str) -> str:
+        """Keep a note (a tool of the agent's own, outside the sandbox)."""
+        return "noted"
+
+    task = Task(id="ev", instruction="Make test_one.py pass.", check="python3 -m unittest -q test_one",
+                files={"test_one.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(1, 2)\n"})
+    model = ScriptedChatModel(responses=[bash_call("python3 -m unittest -q test_one"), call("note", 1, text="hm"),
+                                         bash_call("echo done"), AIMessage("stopping")])
+    graph = wrap(create_agent(model, tools=[note, *sandbox_tools()]), pool, tmp_path, memory_type="insight",
+                 top_k=1, re_retrieve=True)
+    pool.add(InsightMemory(title="Compare what the test expects", description="An assertEqual fails.",
+                           content="Read both values of the failing assertion first.",
+                           sources=[Provenance(domain="other", source_task_id="o1")]))
+    told = [(e["kind"], e.get("command") or bool(e.get("refresh"))) for mode, e in
+            graph.stream({"task": task}, stream_mode=["custom"]) if e["kind"] in ("step", "retrieved")]
+    assert told == [("retrieved", False), ("step", "python3 -m unittest -q test_one"), ("retrieved", True),
+                    ("step", "echo done"), ("step", 'note({"text": "hm"})')]  # the agent's own tool: after it

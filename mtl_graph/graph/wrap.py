@@ -1,11 +1,11 @@
 """`with_memory_transfer`: the MTL pipeline around anyone's compiled agent graph (state with `messages`).
 
-The graph is the MTL graph's own (`_wire` over `MTLNodes`); only `execute` differs: a small subgraph
-`prepare -> agent`. `prepare` materialises the task in a fresh workspace, opens the run's sandbox in the
-per-process registry and runs the task's setup there (e.g. the Exercism setup that removes the reference solution);
-`agent` invokes the wrapped graph with the caller's config plus `configurable["mtl_workspace"]`, so tools built by
-`sandbox_tools()` run in that same sandbox. Being a subgraph, a resumed run (after an `interrupt()` inside the
-wrapped agent) re-enters `agent` with the checkpointed workspace instead of preparing a new one.
+The graph is the MTL graph's own (`_wire` over `MTLNodes`); only `execute` differs. It first prepares the run —
+the task's files in a fresh workspace, the run's sandbox opened in the per-process registry, the task's setup run
+there (e.g. the Exercism setup that removes the reference solution) — as a LangGraph `task`, so a resumed run
+(after an `interrupt()` inside the wrapped agent) replays the prepared workspace instead of making a new one. Then
+it invokes the wrapped graph with the caller's config plus `configurable["mtl_workspace"]`: tools built by
+`sandbox_tools()` run in that same sandbox.
 
 For a `langchain.agents.create_agent` agent, `MemoryTransferMiddleware` (graph/middleware.py) is the better fit:
 it appends the memories to that agent's own system prompt on every model call. Use `with_memory_transfer` for
@@ -13,6 +13,7 @@ compiled graphs that are not `create_agent` agents."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import Any, Callable, Literal, Sequence
 
@@ -22,10 +23,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
-from langgraph.graph import END, START, StateGraph
+from langgraph.func import task as durable
 from langgraph.runtime import Runtime
 from pydantic import ValidationError
-from typing_extensions import NotRequired, TypedDict
 
 from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
@@ -84,18 +84,6 @@ def agent_trajectory(messages: list[Any], task: Task, agent: Any) -> Trajectory:
     return trajectory
 
 
-class WrappedOutput(TypedDict):
-    """What the wrapped `execute` subgraph hands to the MTL graph."""
-
-    workspace: NotRequired[str | None]
-    check_baseline: NotRequired[list[str] | None]
-    messages: NotRequired[list[Any]]
-    trajectory: NotRequired[dict[str, Any] | None]
-    re_retrieved: NotRequired[list[dict[str, Any]]]
-    error: NotRequired[str | None]
-    timings: NotRequired[dict[str, float]]
-
-
 class _Refreshes:
     """The run's re-retrieval hook per workspace: a resumed `agent` node gets the one that already fired."""
 
@@ -114,13 +102,20 @@ class _Refreshes:
 
 
 class _LiveSteps:
-    """The `mtl_on_step` hook: tells each `sandbox_tools` command as it happens, re-retrieves on a failing test run."""
+    """The `mtl_on_step` hook: tells each `sandbox_tools` command as it happens, re-retrieves on a failing test run.
+
+    It runs inside the wrapped agent's tool, but tells its events from the `execute` node's context, so they reach
+    the MTL graph's own custom stream (no `subgraphs=True` needed), once."""
 
     def __init__(self, refresh: MemoryRefresh | None) -> None:
         self.refresh, self.told = refresh, []
+        self.context = contextvars.copy_context()  # the execute node's: its stream writer
 
     def __call__(self, step: Step) -> str | None:
         self.told.append(step)
+        return self.context.copy().run(self._tell, step)  # a copy per call: parallel tool calls may overlap
+
+    def _tell(self, step: Step) -> str | None:
         if self.refresh is not None:
             return self.refresh(step)  # tells the step too
         events.step(step)
@@ -142,48 +137,40 @@ _REFRESHES = _Refreshes()
 
 
 class WrappedExecute:
-    """The `execute` stage around a wrapped agent graph: prepare the workspace, then run the agent in it."""
+    """The `execute` node around a wrapped agent graph: prepare the run (durably), then run the agent in it."""
 
     def __init__(self, agent_graph: Any, nodes: MTLNodes, memories: MemoryPlacement,
                  system_prompt: str | None) -> None:
         if memories not in ("system_message", "config"):
             raise ValueError(f"memories must be 'system_message' or 'config', not {memories!r}")
         self.agent_graph, self.nodes, self.memories, self.system_prompt = agent_graph, nodes, memories, system_prompt
+        self.prepare = durable(self._prepare, name="prepare")
 
-    def compile(self) -> Any:
-        graph = StateGraph(MTLState, context_schema=MTLContext, output_schema=WrappedOutput)
-        graph.add_node("prepare", self.prepare)
-        graph.add_node("agent", self.agent)
-        graph.add_edge(START, "prepare")
-        graph.add_conditional_edges("prepare", lambda s: END if s.get("error") else "agent", ["agent", END])
-        graph.add_edge("agent", END)
-        return graph.compile(name="execute")
-
-    @timed("setup")
-    def prepare(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def _prepare(self, task_data: Any) -> dict[str, Any]:
         """A fresh workspace with the task's files, its setup run in the run's sandbox (the agent's tools use it)."""
-        if state.get("error"):
-            return {}
-        task = as_task(state["task"])
+        task = as_task(task_data)
         workspace = self.nodes.new_workspace(task)
-        update: dict[str, Any] = {"workspace": str(workspace)}
+        prepared: dict[str, Any] = {"workspace": str(workspace)}
         try:
             task.materialize(workspace)
             run_setup(task, sandbox_for(workspace, self.nodes.config.sandbox))
             # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-            update["check_baseline"] = hijack_candidates(workspace)
-        except SetupFailed as exc:
-            release(workspace)
-            return {**update, "error": str(exc)}
+            prepared["check_baseline"] = hijack_candidates(workspace)
         except Exception as exc:
             release(workspace)
-            return {**update, "error": f"{type(exc).__name__}: {exc}"}
-        return update
+            prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
+        return prepared
 
     @timed("execute")
-    def agent(self, state: MTLState, config: RunnableConfig, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Invoke the wrapped graph with the caller's config; its interrupts go up to the caller's graph."""
-        task, workspace = as_task(state["task"]), state["workspace"]
+    def __call__(self, state: MTLState, config: RunnableConfig, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        """Prepare, then invoke the wrapped graph with the caller's config; its interrupts go up to the caller."""
+        if state.get("error"):
+            return {}
+        prepared = self.prepare(state["task"]).result()  # replayed, not redone, when an interrupted run resumes
+        if prepared.get("error"):
+            return prepared
+        task, workspace = as_task(state["task"]), prepared["workspace"]
+        sandbox_for(workspace, self.nodes.config.sandbox)  # a run resumed in a new process opens it again here
         live = _LiveSteps(_REFRESHES.get(workspace, lambda: self.nodes._refresh(task, state, runtime)))
         block = state.get("memory_block") or ""
         inner = merge_configs(config, {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block,
@@ -194,12 +181,13 @@ class WrappedExecute:
             raise
         except Exception as exc:
             self._end(workspace)
-            return {"error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
+            return {**prepared, "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
         self._end(workspace)
         trajectory = agent_trajectory(result["messages"], task, self.agent_graph)
         for step in live.untold(trajectory.steps):  # what the agent's other tools did is told after it
             events.step(step)
-        update: dict[str, Any] = {"messages": result["messages"], "trajectory": trajectory.model_dump(mode="json")}
+        update: dict[str, Any] = {**prepared, "messages": result["messages"],
+                                  "trajectory": trajectory.model_dump(mode="json")}
         if live.refresh is not None and live.refresh.hits:
             update["re_retrieved"] = live.refresh.hits
         return update
@@ -253,7 +241,7 @@ def with_memory_transfer(
     and distils."""
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
     nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
-    execute = WrappedExecute(agent_graph, nodes, memories, system_prompt).compile()
+    execute = WrappedExecute(agent_graph, nodes, memories, system_prompt)
     return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")
 
 
