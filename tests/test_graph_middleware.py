@@ -302,3 +302,14 @@ def test_approving_a_command_resumes_the_same_run_in_the_same_workspace(pool, ex
     assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["error"] is None
     assert not Path(seen["workspace"]).exists() and not is_open(seen["workspace"])
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_middleware_runs_under_ainvoke(pool, exercise, tmp_path):
+    import asyncio
+
+    memory = seeded(pool)
+    script = [bash_call(SOLVE), AIMessage("is_prime written")]
+    agent, model, _, _ = sandboxed_agent(pool, tmp_path, script)
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
+    assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["retrieved_ids"] == [memory.id]
+    assert all(s.startswith(OWN_PROMPT) and memory.title in s for s in model.systems)

@@ -254,3 +254,12 @@ def test_the_wrapped_agents_commands_reach_the_graphs_own_stream_once_each(pool,
             graph.stream({"task": task}, stream_mode=["custom"]) if e["kind"] in ("step", "retrieved")]
     assert told == [("retrieved", False), ("step", "python3 -m unittest -q test_one"), ("retrieved", True),
                     ("step", "echo done"), ("step", 'note({"text": "hm"})')]  # the agent's own tool: after it
+
+
+def test_a_wrapped_run_under_ainvoke(exercise, tmp_path):
+    import asyncio
+
+    model = ScriptedChatModel(responses=[bash_call(SOLVE), AIMessage("is_prime written")])
+    graph = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path)
+    state = asyncio.run(graph.ainvoke({"task": exercise}))
+    assert state["verdict"]["status"] == "pass" and state["trajectory"]["steps"][0]["exit_code"] == 0

@@ -11,6 +11,7 @@ prompt on every model call); `with_memory_transfer` (graph/wrap.py) for any othe
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 from typing import Annotated, Any, Callable, Sequence
@@ -104,17 +105,25 @@ class MemoryTransferMiddleware(AgentMiddleware):
             prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
         return prepared
 
+    async def abefore_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
+        # The pool, the planner and the setup block: off the event loop (a LangGraph server raises otherwise).
+        return await asyncio.to_thread(self.before_agent, state, runtime)
+
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
-        block = (request.state.get("mtl") or {}).get("memory_block")
-        if not block:
-            return handler(request)
-        own = text_of(request.system_message.content) if request.system_message is not None else ""
-        return handler(request.override(system_message=SystemMessage(append_memories(own, block))))
+        return handler(_with_memories(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        return await handler(_with_memories(request))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return self._after_tool(request, handler(request))
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return await asyncio.to_thread(self._after_tool, request, await handler(request))
+
+    def _after_tool(self, request: Any, result: Any) -> Any:
         """After a command of `sandbox_tools`: tell it; after the run's first failing test run, re-retrieve (the
         graph's `MemoryRefresh`, with `re_retrieve`) and show the new memories with that command's output."""
-        result = handler(request)
         step = _recorded_step(result)
         if step is None:
             return result
@@ -149,6 +158,18 @@ class MemoryTransferMiddleware(AgentMiddleware):
         run.update(self.nodes.write_back({**run, "workspace": run.get("workspace") if own else None}, ctx))
         return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None,  # a task is one run's
                 "workspace": None if own else run.get("workspace")}
+
+    async def aafter_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.after_agent, state, runtime)
+
+
+def _with_memories(request: ModelRequest) -> ModelRequest:
+    """The model request with the run's memories at the end of the agent's own system prompt."""
+    block = (request.state.get("mtl") or {}).get("memory_block")
+    if not block:
+        return request
+    own = text_of(request.system_message.content) if request.system_message is not None else ""
+    return request.override(system_message=SystemMessage(append_memories(own, block)))
 
 
 def _recorded_step(result: Any) -> Step | None:
