@@ -313,3 +313,14 @@ def test_the_middleware_runs_under_ainvoke(pool, exercise, tmp_path):
     out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
     assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["retrieved_ids"] == [memory.id]
     assert all(s.startswith(OWN_PROMPT) and memory.title in s for s in model.systems)
+
+
+def test_a_task_file_escaping_the_given_workspace_is_refused(pool, tmp_path):
+    seeded(pool)
+    workspace = tmp_path / "mine"
+    agent, model, _, _ = sandboxed_agent(pool, tmp_path, [AIMessage("Nothing to do.")], workspace=workspace)
+    task = Task(id="escape", instruction="x", check="true", files={"../escaped.txt": "planted"})
+    out = agent.invoke({"messages": [HumanMessage("x")], "mtl_task": task})
+    assert "escapes the workspace" in out["mtl"]["error"] and out["mtl"]["outcome"] == "error"
+    assert not (tmp_path / "escaped.txt").exists() and out["messages"][-1].content == "Nothing to do."
+    assert out["mtl"]["new_memory_ids"] == [] and len(pool) == 1 and not is_open(workspace)

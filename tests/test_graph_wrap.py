@@ -263,3 +263,27 @@ def test_a_wrapped_run_under_ainvoke(exercise, tmp_path):
     graph = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path)
     state = asyncio.run(graph.ainvoke({"task": exercise}))
     assert state["verdict"]["status"] == "pass" and state["trajectory"]["steps"][0]["exit_code"] == 0
+
+
+def test_bad_agents_are_one_clear_error(tmp_path):
+    with pytest.raises(TypeError, match="wraps a compiled graph .* not AIMessage"):
+        wrap(AIMessage("not an agent"), None, tmp_path)
+
+    class Answers(TypedDict):
+        answer: str
+
+    graph = StateGraph(Answers)
+    graph.add_node("answer", lambda state: {"answer": "42"})
+    graph.add_edge(START, "answer")
+    state = wrap(graph.compile(), None, tmp_path).invoke({"task": Task(id="q", instruction="x", check="true")})
+    assert state["error"] == "wrapped agent returned no messages (got dict with keys answer)"
+    assert state["verdict"]["status"] == "error" and state["outcome"] == "error"
+
+
+def test_a_task_file_escaping_the_workspace_is_refused_before_the_agent_runs(tmp_path):
+    model = Recording(responses=[AIMessage("done")], seen=[])
+    task = Task(id="escape", instruction="x", check="true", files={"../escaped.txt": "planted"})
+    graph = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path, workspace_root=tmp_path / "runs")
+    state = graph.invoke({"task": task})
+    assert "escapes the workspace" in state["error"] and model.seen == []
+    assert not (tmp_path / "runs" / "escaped.txt").exists() and list((tmp_path / "runs").iterdir()) == []

@@ -143,6 +143,9 @@ class WrappedExecute:
                  system_prompt: str | None) -> None:
         if memories not in ("system_message", "config"):
             raise ValueError(f"memories must be 'system_message' or 'config', not {memories!r}")
+        if not callable(getattr(agent_graph, "invoke", None)):
+            raise TypeError("with_memory_transfer wraps a compiled graph (or any Runnable) taking {'messages': [...]}, "
+                            f"not {type(agent_graph).__name__}")
         self.agent_graph, self.nodes, self.memories, self.system_prompt = agent_graph, nodes, memories, system_prompt
         self.prepare = durable(self._prepare, name="prepare")
 
@@ -183,10 +186,14 @@ class WrappedExecute:
             self._end(workspace)
             return {**prepared, "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
         self._end(workspace)
-        trajectory = agent_trajectory(result["messages"], task, self.agent_graph)
+        messages = result.get("messages") if isinstance(result, dict) else None
+        if not isinstance(messages, list):
+            return {**prepared, "error": f"wrapped agent returned no messages (got {type(result).__name__}"
+                                         f"{' with keys ' + ', '.join(map(str, result)) if isinstance(result, dict) else ''})"}
+        trajectory = agent_trajectory(messages, task, self.agent_graph)
         for step in live.untold(trajectory.steps):  # what the agent's other tools did is told after it
             events.step(step)
-        update: dict[str, Any] = {**prepared, "messages": result["messages"],
+        update: dict[str, Any] = {**prepared, "messages": messages,
                                   "trajectory": trajectory.model_dump(mode="json")}
         if live.refresh is not None and live.refresh.hits:
             update["re_retrieved"] = live.refresh.hits
