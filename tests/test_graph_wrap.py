@@ -194,11 +194,12 @@ class Messages(TypedDict):
 
 
 def custom_agent(model, prompt_of) -> Any:
-    """A hand-built agent graph (not create_agent) with its own system prompt."""
+    """A hand-built agent graph (not create_agent) with its own system prompt (none when `prompt_of` gives "")."""
     tools = sandbox_tools()
 
     def think(state: Messages, config: RunnableConfig) -> dict[str, Any]:
-        return {"messages": [model.invoke([SystemMessage(prompt_of(config)), *state["messages"]])]}
+        own = prompt_of(config)
+        return {"messages": [model.invoke([*([SystemMessage(own)] if own else []), *state["messages"]])]}
 
     graph = StateGraph(Messages)
     graph.add_node("think", think)
@@ -228,7 +229,7 @@ def test_a_system_prompt_given_to_the_wrapper_opens_the_input_with_the_memories_
     model = Recording(responses=[AIMessage("nothing to do")], seen=[])
     graph = wrap(custom_agent(model, lambda config: ""), pool, tmp_path, memory_type="insight", system_prompt=OWN)
     graph.invoke({"task": Task(id="p", instruction="Say hi.", check="true")})
-    [system] = [m.content for m in model.seen[0] if m.type == "system" and m.content]
+    [system] = [m.content for m in model.seen[0] if m.type == "system"]
     assert system.startswith(OWN) and system.rstrip().splitlines()[-1].startswith("</memory-")
     with pytest.raises(ValueError, match="memories must be"):
         wrap(custom_agent(model, lambda config: ""), pool, tmp_path, memories="prompt")
@@ -287,3 +288,13 @@ def test_a_task_file_escaping_the_workspace_is_refused_before_the_agent_runs(tmp
     state = graph.invoke({"task": task})
     assert "escapes the workspace" in state["error"] and model.seen == []
     assert not (tmp_path / "runs" / "escaped.txt").exists() and list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_create_agent_with_its_own_prompt_is_warned_towards_the_middleware(pool, tmp_path):
+    model = Recording(responses=[AIMessage("nothing to do")], seen=[])
+    graph = wrap(create_agent(model, tools=[], system_prompt=OWN), pool, tmp_path, memory_type="insight")
+    with pytest.warns(RuntimeWarning, match="use MemoryTransferMiddleware"):
+        told = [e for _, e in graph.stream({"task": Task(id="p", instruction="Say hi.", check="true")},
+                                           stream_mode=["custom"]) if e["kind"] == "warning"]
+    assert len(told) == 1 and "second system message" in told[0]["message"]
+    assert [m.type for m in model.seen[0]][:2] == ["system", "system"]  # what the warning is about

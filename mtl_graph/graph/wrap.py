@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import warnings
 from typing import Any, Callable, Literal, Sequence
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -135,6 +137,25 @@ class _LiveSteps:
 
 _REFRESHES = _Refreshes()
 
+SECOND_SYSTEM_MESSAGE = ("the wrapped agent has a system prompt of its own, so the memories reached its model as a "
+                         "second system message: for a create_agent agent use MemoryTransferMiddleware, for another "
+                         "graph memories='config' with with_memories(prompt, config), or pass its prompt as "
+                         "system_prompt=")
+
+
+class _SecondSystemMessage(BaseCallbackHandler):
+    """Warns (once per run) when our SystemMessage reached the agent's model next to one of its own."""
+
+    def __init__(self, context: contextvars.Context) -> None:
+        self.context, self.warned = context, False
+
+    def on_chat_model_start(self, serialized: Any, messages: list[list[Any]], **kwargs: Any) -> None:
+        if self.warned or not any(sum(m.type == "system" for m in batch) > 1 for batch in messages):
+            return
+        self.warned = True
+        warnings.warn(SECOND_SYSTEM_MESSAGE, RuntimeWarning, stacklevel=2)
+        self.context.copy().run(events.warning, SECOND_SYSTEM_MESSAGE)
+
 
 class WrappedExecute:
     """The `execute` node around a wrapped agent graph: prepare the run (durably), then run the agent in it."""
@@ -176,8 +197,10 @@ class WrappedExecute:
         sandbox_for(workspace, self.nodes.config.sandbox)  # a run resumed in a new process opens it again here
         live = _LiveSteps(_REFRESHES.get(workspace, lambda: self.nodes._refresh(task, state, runtime)))
         block = state.get("memory_block") or ""
-        inner = merge_configs(config, {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block,
-                                                        ON_STEP_KEY: live}})
+        extra: dict[str, Any] = {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block, ON_STEP_KEY: live}}
+        if self.memories == "system_message" and block:
+            extra["callbacks"] = [_SecondSystemMessage(live.context)]
+        inner = merge_configs(config, extra)
         try:
             result = self.agent_graph.invoke({"messages": self._opening(task, workspace, block)}, inner)
         except GraphBubbleUp:  # an interrupt (human in the loop) or a Command for a parent graph: not ours
