@@ -298,3 +298,55 @@ def test_a_create_agent_with_its_own_prompt_is_warned_towards_the_middleware(poo
                                            stream_mode=["custom"]) if e["kind"] == "warning"]
     assert len(told) == 1 and "second system message" in told[0]["message"]
     assert [m.type for m in model.seen[0]][:2] == ["system", "system"]  # what the warning is about
+
+
+RESUMABLE = '''
+import sys
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command, interrupt
+from mtl_graph.agent import ScriptedChatModel, bash_call
+from mtl_graph.agent.tools import sandbox_tools
+from mtl_graph.graph import with_memory_transfer
+from mtl_graph.tasks import Task
+
+@tool
+def confirm(question: str) -> str:
+    """Ask the person supervising the run."""
+    return str(interrupt(question))
+
+phase, db, log = sys.argv[1:4]
+script = [AIMessage("", tool_calls=[{"name": "confirm", "args": {"question": "go?"}, "id": "c1", "type": "tool_call"}]),
+          bash_call("echo $(cat seed.txt)-resumed > out.txt"), AIMessage("done")]
+# a new process replays the script from where the checkpoint left the agent: the model's position is the state's
+model = ScriptedChatModel(responses=script[1:] if phase == "resume" else script)
+task = Task(id="two-processes", instruction="x", files={"seed.txt": "seed"}, check="grep -qx seed-resumed out.txt")
+with SqliteSaver.from_conn_string(db) as saver:
+    graph = with_memory_transfer(create_agent(model, tools=[confirm, *sandbox_tools()]), None, model=model,
+                                 memory_type="none", online=False, run_log=log, checkpointer=saver)
+    thread = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"task": task} if phase == "start" else Command(resume="yes"), thread)
+    print(out["__interrupt__"][0].value if "__interrupt__" in out else out["verdict"]["status"])
+'''
+
+
+def test_a_run_interrupted_in_one_process_resumes_in_another_in_the_same_workspace(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "resumable.py"
+    script.write_text(RESUMABLE)
+    args = [str(tmp_path / "threads.sqlite"), str(tmp_path / "runs.jsonl")]
+
+    def run(phase: str) -> str:
+        done = subprocess.run([sys.executable, str(script), phase, *args], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip().splitlines()[-1]
+
+    assert run("start") == "go?"
+    assert run("resume") == "pass"  # the prepared workspace (seed.txt) was replayed; its sandbox opened anew
+    [line] = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [s["action"] for s in line["steps"]][1] == "echo $(cat seed.txt)-resumed > out.txt"
