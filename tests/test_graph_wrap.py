@@ -146,19 +146,25 @@ def test_an_interrupt_inside_the_wrapped_agent_reaches_the_caller_and_resume_con
         seen.append(config["configurable"]["mtl_workspace"])
         return str(interrupt(question))
 
-    model = ScriptedChatModel(responses=[call("ask_human", 1, question="May I overwrite primes.py?"),
+    model = ScriptedChatModel(responses=[bash_call("ls"), call("ask_human", 1, question="May I overwrite primes.py?"),
                                          bash_call(SOLVE), AIMessage("is_prime written")])
     graph = wrap(create_agent(model, tools=[ask_human, *sandbox_tools()]), None, tmp_path,
                  checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "hitl"}}
-    paused = graph.invoke({"task": exercise}, thread)
-    [pending] = paused["__interrupt__"]
-    assert pending.value == "May I overwrite primes.py?" and paused.get("verdict") is None
+
+    def steps_told(chunks) -> list[str]:
+        return [c["command"] for mode, c in chunks if mode == "custom" and c["kind"] == "step"]
+
+    first = list(graph.stream({"task": exercise}, thread, stream_mode=["custom", "updates"]))
+    [pending] = next(c["__interrupt__"] for mode, c in first if mode == "updates" and "__interrupt__" in c)
+    assert pending.value == "May I overwrite primes.py?" and steps_told(first) == ["ls"]
     assert Path(seen[0]).is_dir() and is_open(seen[0])  # the run's workspace and sandbox wait for the answer
-    state = graph.invoke(Command(resume="yes, go ahead"), thread)
+    second = list(graph.stream(Command(resume="yes, go ahead"), thread, stream_mode=["custom", "values"]))
     assert seen[-1] == seen[0]  # the same workspace after the resume, not a new one
+    assert steps_told(second) == [SOLVE, 'ask_human({"question": "May I overwrite primes.py?"})']  # each once
+    state = [c for mode, c in second if mode == "values"][-1]
     steps = state["trajectory"]["steps"]
-    assert [s["tool"] for s in steps] == ["ask_human", "bash"] and steps[0]["observation"] == "yes, go ahead"
+    assert [s["tool"] for s in steps] == ["bash", "ask_human", "bash"] and steps[1]["observation"] == "yes, go ahead"
     assert state["verdict"]["status"] == "pass" and state["error"] is None and not is_open(seen[0])
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
 

@@ -86,23 +86,6 @@ def agent_trajectory(messages: list[Any], task: Task, agent: Any) -> Trajectory:
     return trajectory
 
 
-class _Refreshes:
-    """The run's re-retrieval hook per workspace: a resumed `agent` node gets the one that already fired."""
-
-    def __init__(self) -> None:
-        self._lock, self._by_workspace = threading.Lock(), {}
-
-    def get(self, workspace: str, make: Callable[[], MemoryRefresh | None]) -> MemoryRefresh | None:
-        with self._lock:
-            if workspace not in self._by_workspace:
-                self._by_workspace[workspace] = make()
-            return self._by_workspace[workspace]
-
-    def drop(self, workspace: str) -> None:
-        with self._lock:
-            self._by_workspace.pop(workspace, None)
-
-
 class _LiveSteps:
     """The `mtl_on_step` hook: tells each `sandbox_tools` command as it happens, re-retrieves on a failing test run.
 
@@ -111,7 +94,7 @@ class _LiveSteps:
 
     def __init__(self, refresh: MemoryRefresh | None) -> None:
         self.refresh, self.told = refresh, []
-        self.context = contextvars.copy_context()  # the execute node's: its stream writer
+        self.context = contextvars.copy_context()  # the execute node's (its stream writer); see _LiveRuns.get
 
     def __call__(self, step: Step) -> str | None:
         self.told.append(step)
@@ -135,7 +118,27 @@ class _LiveSteps:
         return out
 
 
-_REFRESHES = _Refreshes()
+class _LiveRuns:
+    """Each running wrapped agent's step hook, by workspace: a run resumed after an interrupt keeps what its hook
+    already told and whether it already re-retrieved."""
+
+    def __init__(self) -> None:
+        self._lock, self._by_workspace = threading.Lock(), {}
+
+    def get(self, workspace: str, make: Callable[[], "_LiveSteps"]) -> "_LiveSteps":
+        with self._lock:
+            if workspace not in self._by_workspace:
+                self._by_workspace[workspace] = make()
+            live = self._by_workspace[workspace]
+        live.context = contextvars.copy_context()  # this execution's stream writer, not the interrupted one's
+        return live
+
+    def drop(self, workspace: str) -> None:
+        with self._lock:
+            self._by_workspace.pop(workspace, None)
+
+
+_LIVE_RUNS = _LiveRuns()
 
 SECOND_SYSTEM_MESSAGE = ("the wrapped agent has a system prompt of its own, so the memories reached its model as a "
                          "second system message: for a create_agent agent use MemoryTransferMiddleware, for another "
@@ -195,7 +198,7 @@ class WrappedExecute:
             return prepared
         task, workspace = as_task(state["task"]), prepared["workspace"]
         sandbox_for(workspace, self.nodes.config.sandbox)  # a run resumed in a new process opens it again here
-        live = _LiveSteps(_REFRESHES.get(workspace, lambda: self.nodes._refresh(task, state, runtime)))
+        live = _LIVE_RUNS.get(workspace, lambda: _LiveSteps(self.nodes._refresh(task, state, runtime)))
         block = state.get("memory_block") or ""
         extra: dict[str, Any] = {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block, ON_STEP_KEY: live}}
         if self.memories == "system_message" and block:
@@ -233,7 +236,7 @@ class WrappedExecute:
     def _end(workspace: str) -> None:
         """The agent is done: its sandbox closes (whatever it left running dies) before the check restores tests."""
         release(workspace)
-        _REFRESHES.drop(workspace)
+        _LIVE_RUNS.drop(workspace)
 
 
 def with_memory_transfer(
