@@ -324,3 +324,15 @@ def test_a_task_file_escaping_the_given_workspace_is_refused(pool, tmp_path):
     assert "escapes the workspace" in out["mtl"]["error"] and out["mtl"]["outcome"] == "error"
     assert not (tmp_path / "escaped.txt").exists() and out["messages"][-1].content == "Nothing to do."
     assert out["mtl"]["new_memory_ids"] == [] and len(pool) == 1 and not is_open(workspace)
+
+
+def test_when_retrieval_fails_the_agent_still_works_in_its_sandbox(tmp_path, monkeypatch):
+    (tmp_path / "not-a-pool").write_text("a file where a pool directory should be")
+    monkeypatch.setenv("MTL_POOL", str(tmp_path / "not-a-pool"))
+    agent, _, _, _ = sandboxed_agent(None, tmp_path, [bash_call("echo hi > out.txt && cat out.txt"),
+                                                      AIMessage("wrote out.txt")])
+    task = Task(id="w", instruction="Write hi to out.txt.", check="grep -qx hi out.txt")
+    out = agent.invoke({"messages": [HumanMessage(task.instruction)], "mtl_task": task})
+    [reply] = [m for m in out["messages"] if m.type == "tool"]
+    assert reply.artifact["exit_code"] == 0 and reply.artifact["observation"].strip() == "hi"
+    assert out["mtl"]["error"].startswith("retrieval failed") and out["mtl"]["outcome"] == "error"

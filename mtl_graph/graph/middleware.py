@@ -85,8 +85,10 @@ class MemoryTransferMiddleware(AgentMiddleware):
         run.update(self.nodes.plan(run, ctx))
         if not run.get("error"):
             run.update(self.nodes.retrieve(run, ctx))
-        if not run.get("error"):
-            run.update(self._prepare(as_task(run["task"])))
+        task = _valid_task(run["task"])
+        if task is not None:  # even when retrieval failed: the run learns nothing, but the agent can still work
+            prepared = self._prepare(task)
+            run.update({k: v for k, v in prepared.items() if k != "error" or not run.get("error")})
         return {"mtl": {k: v for k, v in run.items() if k in (*RUN_FIELDS, *DURING_RUN)},
                 "workspace": run.get("workspace"), "mtl_refresh": {"used": False, "hits": []}}
 
@@ -170,6 +172,13 @@ def _with_memories(request: ModelRequest) -> ModelRequest:
         return request
     own = text_of(request.system_message.content) if request.system_message is not None else ""
     return request.override(system_message=SystemMessage(append_memories(own, block)))
+
+
+def _valid_task(value: Any) -> Task | None:
+    try:
+        return as_task(value)
+    except Exception:  # plan has recorded it as the run's error
+        return None
 
 
 def _recorded_step(result: Any) -> Step | None:
