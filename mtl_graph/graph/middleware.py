@@ -23,18 +23,16 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from typing_extensions import NotRequired
 
-from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.importers.common import text_of
-from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.experience.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.state import merge_dicts
 from mtl_graph.graph.support import as_task
-from mtl_graph.graph.wrap import agent_trajectory, append_memories
+from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.sandbox.registry import release, sandbox_for
+from mtl_graph.sandbox.registry import release
 from mtl_graph.tasks import Task
 
 RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
@@ -96,20 +94,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         """The task's files in the run's workspace and its setup run in the run's sandbox (registered for the tools)."""
         own = self.workspace is None
         workspace = self.nodes.new_workspace(task) if own else self.workspace
-        prepared: dict[str, Any] = {"workspace": str(workspace), "own_workspace": own}
-        try:
-            task.materialize(workspace)
-            run_setup(task, sandbox_for(workspace, self.nodes.config.sandbox))
-            # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-            prepared["check_baseline"] = hijack_candidates(workspace)
-        except Exception as exc:
-            release(workspace)
-            prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
-        return prepared
-
-    async def abefore_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
-        # The pool, the planner and the setup block: off the event loop (a LangGraph server raises otherwise).
-        return await asyncio.to_thread(self.before_agent, state, runtime)
+        return {**prepare_workspace(task, workspace, self.nodes.config.sandbox), "own_workspace": own}
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         return handler(_with_memories(request))

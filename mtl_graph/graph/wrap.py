@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import warnings
+from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -62,6 +63,21 @@ def with_memories(system_prompt: str, config: RunnableConfig | None = None) -> s
     """For a wrapped graph's model node: its own system prompt, the run's memories appended (memories="config")."""
     config = config if config is not None else get_config()
     return append_memories(system_prompt, (config.get("configurable") or {}).get(MEMORY_KEY) or "")
+
+
+def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
+    """The task's files in workspace and its setup run in the workspace's registry sandbox (the one the agent's
+    `sandbox_tools` will use): `workspace`, `check_baseline`, or `error` (the sandbox then closed)."""
+    prepared: dict[str, Any] = {"workspace": str(workspace)}
+    try:
+        task.materialize(workspace)
+        run_setup(task, sandbox_for(workspace, kind))
+        # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
+        prepared["check_baseline"] = hijack_candidates(workspace)
+    except Exception as exc:
+        release(workspace)
+        prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
+    return prepared
 
 
 def agent_trajectory(messages: list[Any], task: Task, agent: Any) -> Trajectory:
@@ -174,19 +190,8 @@ class WrappedExecute:
         self.prepare = durable(self._prepare, name="prepare")
 
     def _prepare(self, task_data: Any) -> dict[str, Any]:
-        """A fresh workspace with the task's files, its setup run in the run's sandbox (the agent's tools use it)."""
         task = as_task(task_data)
-        workspace = self.nodes.new_workspace(task)
-        prepared: dict[str, Any] = {"workspace": str(workspace)}
-        try:
-            task.materialize(workspace)
-            run_setup(task, sandbox_for(workspace, self.nodes.config.sandbox))
-            # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-            prepared["check_baseline"] = hijack_candidates(workspace)
-        except Exception as exc:
-            release(workspace)
-            prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
-        return prepared
+        return prepare_workspace(task, self.nodes.new_workspace(task), self.nodes.config.sandbox)
 
     @timed("execute")
     def __call__(self, state: MTLState, config: RunnableConfig, runtime: Runtime[MTLContext]) -> dict[str, Any]:
