@@ -356,3 +356,20 @@ def test_a_run_interrupted_in_one_process_resumes_in_another_in_the_same_workspa
     assert run("resume") == "pass"  # the prepared workspace (seed.txt) was replayed; its sandbox opened anew
     [line] = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [s["action"] for s in line["steps"]][1] == "echo $(cat seed.txt)-resumed > out.txt"
+
+
+def test_an_interrupt_without_a_checkpointer_ends_the_run_with_one_clear_error(tmp_path):
+    seen: list[str] = []
+
+    @tool
+    def ask_human(question: str, config: RunnableConfig) -> str:
+        """Ask the person supervising the run."""
+        seen.append(config["configurable"]["mtl_workspace"])
+        return str(interrupt(question))
+
+    model = ScriptedChatModel(responses=[call("ask_human", 1, question="ok?"), AIMessage("done")])
+    state = wrap(create_agent(model, tools=[ask_human]), None, tmp_path).invoke(
+        {"task": Task(id="t", instruction="x", check="true")})
+    assert "no checkpointer" in state["error"] and state["outcome"] == "error" and "__interrupt__" not in state
+    assert not Path(seen[0]).exists() and not is_open(seen[0])  # nothing leaks for a run no one can resume
+    assert "no checkpointer" in json.loads((tmp_path / "runs.jsonl").read_text())["error"]

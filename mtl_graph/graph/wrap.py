@@ -25,7 +25,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.config import get_config
-from langgraph.errors import GraphBubbleUp
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.func import task as durable
 from langgraph.runtime import Runtime
 from pydantic import ValidationError
@@ -156,6 +157,9 @@ class _LiveRuns:
 
 _LIVE_RUNS = _LiveRuns()
 
+NOT_RESUMABLE = ("the wrapped agent paused for human input (interrupt), but the graph has no checkpointer to "
+                 "resume it from: compile it with checkpointer=... and invoke it with a thread_id")
+
 SECOND_SYSTEM_MESSAGE = ("the wrapped agent has a system prompt of its own, so the memories reached its model as a "
                          "second system message: for a create_agent agent use MemoryTransferMiddleware, for another "
                          "graph memories='config' with with_memories(prompt, config), or pass its prompt as "
@@ -211,7 +215,12 @@ class WrappedExecute:
         inner = merge_configs(config, extra)
         try:
             result = self.agent_graph.invoke({"messages": self._opening(task, workspace, block)}, inner)
-        except GraphBubbleUp:  # an interrupt (human in the loop) or a Command for a parent graph: not ours
+        except GraphInterrupt:  # human in the loop: the caller answers with Command(resume=...)
+            if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
+                raise
+            self._end(workspace)  # nothing could ever resume it: end the run rather than leak its workspace
+            return {**prepared, "error": NOT_RESUMABLE}
+        except GraphBubbleUp:  # a Command for a parent graph: not ours either
             raise
         except Exception as exc:
             self._end(workspace)
