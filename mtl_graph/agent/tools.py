@@ -69,8 +69,8 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
         if box is None:
             workspace = workspace_of(runtime)
             if not workspace:
-                raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools or run the agent "
-                                   "through with_memory_transfer")
+                raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools, or run the agent "
+                                   "through with_memory_transfer or with MemoryTransferMiddleware")
             box = sandbox_for(workspace, kind)
         step = run_command(box, command, cfg)
         # A wrapped run's hook (re-retrieval after a failing test run) may add a note for the model.
