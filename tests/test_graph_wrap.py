@@ -373,3 +373,35 @@ def test_an_interrupt_without_a_checkpointer_ends_the_run_with_one_clear_error(t
     assert "no checkpointer" in state["error"] and state["outcome"] == "error" and "__interrupt__" not in state
     assert not Path(seen[0]).exists() and not is_open(seen[0])  # nothing leaks for a run no one can resume
     assert "no checkpointer" in json.loads((tmp_path / "runs.jsonl").read_text())["error"]
+
+
+def test_sandbox_tools_outside_a_run_refuse_to_guess_a_directory(tmp_path, monkeypatch):
+    from mtl_graph.sandbox.base import SandboxError
+
+    monkeypatch.chdir(tmp_path)
+    agent = create_agent(ScriptedChatModel(responses=[bash_call("touch planted.txt")]), tools=sandbox_tools())
+    with pytest.raises(SandboxError, match="no workspace for this run"):
+        agent.invoke({"messages": [("user", "go")]})
+    assert list(tmp_path.iterdir()) == []  # nothing ran on the host, in the caller's directory or elsewhere
+
+
+class PerTask(ScriptedChatModel):
+    """Writes the task's own token into mine.txt, then stops: one model shared by runs in parallel."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        human = next(m.content for m in messages if m.type == "human")
+        token = human.split("token ", 1)[1].split(".", 1)[0]
+        done = any(m.type == "tool" for m in messages)
+        reply = AIMessage("done") if done else bash_call(f"echo {token} > mine.txt; ls")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def test_parallel_wrapped_runs_each_work_in_their_own_workspace_and_sandbox(tmp_path):
+    tasks = [Task(id=f"p{i}", instruction=f"Write the token t{i}.", check=f"grep -qx t{i} mine.txt && "
+                  "test \"$(ls)\" = mine.txt") for i in range(4)]
+    graph = wrap(create_agent(PerTask(), tools=sandbox_tools()), None, tmp_path)
+    states = graph.batch([{"task": t} for t in tasks], {"max_concurrency": 4})
+    assert [s["verdict"]["status"] for s in states] == ["pass"] * 4
+    assert [s["trajectory"]["steps"][0]["observation"].strip() for s in states] == ["mine.txt"] * 4
