@@ -283,7 +283,7 @@ def test_bad_agents_are_one_clear_error(tmp_path):
     graph.add_node("answer", lambda state: {"answer": "42"})
     graph.add_edge(START, "answer")
     state = wrap(graph.compile(), None, tmp_path).invoke({"task": Task(id="q", instruction="x", check="true")})
-    assert state["error"] == "wrapped agent returned no messages (got dict with keys answer)"
+    assert state["error"] == "wrapped agent returned no messages (got a dict with keys answer)"
     assert state["verdict"]["status"] == "error" and state["outcome"] == "error"
 
 

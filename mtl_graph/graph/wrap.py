@@ -228,8 +228,9 @@ class WrappedExecute:
         self._end(workspace)
         messages = result.get("messages") if isinstance(result, dict) else None
         if not isinstance(messages, list):
-            return {**prepared, "error": f"wrapped agent returned no messages (got {type(result).__name__}"
-                                         f"{' with keys ' + ', '.join(map(str, result)) if isinstance(result, dict) else ''})"}
+            got = f"a dict with keys {', '.join(map(str, result))}" if isinstance(result, dict) else \
+                f"a {type(result).__name__}"
+            return {**prepared, "error": f"wrapped agent returned no messages (got {got})"}
         trajectory = agent_trajectory(messages, task, self.agent_graph)
         for step in live.untold(trajectory.steps):  # what the agent's other tools did is told after it
             events.step(step)
