@@ -263,13 +263,31 @@ def test_the_wrapped_agents_commands_reach_the_graphs_own_stream_once_each(pool,
                     ("step", "echo done"), ("step", 'note({"text": "hm"})')]  # the agent's own tool: after it
 
 
-def test_a_wrapped_run_under_ainvoke(exercise, tmp_path):
+def test_a_wrapped_run_under_ainvoke_runs_the_agent_natively_async(exercise, tmp_path):
     import asyncio
 
-    model = ScriptedChatModel(responses=[bash_call(SOLVE), AIMessage("is_prime written")])
-    graph = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path)
-    state = asyncio.run(graph.ainvoke({"task": exercise}))
-    assert state["verdict"]["status"] == "pass" and state["trajectory"]["steps"][0]["exit_code"] == 0
+    from langchain_core.tools import StructuredTool
+
+    async def lookup(term: str) -> str:
+        """Look a name up (async only, like an MCP tool)."""
+        return f"{term}: an integer greater than 1 with no divisors but 1 and itself"
+
+    model = ScriptedChatModel(responses=[call("lookup", 1, term="prime"), bash_call(SOLVE),
+                                         AIMessage("is_prime written")])
+    tools = [StructuredTool.from_function(coroutine=lookup, name="lookup", description=lookup.__doc__),
+             *sandbox_tools()]
+    graph = wrap(create_agent(model, tools=tools), None, tmp_path)
+
+    async def final():
+        return [chunk async for chunk in graph.astream({"task": exercise}, stream_mode=["custom", "values"])]
+
+    chunks = asyncio.run(final())
+    told = [c["command"] for mode, c in chunks if mode == "custom" and c["kind"] == "step"]
+    state = [c for mode, c in chunks if mode == "values"][-1]
+    assert state["error"] is None and state["verdict"]["status"] == "pass"
+    assert [s["tool"] for s in state["trajectory"]["steps"]] == ["lookup", "bash"]
+    assert state["trajectory"]["steps"][1]["exit_code"] == 0 and state["timings"]["execute"] > 0
+    assert told == [SOLVE, 'lookup({"term": "prime"})']  # the sandbox command live, the other tool after
 
 
 def test_bad_agents_are_one_clear_error(tmp_path):
@@ -405,3 +423,28 @@ def test_parallel_wrapped_runs_each_work_in_their_own_workspace_and_sandbox(tmp_
     states = graph.batch([{"task": t} for t in tasks], {"max_concurrency": 4})
     assert [s["verdict"]["status"] for s in states] == ["pass"] * 4
     assert [s["trajectory"]["steps"][0]["observation"].strip() for s in states] == ["mine.txt"] * 4
+
+
+def test_an_interrupt_under_ainvoke_pauses_and_resumes_the_same_run(exercise, tmp_path):
+    import asyncio
+
+    seen: list[str] = []
+
+    @tool
+    def ask_human(question: str, config: RunnableConfig) -> str:
+        """Ask the person supervising the run."""
+        seen.append(config["configurable"]["mtl_workspace"])
+        return str(interrupt(question))
+
+    model = ScriptedChatModel(responses=[call("ask_human", 1, question="go?"), bash_call(SOLVE), AIMessage("done")])
+    graph = wrap(create_agent(model, tools=[ask_human, *sandbox_tools()]), None, tmp_path,
+                 checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "async-hitl"}}
+
+    async def both():
+        return (await graph.ainvoke({"task": exercise}, thread),
+                await graph.ainvoke(Command(resume="yes"), thread))
+
+    paused, state = asyncio.run(both())
+    assert [i.value for i in paused["__interrupt__"]] == ["go?"]
+    assert state["verdict"]["status"] == "pass" and seen[0] == seen[-1] and not is_open(seen[0])

@@ -13,22 +13,25 @@ compiled graphs that are not `create_agent` agents."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
+import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.func import task as durable
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 from pydantic import ValidationError
 
 from mtl_graph.experience.checks import SetupFailed, run_setup
@@ -36,7 +39,6 @@ from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.experience.trajectory import Step, Trajectory
 from mtl_graph.graph import events
 from mtl_graph.graph.build import _config, _default_distiller, _wire
-from mtl_graph.graph.context import MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
@@ -180,8 +182,26 @@ class _SecondSystemMessage(BaseCallbackHandler):
         self.context.copy().run(events.warning, SECOND_SYSTEM_MESSAGE)
 
 
+@dataclass
+class _AgentRun:
+    """One wrapped agent's run, between preparing it and reading its result."""
+
+    task: Task
+    prepared: dict[str, Any]
+    live: _LiveSteps
+    config: RunnableConfig
+    opening: list[Any]
+
+    @property
+    def workspace(self) -> str:
+        return self.prepared["workspace"]
+
+
 class WrappedExecute:
-    """The `execute` node around a wrapped agent graph: prepare the run (durably), then run the agent in it."""
+    """The `execute` node around a wrapped agent graph: prepare the run (durably), then run the agent in it.
+
+    `node()` is a Runnable with a sync and an async path: under `ainvoke` / `astream` the wrapped agent runs with
+    its own `ainvoke` (async-only tools such as MCP tools work) and our blocking steps go to a thread."""
 
     def __init__(self, agent_graph: Any, nodes: MTLNodes, memories: MemoryPlacement,
                  system_prompt: str | None) -> None:
@@ -193,51 +213,87 @@ class WrappedExecute:
         self.agent_graph, self.nodes, self.memories, self.system_prompt = agent_graph, nodes, memories, system_prompt
         self.prepare = durable(self._prepare, name="prepare")
 
+    def node(self) -> RunnableLambda:
+        return RunnableLambda(self._run, afunc=self._arun, name="execute")
+
     def _prepare(self, task_data: Any) -> dict[str, Any]:
         task = as_task(task_data)
         return prepare_workspace(task, self.nodes.new_workspace(task), self.nodes.config.sandbox)
 
     @timed("execute")
-    def __call__(self, state: MTLState, config: RunnableConfig, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def _run(self, state: MTLState, config: RunnableConfig) -> dict[str, Any]:
         """Prepare, then invoke the wrapped graph with the caller's config; its interrupts go up to the caller."""
         if state.get("error"):
             return {}
         prepared = self.prepare(state["task"]).result()  # replayed, not redone, when an interrupted run resumes
         if prepared.get("error"):
             return prepared
+        run = self._start(state, config, prepared)
+        try:
+            result = self.agent_graph.invoke({"messages": run.opening}, run.config)
+        except Exception as exc:
+            update = self._failed(exc, run, config)
+            if update is None:
+                raise
+            return update
+        return self._finish(result, run)
+
+    async def _arun(self, state: MTLState, config: RunnableConfig) -> dict[str, Any]:
+        started = time.perf_counter()
+        update: dict[str, Any] = {}
+        if not state.get("error"):
+            update = await self.prepare(state["task"])
+        if not state.get("error") and not update.get("error"):
+            run = await asyncio.to_thread(self._start, state, config, update)
+            try:
+                result = await self.agent_graph.ainvoke({"messages": run.opening}, run.config)
+            except Exception as exc:
+                failed = await asyncio.to_thread(self._failed, exc, run, config)
+                if failed is None:
+                    raise
+                update = failed
+            else:
+                update = await asyncio.to_thread(self._finish, result, run)
+        return {**update, "timings": {"execute": round(time.perf_counter() - started, 4)}}
+
+    def _start(self, state: MTLState, config: RunnableConfig, prepared: dict[str, Any]) -> _AgentRun:
         task, workspace = as_task(state["task"]), prepared["workspace"]
         sandbox_for(workspace, self.nodes.config.sandbox)  # a run resumed in a new process opens it again here
+        runtime = get_runtime()
         live = _LIVE_RUNS.get(workspace, lambda: _LiveSteps(self.nodes._refresh(task, state, runtime)))
         block = state.get("memory_block") or ""
         extra: dict[str, Any] = {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block, ON_STEP_KEY: live}}
         if self.memories == "system_message" and block:
             extra["callbacks"] = [_SecondSystemMessage(live.context)]
-        inner = merge_configs(config, extra)
-        try:
-            result = self.agent_graph.invoke({"messages": self._opening(task, workspace, block)}, inner)
-        except GraphInterrupt:  # human in the loop: the caller answers with Command(resume=...)
+        return _AgentRun(task, prepared, live, merge_configs(config, extra), self._opening(task, workspace, block))
+
+    def _failed(self, exc: Exception, run: _AgentRun, config: RunnableConfig) -> dict[str, Any] | None:
+        """The run's update when the wrapped agent raised; None when the exception belongs to the caller: an
+        interrupt (human in the loop, answered with Command(resume=...)) or a Command for a parent graph."""
+        if isinstance(exc, GraphInterrupt):
             if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
-                raise
-            self._end(workspace)  # nothing could ever resume it: end the run rather than leak its workspace
-            return {**prepared, "error": NOT_RESUMABLE}
-        except GraphBubbleUp:  # a Command for a parent graph: not ours either
-            raise
-        except Exception as exc:
-            self._end(workspace)
-            return {**prepared, "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
-        self._end(workspace)
+                return None
+            self._end(run.workspace)  # nothing could ever resume it: end the run rather than leak its workspace
+            return {**run.prepared, "error": NOT_RESUMABLE}
+        if isinstance(exc, GraphBubbleUp):
+            return None
+        self._end(run.workspace)
+        return {**run.prepared, "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
+
+    def _finish(self, result: Any, run: _AgentRun) -> dict[str, Any]:
+        self._end(run.workspace)
         messages = result.get("messages") if isinstance(result, dict) else None
         if not isinstance(messages, list):
             got = f"a dict with keys {', '.join(map(str, result))}" if isinstance(result, dict) else \
                 f"a {type(result).__name__}"
-            return {**prepared, "error": f"wrapped agent returned no messages (got {got})"}
-        trajectory = agent_trajectory(messages, task, self.agent_graph)
-        for step in live.untold(trajectory.steps):  # what the agent's other tools did is told after it
+            return {**run.prepared, "error": f"wrapped agent returned no messages (got {got})"}
+        trajectory = agent_trajectory(messages, run.task, self.agent_graph)
+        for step in run.live.untold(trajectory.steps):  # what the agent's other tools did is told after it
             events.step(step)
-        update: dict[str, Any] = {**prepared, "messages": messages,
+        update: dict[str, Any] = {**run.prepared, "messages": messages,
                                   "trajectory": trajectory.model_dump(mode="json")}
-        if live.refresh is not None and live.refresh.hits:
-            update["re_retrieved"] = live.refresh.hits
+        if run.live.refresh is not None and run.live.refresh.hits:
+            update["re_retrieved"] = run.live.refresh.hits
         return update
 
     def _opening(self, task: Task, workspace: str, block: str) -> list[Any]:
@@ -289,7 +345,7 @@ def with_memory_transfer(
     and distils."""
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
     nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
-    execute = WrappedExecute(agent_graph, nodes, memories, system_prompt)
+    execute = WrappedExecute(agent_graph, nodes, memories, system_prompt).node()
     return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")
 
 
