@@ -1,30 +1,23 @@
-"""Wrap an existing `create_agent` agent with memory transfer.
+"""Wrap an existing agent graph with memory transfer; its bash tool runs in the run's sandbox.
 
     python examples/wrap_create_agent.py        # offline: a scripted model drives the agent's real tool calls
 
-With a real model, replace `ScriptedChatModel(...)` by e.g. "openai:gpt-5-mini" in both places.
+`sandbox_tools()` is a `bash` tool that runs each command in the sandbox of the run's workspace (the one the
+task's setup ran in), never on the host. With a real model, replace `ScriptedChatModel(...)` by e.g.
+"openai:gpt-5-mini" in both places. For a `create_agent` agent you build yourself, `MemoryTransferMiddleware`
+puts the memories at the end of its own system prompt (see the README); `with_memory_transfer` wraps any
+compiled graph whose state has `messages`.
 """
-
-import subprocess
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import tool
 
 from mtl_graph.agent import ScriptedChatModel
+from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.graph import with_memory_transfer
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.tasks import Task
-
-
-@tool
-def shell(command: str, config: RunnableConfig) -> str:
-    """Run a shell command in the task's workspace and return its output."""
-    workspace = config["configurable"]["mtl_workspace"]  # set by with_memory_transfer
-    done = subprocess.run(command, shell=True, cwd=workspace, capture_output=True, text=True, timeout=60)
-    return f"exit code {done.returncode}\n{done.stdout}{done.stderr}"
 
 
 def call(name: str, **args) -> AIMessage:
@@ -36,11 +29,11 @@ def main() -> None:
                 check="python3 greet.py | grep -qx hello")
     model = ScriptedChatModel(responses=[
         AIMessage("Plan: write greet.py with one print call, run it, and check its output."),  # the HyDE plan
-        call("shell", command="echo \"print('hello')\" > greet.py"),
-        call("shell", command="python3 greet.py"),
+        call("bash", command="echo \"print('hello')\" > greet.py"),
+        call("bash", command="python3 greet.py"),
         AIMessage("greet.py prints hello; verified by running it."),
     ])
-    agent = create_agent(model, tools=[shell])  # your existing agent, unchanged
+    agent = create_agent(model, tools=sandbox_tools())  # your agent; its bash tool runs in the run's sandbox
     with MemoryPool.open(":memory:") as pool:
         pool.add(InsightMemory(title="Run what you wrote", description="Before finishing a scripting task.",
                                content="Execute the script once and compare its output with the request.",
@@ -50,6 +43,7 @@ def main() -> None:
     print("verdict:", state["verdict"]["status"], "by", state["verdict"]["source"])
     print("retrieved:", [(r["type"], r["domains"], round(r["similarity"], 2)) for r in state["retrieved"]])
     print("steps:", [s["action"] for s in state["trajectory"]["steps"]])
+    print("exit codes:", [s["exit_code"] for s in state["trajectory"]["steps"]])
     print("new memories:", len(state["new_memory_ids"]))
 
 

@@ -30,6 +30,8 @@ def test_wrapping_a_create_agent_agent(tmp_path):
     assert "verdict: pass by tests" in out
     assert "retrieved: [('insight', ['shell']" in out
     assert "python3 greet.py" in out and "new memories: 1" in out
+    assert "exit codes: [0, 0]" in out  # recorded by the sandbox tool, not parsed back from text
+    assert "subprocess" not in (ROOT / "examples" / "wrap_create_agent.py").read_text()  # nothing on the host
     assert (tmp_path / "runs.jsonl").read_text().count('"record": "run"') == 1
 
 

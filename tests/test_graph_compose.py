@@ -122,3 +122,41 @@ def test_a_broken_task_reaches_the_parent_as_an_error_outcome(pool, tmp_path):
     assert [m.content for m in out["messages"]] == ["run a task"]
     assert out["outcome"] == "error" and out["error"].startswith("invalid task")
     assert out["verdict"]["status"] == "error" and out["new_memory_ids"] == [] and out["retrieved_ids"] == []
+
+
+def test_an_interrupt_in_a_wrapped_agent_reaches_the_parent_graph_and_resumes(pool, tmp_path):
+    from langchain_core.messages import ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    from mtl_graph.agent.tools import sandbox_tools
+
+    @tool
+    def confirm(question: str) -> str:
+        """Ask the person supervising the run."""
+        return str(interrupt(question))
+
+    solve = ("cat > slug.py <<'EOF'\nimport re\n\n\ndef slugify(text: str) -> str:\n"
+             "    return re.sub(r\"[^a-z0-9]+\", \"-\", text.lower()).strip(\"-\")\nEOF")
+    agent_model = ScriptedChatModel(responses=[
+        AIMessage("", tool_calls=[{"name": "confirm", "args": {"question": "Write slug.py?"}, "id": "q1",
+                                   "type": "tool_call"}]),
+        bash_call(solve), AIMessage("slug.py written")])
+    wrapped = with_memory_transfer(create_agent(agent_model, tools=[confirm, *sandbox_tools()]), pool,
+                                   model=ScriptedChatModel(responses=[AIMessage("Inspect, edit, run the tests.")]),
+                                   distill_formats=["trajectory"], run_log=tmp_path / "runs.jsonl")
+    graph = StateGraph(Parent)
+    graph.add_node("ask", lambda state: {"messages": [HumanMessage("please slugify")],
+                                         "task": str(EXAMPLES / "slugify")})
+    graph.add_node("mtl", wrapped)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", "mtl")
+    parent = graph.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "parent"}}
+    paused = parent.invoke({"messages": []}, thread)
+    assert [i.value for i in paused["__interrupt__"]] == ["Write slug.py?"] and "outcome" not in paused
+    out = parent.invoke(Command(resume="yes"), thread)
+    assert out["outcome"] == "success" and out["verdict"]["status"] == "pass"
+    assert [m.content for m in out["messages"]] == ["please slugify"]  # the agent's transcript stayed inside
+    assert not any(isinstance(m, ToolMessage) for m in out["messages"])
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1

@@ -3,18 +3,27 @@ the task's real tests, a real pool."""
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, load_action_script
+from mtl_graph.agent.tools import sandbox_tools
+from mtl_graph.bench.suites import load_suite
 from mtl_graph.graph import MemoryTransferMiddleware
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
+from mtl_graph.sandbox.registry import is_open
 from mtl_graph.tasks import Task
+from test_tamper import CHEATS, SOLUTION, make_exercism
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 PLAN = "Read the module and its tests, rewrite the function, run the unit tests, submit when they pass."
@@ -174,3 +183,156 @@ def test_each_turn_on_a_thread_is_its_own_run(pool, tmp_path):
     assert second.get("mtl_task") is None  # the first turn's task did not carry over
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [[s["action"] for s in r["steps"]] for r in runs] == [["echo one"], ["echo two"]]
+
+
+# --------------------------------------------------------------------------- the run's workspace and sandbox
+
+SOLVE = f"cat > primes.py <<'EOF'\n{SOLUTION}EOF"
+PEEK = "test -e .meta/example.py && echo REFERENCE-VISIBLE || echo reference-gone"
+
+
+@pytest.fixture
+def exercise(tmp_path) -> Task:
+    [task] = load_suite(f"exercism:{make_exercism(tmp_path / 'polyglot')}").tasks
+    return task
+
+
+def sandboxed_agent(pool, tmp_path, script, *, extra_tools=(), middleware=(), **options):
+    """A plain create_agent agent with the sandbox bash tool, its own prompt and the MTL middleware."""
+    seen: dict[str, Any] = {}
+
+    @tool
+    def where(runtime: ToolRuntime) -> str:
+        """Say which directory the run works in."""
+        seen["workspace"] = runtime.state["workspace"]
+        seen["open"] = is_open(seen["workspace"])
+        return seen["workspace"]
+
+    helper = ScriptedChatModel(responses=[AIMessage(PLAN)])
+    options = {"distill_formats": ["trajectory"], "sandbox": "bwrap", "run_log": tmp_path / "runs.jsonl", **options}
+    mtl = MemoryTransferMiddleware(pool, model=helper, **options)
+    model = RecordingModel(responses=script, systems=[])
+    agent = create_agent(model, tools=[where, *extra_tools, *sandbox_tools()], system_prompt=OWN_PROMPT,
+                         middleware=[*middleware, mtl], **({"checkpointer": InMemorySaver()} if middleware else {}))
+    return agent, model, helper, seen
+
+
+def where_call() -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "where", "args": {}, "id": "where-1", "type": "tool_call"}])
+
+
+def test_a_plain_agent_with_sandbox_tools_gets_a_prepared_workspace_and_learns(pool, exercise, tmp_path):
+    memory = seeded(pool)
+    script = [where_call(), bash_call(PEEK), bash_call(SOLVE), bash_call("python3 -m unittest -q primes_test"),
+              AIMessage("is_prime written; its tests pass.")]
+    agent, model, _, seen = sandboxed_agent(pool, tmp_path, script)
+    out = agent.invoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise})
+    run = out["mtl"]
+    steps = [m for m in out["messages"] if m.type == "tool"]
+    assert "reference-gone" in steps[1].content  # the Exercism setup ran before the agent
+    assert seen["open"]  # ... in the run's sandbox, which the bash tool then used
+    assert [s.artifact["exit_code"] for s in steps[1:]] == [0, 0, 0]
+    assert run["error"] is None and run["verdict"]["status"] == "pass" and run["verdict"]["source"] == "tests"
+    assert all(s.startswith(OWN_PROMPT) and memory.title in s for s in model.systems)
+    written = pool.get(run["new_memory_ids"][0])
+    assert [s.exit_code for s in written.steps][-1] == 0 and written.source_task_ids == [exercise.id]
+    assert not Path(seen["workspace"]).exists() and not is_open(seen["workspace"]) and out["workspace"] is None
+
+
+def test_a_given_workspace_gets_the_tasks_files_and_setup_and_is_kept(pool, exercise, tmp_path):
+    workspace = tmp_path / "mine"
+    script = [bash_call(PEEK), bash_call(SOLVE), AIMessage("done")]
+    agent, _, _, _ = sandboxed_agent(pool, tmp_path, script, workspace=workspace)
+    out = agent.invoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise})
+    assert "reference-gone" in [m.content for m in out["messages"] if m.type == "tool"][0]
+    assert out["mtl"]["verdict"]["status"] == "pass" and (workspace / "primes_test.py").is_file()
+    assert "n % d" in (workspace / "primes.py").read_text() and not (workspace / ".meta").exists()
+    assert not is_open(workspace) and out["workspace"] == str(workspace)
+
+
+@pytest.mark.parametrize("cheat", ["one-empty-test", "shadow-unittest"])
+def test_an_agent_that_rewrites_the_tests_fails_under_the_middleware(pool, exercise, cheat, tmp_path):
+    script = [bash_call(CHEATS[cheat].format(tests="primes_test.py")), AIMessage("All tests pass.")]
+    agent, _, _, _ = sandboxed_agent(pool, tmp_path, script, online=False)
+    run = agent.invoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise})["mtl"]
+    assert run["verdict"]["status"] == "fail" and run["outcome"] == "failure"
+    assert run["verdict"]["tests_modified"] == (["unittest.py"] if cheat == "shadow-unittest" else
+                                                ["primes_test.py"])
+
+
+def test_a_failing_setup_is_an_error_run_and_nothing_is_learnt(pool, tmp_path):
+    seeded(pool)
+    agent, _, _, _ = sandboxed_agent(pool, tmp_path, [AIMessage("I could not start.")])
+    task = Task(id="s", instruction="x", check="true", setup="echo no network; exit 7")
+    run = agent.invoke({"messages": [HumanMessage("x")], "mtl_task": task})["mtl"]
+    assert run["error"].startswith("task setup failed (exit 7)") and run["outcome"] == "error"
+    assert run["new_memory_ids"] == [] and len(pool) == 1
+
+
+def test_a_failing_test_run_re_retrieves_through_the_middleware(pool, tmp_path):
+    seeded(pool)
+    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                          content="Round each total to two decimals before comparing.",
+                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    pool.add(money)
+    task = Task(id="t-refresh", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check="python3 -m unittest -q test_sum")
+    run_tests = "python3 -m unittest -q test_sum"
+    agent, _, _, _ = sandboxed_agent(pool, tmp_path, [bash_call(run_tests), bash_call(run_tests),
+                                                      AIMessage("gave up")], top_k=1, re_retrieve=True)
+    out = agent.invoke({"messages": [HumanMessage(task.instruction)], "mtl_task": task})
+    replies = [m.content for m in out["messages"] if m.type == "tool"]
+    assert "Round money sums" in replies[0] and "Round money sums" not in replies[1]
+    run = out["mtl"]
+    assert [r["id"] for r in run["re_retrieved"]] == [money.id] and money.id in run["retrieved_ids"]
+    assert run["verdict"]["status"] == "fail" and pool.get(money.id).stats.retrieved_failure == 1
+
+
+def test_approving_a_command_resumes_the_same_run_in_the_same_workspace(pool, exercise, tmp_path):
+    script = [where_call(), bash_call(SOLVE), AIMessage("is_prime written")]
+    gate = HumanInTheLoopMiddleware(interrupt_on={"bash": True})
+    agent, _, helper, seen = sandboxed_agent(pool, tmp_path, script, middleware=[gate])
+    thread = {"configurable": {"thread_id": "review"}}
+    paused = agent.invoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}, thread)
+    assert paused["__interrupt__"] and is_open(seen["workspace"])  # the run waits with its sandbox open
+    out = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), thread)
+    assert helper.i == 1  # planned once: the resume did not start a new run
+    assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["error"] is None
+    assert not Path(seen["workspace"]).exists() and not is_open(seen["workspace"])
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_middleware_runs_under_ainvoke(pool, exercise, tmp_path):
+    import asyncio
+
+    memory = seeded(pool)
+    script = [bash_call(SOLVE), AIMessage("is_prime written")]
+    agent, model, _, _ = sandboxed_agent(pool, tmp_path, script)
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
+    assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["retrieved_ids"] == [memory.id]
+    assert all(s.startswith(OWN_PROMPT) and memory.title in s for s in model.systems)
+
+
+def test_a_task_file_escaping_the_given_workspace_is_refused(pool, tmp_path):
+    seeded(pool)
+    workspace = tmp_path / "mine"
+    agent, model, _, _ = sandboxed_agent(pool, tmp_path, [AIMessage("Nothing to do.")], workspace=workspace)
+    task = Task(id="escape", instruction="x", check="true", files={"../escaped.txt": "planted"})
+    out = agent.invoke({"messages": [HumanMessage("x")], "mtl_task": task})
+    assert "escapes the workspace" in out["mtl"]["error"] and out["mtl"]["outcome"] == "error"
+    assert not (tmp_path / "escaped.txt").exists() and out["messages"][-1].content == "Nothing to do."
+    assert out["mtl"]["new_memory_ids"] == [] and len(pool) == 1 and not is_open(workspace)
+
+
+def test_when_retrieval_fails_the_agent_still_works_in_its_sandbox(tmp_path, monkeypatch):
+    (tmp_path / "not-a-pool").write_text("a file where a pool directory should be")
+    monkeypatch.setenv("MTL_POOL", str(tmp_path / "not-a-pool"))
+    agent, _, _, _ = sandboxed_agent(None, tmp_path, [bash_call("echo hi > out.txt && cat out.txt"),
+                                                      AIMessage("wrote out.txt")])
+    task = Task(id="w", instruction="Write hi to out.txt.", check="grep -qx hi out.txt")
+    out = agent.invoke({"messages": [HumanMessage(task.instruction)], "mtl_task": task})
+    [reply] = [m for m in out["messages"] if m.type == "tool"]
+    assert reply.artifact["exit_code"] == 0 and reply.artifact["observation"].strip() == "hi"
+    assert out["mtl"]["error"].startswith("retrieval failed") and out["mtl"]["outcome"] == "error"

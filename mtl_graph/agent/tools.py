@@ -63,8 +63,10 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
     """A `bash` tool for any LangChain agent, running each command in a sandbox.
 
     With `sandbox`, every call runs there. Without it, the call runs in the sandbox of the run's workspace (see
-    `workspace_of`; `with_memory_transfer` sets it): opened on first use, closed when the run ends. The tool's
-    artifact is the recorded step (command, exit code, output, duration)."""
+    `workspace_of`; `with_memory_transfer` and `MemoryTransferMiddleware` set it) from the per-process registry:
+    the sandbox the task's setup ran in, closed when the agent ends. The tool's artifact is the recorded step
+    (command, exit code, output, duration); `configurable["mtl_on_step"]`, when set, is called with it and what it
+    returns (a re-retrieval note) is shown after the observation."""
     from mtl_graph.sandbox.registry import sandbox_for
 
     cfg = config or AgentConfig()
@@ -75,8 +77,8 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
         if box is None:
             workspace = workspace_of(runtime)
             if not workspace:
-                raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools or run the agent "
-                                   "through with_memory_transfer")
+                raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools, or run the agent "
+                                   "through with_memory_transfer or with MemoryTransferMiddleware")
             try:
                 box = sandbox_for(workspace, kind)
             except SandboxError as exc:  # told to the model like any sandbox failure
@@ -85,7 +87,13 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
         state = getattr(runtime, "state", None) or {}
         elapsed = state.get("elapsed", 0.0) if isinstance(state, dict) else 0.0  # our agent's clock, if any
         step = run_command(box, command, cfg, timeout=command_timeout(cfg, elapsed))
-        return render_observation(step, cfg), step.model_dump(mode="json")
+        # A wrapped run's hook (re-retrieval after a failing test run) may add a note for the model.
+        hook = ((getattr(runtime, "config", None) or {}).get("configurable") or {}).get("mtl_on_step")
+        note = hook(step) if callable(hook) else None
+        observation = render_observation(step, cfg) + (f"
+
+{note}" if note else "")
+        return observation, step.model_dump(mode="json")
 
     return [StructuredTool.from_function(bash, name="bash", description=BashArgs.__doc__,
                                          response_format="content_and_artifact")]

@@ -1,47 +1,66 @@
 """Memory transfer for any `langchain.agents.create_agent` agent, as middleware.
 
-`before_agent` plans and retrieves, `wrap_model_call` puts the memories at the end of that agent's own system
-prompt, `after_agent` judges, distils and writes back. Each stage is the MTL graph's node (`MTLNodes`) called on
-the run's MTL state — the same code, so filters, screening, dedup, crediting and the run log behave identically."""
+`before_agent` plans, retrieves and prepares the run's workspace (the task's files, its setup in the run's
+sandbox), `wrap_model_call` puts the memories at the end of that agent's own system prompt, `wrap_tool_call`
+re-retrieves after a failing test run of a `sandbox_tools` command, `after_agent` closes the sandbox, judges,
+distils and writes back. Each stage is the MTL graph's node (`MTLNodes`) called on the run's MTL state — the same
+code, so filters, screening, dedup, crediting, the tamper-proof check and the run log behave identically.
+
+Which to use: this middleware for an agent you build with `create_agent` (the memories join its own system
+prompt on every model call); `with_memory_transfer` (graph/wrap.py) for any other compiled graph."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Annotated, Any, Callable, Sequence
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langgraph.types import Command
+from pydantic import ValidationError
 from typing_extensions import NotRequired
 
-from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.experience.importers.common import text_of
+from mtl_graph.experience.trajectory import Step
+from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext
 from mtl_graph.graph.nodes import MTLNodes
-from mtl_graph.experience.importers.common import text_of
-from mtl_graph.graph.support import as_task, model_name
+from mtl_graph.graph.state import merge_dicts
+from mtl_graph.graph.support import as_task
+from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.sandbox.registry import release
 from mtl_graph.tasks import Task
 
-RUN_FIELDS = ("run_id", "query", "retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
+RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
               "new_memory_ids", "memories_written", "distill_failures", "error")
 """What the middleware keeps of its MTL run under the agent state's `mtl` key."""
+DURING_RUN = ("task", "check_baseline", "first_message", "workspace", "own_workspace")
+"""What the agent's run carries from `before_agent` to `after_agent`, besides the run fields."""
 
 
 class MemoryTransferState(AgentState):
-    """The agent's state plus the MTL run: `mtl_task` in (optional), `mtl` out."""
+    """The agent's state plus the MTL run: `mtl_task` in (optional), `mtl` out, the run's `workspace` (where
+    `sandbox_tools` runs commands) and `mtl_refresh` (whether the run re-retrieved, and what)."""
 
     mtl_task: NotRequired[Any]
     mtl: NotRequired[dict[str, Any]]
+    workspace: NotRequired[str | None]
+    mtl_refresh: NotRequired[Annotated[dict[str, Any], merge_dicts]]
 
 
 class MemoryTransferMiddleware(AgentMiddleware):
     """Retrieve memories for the task before the agent starts; learn from the run after it ends.
 
     The task is `mtl_task` in the agent's input (a Task, a task dict or a task directory), else this turn's human
-    message. With `workspace` (the directory the agent's tools work in) and a task that has a check, the check
-    judges the run there, test files restored first; otherwise the LLM judge (or `judge`) does. `model` plans,
-    judges and distils; the agent keeps its own model."""
+    message. Its files are written to `workspace` (the caller's directory, kept) or, without one, to a fresh
+    directory per run (removed after it unless keep_workspaces); its setup runs there in the run's sandbox, the
+    one the agent's `sandbox_tools()` commands use. A task with a check is judged by it there, test files restored
+    first; otherwise the LLM judge (or `judge`) decides. `model` plans, judges and distils; the agent keeps its
+    own model."""
 
     state_schema = MemoryTransferState
 
@@ -64,33 +83,98 @@ class MemoryTransferMiddleware(AgentMiddleware):
         run.update(self.nodes.plan(run, ctx))
         if not run.get("error"):
             run.update(self.nodes.retrieve(run, ctx))
-        if self.workspace is not None:
-            run["check_baseline"] = hijack_candidates(self.workspace)
-        return {"mtl": {k: v for k, v in run.items() if k in (*RUN_FIELDS, "task", "check_baseline", "first_message")}}
+        task = _valid_task(run["task"])
+        if task is not None:  # even when retrieval failed: the run learns nothing, but the agent can still work
+            prepared = self._prepare(task)
+            run.update({k: v for k, v in prepared.items() if k != "error" or not run.get("error")})
+        return {"mtl": {k: v for k, v in run.items() if k in (*RUN_FIELDS, *DURING_RUN)},
+                "workspace": run.get("workspace"), "mtl_refresh": {"used": False, "hits": []}}
+
+    def _prepare(self, task: Task) -> dict[str, Any]:
+        """The task's files in the run's workspace and its setup run in the run's sandbox (registered for the tools)."""
+        own = self.workspace is None
+        workspace = self.nodes.new_workspace(task) if own else self.workspace
+        return {**prepare_workspace(task, workspace, self.nodes.config.sandbox), "own_workspace": own}
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
-        block = (request.state.get("mtl") or {}).get("memory_block")
-        if not block:
-            return handler(request)
-        own = text_of(request.system_message.content) if request.system_message is not None else ""
-        prompt = f"{own.rstrip()}\n\n{block}" if own.strip() else block
-        return handler(request.override(system_message=SystemMessage(prompt)))
+        return handler(_with_memories(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        return await handler(_with_memories(request))
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return self._after_tool(request, handler(request))
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return await asyncio.to_thread(self._after_tool, request, await handler(request))
+
+    def _after_tool(self, request: Any, result: Any) -> Any:
+        """After a command of `sandbox_tools`: tell it; after the run's first failing test run, re-retrieve (the
+        graph's `MemoryRefresh`, with `re_retrieve`) and show the new memories with that command's output."""
+        step = _recorded_step(result)
+        if step is None:
+            return result
+        run, refreshed = request.state.get("mtl") or {}, (request.state.get("mtl_refresh") or {}).get("used")
+        refresh = None
+        if not run.get("error") and not refreshed and run.get("task") is not None:
+            refresh = self.nodes._refresh(as_task(run["task"]), run, _mtl_runtime(request.runtime))
+        if refresh is None:
+            events.step(step)
+            return result
+        note = refresh(step)  # tells the step too
+        if not refresh.used:
+            return result
+        if note:
+            result = result.model_copy(update={"content": f"{text_of(result.content)}\n\n{note}"})
+        return Command(update={"messages": [result], "mtl_refresh": {"used": True, "hits": refresh.hits}})
 
     def after_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
-        from mtl_graph.experience.importers import trajectory_from_messages
-
         run = dict(state.get("mtl") or {})
         ctx = _mtl_runtime(runtime)
+        release(run.get("workspace"))  # the agent is done: what it left running dies before the tests are restored
+        if (state.get("mtl_refresh") or {}).get("hits"):
+            run["re_retrieved"] = state["mtl_refresh"]["hits"]
         if not run.get("error"):
             task = as_task(run["task"])
-            trajectory = trajectory_from_messages(state["messages"][run.get("first_message") or 0:], task=task.ref())
-            trajectory.model = trajectory.model or model_name(self.nodes.model)
+            trajectory = agent_trajectory(state["messages"][run.get("first_message") or 0:], task, self.nodes.model)
             run["trajectory"] = trajectory.model_dump(mode="json")
-            judged = {**run, "workspace": str(self.workspace) if self.workspace else None}
-            run.update(self.nodes.judge(judged, ctx))
+            run.update(self.nodes.judge(run, ctx))
             run.update(self.nodes.distill(run, ctx))
-        run.update(self.nodes.write_back(run, ctx))  # no workspace in `run`: the agent's directory is not ours
-        return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None}  # a task is one run's
+        own = run.get("own_workspace")
+        # write back removes a workspace it is given: only ever the run's own, never the caller's directory
+        run.update(self.nodes.write_back({**run, "workspace": run.get("workspace") if own else None}, ctx))
+        return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None,  # a task is one run's
+                "workspace": None if own else run.get("workspace")}
+
+    async def aafter_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.after_agent, state, runtime)
+
+
+def _with_memories(request: ModelRequest) -> ModelRequest:
+    """The model request with the run's memories at the end of the agent's own system prompt."""
+    block = (request.state.get("mtl") or {}).get("memory_block")
+    if not block:
+        return request
+    own = text_of(request.system_message.content) if request.system_message is not None else ""
+    return request.override(system_message=SystemMessage(append_memories(own, block)))
+
+
+def _valid_task(value: Any) -> Task | None:
+    try:
+        return as_task(value)
+    except Exception:  # plan has recorded it as the run's error
+        return None
+
+
+def _recorded_step(result: Any) -> Step | None:
+    """The step a `sandbox_tools` command recorded (its ToolMessage's artifact), else None."""
+    artifact = getattr(result, "artifact", None) if isinstance(result, ToolMessage) else None
+    if not isinstance(artifact, dict) or "action" not in artifact:
+        return None
+    try:
+        return Step.model_validate(artifact)
+    except ValidationError:
+        return None
 
 
 def _mtl_runtime(runtime: Any) -> Any:
