@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLConfig, MTLContext, effective
+from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
@@ -48,8 +48,16 @@ class MTLNodes:
 
     def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
         # The run's context names a model per run; it wins over the graph's default.
-        return chat_model(getattr(getattr(runtime, "context", None), "model", None) or self.model,
-                          self._settings(runtime).model_options)
+        cfg = self._settings(runtime)
+        return chat_model(cfg.model or self.model, cfg.model_options)
+
+    def _agent(self, cfg: MTLConfig) -> Any:
+        """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one)."""
+        own = getattr(self.agent, "config", None)
+        if own is None:
+            return self.agent
+        config = agent_config(cfg, own)
+        return self.agent if config == own else type(self.agent)(config)
 
     def _pool(self) -> MemoryPool:
         if self.pool is None:
@@ -131,8 +139,9 @@ class MTLNodes:
             # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
             update["check_baseline"] = hijack_candidates(workspace)
             refresh = self._refresh(task, state, runtime)
-            result = self.agent.run(task, sandbox, model, memory_block=state.get("memory_block", ""),
-                                    on_step=refresh or events.step)
+            result = self._agent(self._settings(runtime)).run(task, sandbox, model,
+                                                              memory_block=state.get("memory_block", ""),
+                                                              on_step=refresh or events.step)
         except SetupFailed as exc:
             return {**update, "error": str(exc)}
         finally:
