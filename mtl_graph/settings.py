@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError as SourceError
 
 from mtl_graph.run_settings import MTLContext, RunSettings, SettingsError, describe_error, optional_field
@@ -47,9 +47,15 @@ def env_name(loc: tuple) -> str:
     return ENV_PREFIX + "__".join(str(part) for part in loc).upper()
 
 
-Settings = create_model("Settings", __base__=ProcessSettings, __module__=__name__,
-                        **{name: optional_field(info, info.description) for name, info in RunSettings.model_fields.items()})
-Settings.__doc__ = "Every MTL_* environment variable: the process's settings and one per run setting."
+def settings_model(run_settings: type[BaseModel]) -> type[ProcessSettings]:
+    """The process's settings plus one optional MTL_<NAME> variable per field of `run_settings`."""
+    fields = {name: optional_field(info, info.description) for name, info in run_settings.model_fields.items()}
+    model = create_model("Settings", __base__=ProcessSettings, __module__=__name__, **fields)
+    model.__doc__ = "Every MTL_* environment variable: the process's settings and one per run setting."
+    return model
+
+
+Settings = settings_model(RunSettings)
 
 
 def get_settings() -> Any:
