@@ -205,3 +205,24 @@ def test_a_bad_flag_is_one_line(flags: list[str], says: str, tmp_path: Path) -> 
         assert result.exit_code == 1 and says in result.output, result.output
         assert result.output.count("\n") == 1
     assert not (tmp_path / "p").exists()  # refused before anything was opened
+
+
+def test_the_evaluation_shares_its_run_settings_with_every_run(tmp_path: Path) -> None:
+    from mtl_graph.bench.graph_runner import GraphRunner
+    from mtl_graph.bench.models import Condition
+
+    script = load_action_script(EXAMPLES / "slugify" / "demo_script.json")
+    graph_runner = GraphRunner(lambda task: ScriptedChatModel(responses=script), context={"step_limit": 1},
+                               run_log=tmp_path / "runs.jsonl")
+    outcome = graph_runner.run(Task.from_dir(EXAMPLES / "slugify"), Condition(), 0, None)
+    assert outcome.trajectory.exit_status == "step_limit" and len(outcome.trajectory.steps) == 1
+
+    eval_params = typer.main.get_command(app).commands["eval"].params
+    opts = [opt for param in eval_params for opt in (*param.opts, *param.secondary_opts)]
+    assert len(opts) == len(set(opts)) and {"--step-limit", "--base-url", "--re-retrieve"} <= set(opts)
+    assert "--memory" not in opts and "--hold-one-out" not in opts  # the protocol sets those per condition
+    bad = runner.invoke(app, ["eval", "--suites", "humaneval", "--out", str(tmp_path / "out"), "--agent", "oracle",
+                              "--step-limit", "0"])
+    assert bad.exit_code == 1
+    assert bad.output == "error: invalid --step-limit '0': input should be greater than or equal to 1\n"
+    assert not (tmp_path / "out").exists()

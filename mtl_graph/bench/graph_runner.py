@@ -209,8 +209,8 @@ class PoolDistiller:
     logged, and summarised in the returned Pool's note."""
 
     def __init__(self, model: str | BaseChatModel | None, pool_location: str | None,
-                 formats: Iterable[MemoryType | str], concurrency: int = 4) -> None:
-        self.model, self.pool_location = model, pool_location
+                 formats: Iterable[MemoryType | str], concurrency: int = 4, model_options: Any = None) -> None:
+        self.model, self.pool_location, self.model_options = model, pool_location, model_options
         self.formats = [MemoryType(f) for f in formats]
         self.concurrency = max(1, concurrency)
         self.failures: list[str] = []
@@ -223,7 +223,7 @@ class PoolDistiller:
         from mtl_graph.chat import ModelNotConfigured, chat_model
 
         try:
-            return chat_model(self.model)
+            return chat_model(self.model, self.model_options)
         except ModelNotConfigured as exc:
             raise RunnerUnavailable(f"phase 2 distils here, in this process: {exc}") from None
 
@@ -269,6 +269,8 @@ class PoolDistiller:
 
 
 def make_distiller(model: str | BaseChatModel | None = None, pool_location: str | None = None,
-                   formats: Iterable[MemoryType | str] = tuple(MemoryType), concurrency: int = 4) -> PoolDistiller:
-    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location."""
-    return PoolDistiller(model, pool_location, formats, concurrency)
+                   formats: Iterable[MemoryType | str] = tuple(MemoryType), concurrency: int = 4,
+                   model_options: Any = None) -> PoolDistiller:
+    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location
+    (model_options: init_chat_model settings of a provider:model string, as the graph runs use)."""
+    return PoolDistiller(model, pool_location, formats, concurrency, model_options)

@@ -191,4 +191,5 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
         runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, run_log=run_log,
                                     context=shared)
     kinds = list(formats) if formats is not None else list(MemoryType)
-    return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds)
+    return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds,
+                                         model_options=shared.model_options)

@@ -101,24 +101,25 @@ def parse_flags(specs: list[FlagSpec], values: dict[str, Any], context_model: ty
         raise SettingsError(describe_error(exc, flag)) from None
 
 
-def with_run_settings(from_env: bool = True) -> Callable[[Callable[..., Any]], "RunSettingsCommand"]:
-    """Decorator: the command gets every run setting as a flag and receives them as `run` (a run context):
-    the flags given over the MTL_* environment settings (from_env), or the flags given alone."""
-    return lambda command: RunSettingsCommand(command, from_env)
+def with_run_settings(from_env: bool = True, exclude: tuple[str, ...] = ()
+                      ) -> Callable[[Callable[..., Any]], "RunSettingsCommand"]:
+    """Decorator: the command gets every run setting (but `exclude`) as a flag and receives them as `run` (a run
+    context): the flags given over the MTL_* environment settings (from_env), or the flags given alone."""
+    return lambda command: RunSettingsCommand(command, from_env, exclude)
 
 
 class RunSettingsCommand:
     """A command with the run settings as flags (see `with_run_settings`)."""
 
-    def __init__(self, command: Callable[..., Any], from_env: bool) -> None:
-        self.command, self.from_env = command, from_env
+    def __init__(self, command: Callable[..., Any], from_env: bool, exclude: tuple[str, ...] = ()) -> None:
+        self.command, self.from_env, self.exclude = command, from_env, exclude
         self.__name__, self.__doc__, self.__module__ = command.__name__, command.__doc__, command.__module__
 
     @cached_property
     def specs(self) -> list[FlagSpec]:
         from mtl_graph.run_settings import RunOverrides
 
-        return flag_specs(RunOverrides)
+        return [spec for spec in flag_specs(RunOverrides) if spec.path[0] not in self.exclude]
 
     @property
     def __signature__(self) -> inspect.Signature:  # read by Typer when it builds the command
