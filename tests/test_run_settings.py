@@ -157,6 +157,10 @@ def test_the_agent_runs_with_the_runs_step_limit(tmp_path: Path) -> None:
         assert state["trajectory"]["exit_status"] == "step_limit" and len(state["trajectory"]["steps"]) == 1
         full = scripted_graph(pool, run_log=tmp_path / "runs.jsonl").invoke({"task": task})
         assert full["trajectory"]["exit_status"] == "submitted" and full["verdict"]["status"] == "pass"
+        built = scripted_graph(pool, run_log=tmp_path / "runs.jsonl", step_limit=1)  # a build-time default too
+        assert built.invoke({"task": task})["trajectory"]["exit_status"] == "step_limit"
+        again = built.invoke({"task": task}, context={"step_limit": 30})  # ... that a run can raise
+        assert again["trajectory"]["exit_status"] == "submitted"
 
 
 @pytest.mark.parametrize("context, says", [

@@ -66,13 +66,6 @@ def server(tmp_path):
 def test_studio_runs_the_graph_end_to_end(server):
     client, tmp_path = server
     assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view"}
-    # Studio's context form: every run setting, described by its docstring; a bad value fails the run in one line
-    mtl = next(a for a in client.assistants.search() if a["graph_id"] == "mtl")
-    form = client.assistants.get_schemas(mtl["assistant_id"])["context_schema"]["properties"]
-    assert form["top_k"]["description"] == "How many memories to retrieve." and "step_limit" in form
-    with pytest.raises(Exception, match="invalid top_k 'many'"):
-        client.runs.wait(None, "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
-                         context={"top_k": "many"})
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
                            context={"top_k": 2, "hold_one_out": True})
