@@ -124,6 +124,10 @@ RunSettings.__doc__ = ("Every per-run knob, defined once: the pipeline's (memory
                        "options) and the agent's (AgentConfig fields in AGENT_KNOBS).")
 
 
+MAX_SHOWN = 80
+"""Characters of a bad value shown in its error line."""
+
+
 class SettingsError(ValueError):
     """A run setting (context, flag or environment variable) has a bad value or an unknown name: one line."""
 
@@ -137,7 +141,8 @@ def describe_error(exc: ValidationError, label: Callable[[tuple], str]) -> str:
         line = f"unknown setting {what}"
     else:
         message = first["msg"][0].lower() + first["msg"][1:]
-        line = f"invalid {what} {first['input']!r}: {message}"
+        given = repr(first["input"])  # repr keeps it on one line; a long one is cut
+        line = f"invalid {what} {given if len(given) <= MAX_SHOWN else given[:MAX_SHOWN] + '...'}: {message}"
     return line + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
 
 

@@ -168,12 +168,13 @@ def test_the_agent_runs_with_the_runs_step_limit(tmp_path: Path) -> None:
     ({"step_limit": 0}, "invalid step_limit 0"), ({"model_options": {"temperature": 9}}, "model_options.temperature"),
     ({"model_options": {"base_urll": "x"}}, "unknown setting model_options.base_urll"),
     ({"exclude_domains": "math"}, "invalid exclude_domains 'math'"), ({"online": "perhaps"}, "invalid online"),
-    ({"memory_type": "poem"}, "invalid memory_type 'poem'")])
+    ({"memory_type": "poem"}, "invalid memory_type 'poem'"),
+    ({"top_k": "x\n" * 5000}, "invalid top_k 'x\\nx"), ({"top_k": "9\n9"}, "invalid top_k '9\\n9'")])
 def test_a_bad_context_is_one_line(context: dict, says: str, tmp_path: Path) -> None:
     with MemoryPool.open(":memory:") as pool, pytest.raises(SettingsError) as error:
         scripted_graph(pool, run_log=tmp_path / "runs.jsonl").invoke({"task": str(EXAMPLES / "slugify")},
                                                                     context=context)
-    assert says in str(error.value) and "\n" not in str(error.value)
+    assert says in str(error.value) and "\n" not in str(error.value) and len(str(error.value)) < 500
     assert not (tmp_path / "runs.jsonl").exists()  # refused before the run started: nothing to log
 
 
