@@ -185,11 +185,16 @@ class MTLContext(RunOverrides):  # type: ignore[misc,valid-type]
 
 
 def as_context(context: Any) -> BaseModel | None:
-    """The run's context as an MTLContext: a dict (Studio sends JSON) is validated; None stays None."""
+    """The run's context as an MTLContext; None stays None.
+
+    A dict reaches a node only when the graph's context schema is someone else's (an agent running
+    MemoryTransferMiddleware): its other keys are that agent's, so only ours are taken, and validated. (The MTL
+    graph's own schema is MTLContext, which LangGraph builds before any node runs: there an unknown key is an
+    error.)"""
     if context is None or isinstance(context, MTLContext):
         return context
     if isinstance(context, dict):
-        return MTLContext(**context)
+        return MTLContext(**{name: value for name, value in context.items() if name in MTLContext.model_fields})
     return MTLContext(**{name: getattr(context, name) for name in MTLContext.model_fields
                          if getattr(context, name, None) is not None})
 

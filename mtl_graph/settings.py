@@ -63,6 +63,8 @@ def get_settings() -> Any:
     try:
         return Settings()
     except ValidationError as exc:
-        raise SettingsError(f"environment: {describe_error(exc, env_name)}") from None
+        hint = " (lists and options are JSON: MTL_EXCLUDE_DOMAINS='[\"math\"]')" if exc.errors()[0]["type"] in (
+            "list_type", "dict_type", "model_type") else ""
+        raise SettingsError(f"environment: {describe_error(exc, env_name)}{hint}") from None
     except SourceError as exc:  # a JSON variable that is not JSON
         raise SettingsError(f"environment: {exc}") from None

@@ -137,6 +137,13 @@ def test_a_new_field_gets_a_context_field_a_flag_an_env_variable_and_effect(monk
     assert merged(config, context_model(review_memories=True)).review_memories is True
 
 
+def test_a_foreign_context_dict_gives_only_our_settings() -> None:
+    # an agent with MemoryTransferMiddleware has its own context: its keys are not ours to refuse, ours are checked
+    assert effective(MTLConfig(), {"user_id": 7, "top_k": 1}).top_k == 1
+    with pytest.raises(SettingsError, match="invalid top_k 'x'"):
+        effective(MTLConfig(), {"user_id": 7, "top_k": "x"})
+
+
 def test_agent_config_takes_the_runs_agent_settings_over_the_agents_own() -> None:
     own = AgentConfig(command_timeout=5, step_limit=9)
     per_run = agent_config(effective(MTLConfig(), {"step_limit": 2, "wall_time_limit": 30}), own)
@@ -231,3 +238,21 @@ def test_the_evaluation_shares_its_run_settings_with_every_run(tmp_path: Path) -
     assert bad.exit_code == 1
     assert bad.output == "error: invalid --step-limit '0': input should be greater than or equal to 1\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_the_studio_graph_takes_its_defaults_from_the_environment(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    studio_graph = Path(__file__).resolve().parent.parent / "graphs" / "mtl.py"
+    script = EXAMPLES / "slugify" / "demo_script.json"
+    for name, value in {"MTL_STEP_LIMIT": "1", "MTL_MEMORY_TYPE": "none", "MTL_ONLINE": "false",
+                        "MTL_MODEL": f"scripted:{script}", "MTL_RUN_LOG": str(tmp_path / "runs.jsonl")}.items():
+        monkeypatch.setenv(name, value)
+    graph = runpy.run_path(str(studio_graph))["graph"]
+    state = graph.invoke({"task": str(EXAMPLES / "slugify")})
+    assert state["trajectory"]["exit_status"] == "step_limit" and state["new_memory_ids"] == []
+    assert graph.invoke({"task": str(EXAMPLES / "slugify")}, context={"step_limit": 30})["verdict"]["status"] == "pass"
+    monkeypatch.setenv("MTL_TOP_K", "lots")
+    with pytest.raises(SettingsError, match="^environment: invalid MTL_TOP_K 'lots'"):
+        runpy.run_path(str(studio_graph))  # the server shows this line when the graph fails to load
