@@ -1,18 +1,14 @@
 """Graphs for `langgraph dev` / LangGraph Studio (registered in langgraph.json).
 
 Importing this module needs no API key and no network: the model is resolved when a run starts (the run's
-context `model`, else MTL_MODEL) and the pool (MTL_POOL) is opened on first use. The server supplies the
+context `model`, else MTL_MODEL) and the pool (MTL_POOL) is opened on first use. Every MTL_* run setting in the
+environment becomes the graph's default; Studio's context form overrides it per run. The server supplies the
 checkpointer and store, so the graphs are compiled without their own."""
 
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.settings import get_settings
 
 _settings = get_settings()
+_defaults = _settings.run_context().given()
 
-graph = build_mtl_graph(
-    _settings.model,
-    None,
-    memory_type=_settings.memory_type,
-    top_k=_settings.top_k,
-    sandbox=_settings.sandbox,
-)
+graph = build_mtl_graph(_defaults.pop("model", None), None, sandbox=_settings.sandbox, **_defaults)

@@ -21,19 +21,23 @@ def examples_dir() -> Path:
     raise FileNotFoundError("examples/tasks not found: run `mtl demo` from a checkout of the project")
 
 
-def run_demo(model: str | None = None, pool_location: str = ":memory:", sandbox: str = "auto",
-             memory_type: str | None = None, console: Console | None = None,
-             model_options: dict[str, Any] | None = None, agent: Any = None) -> list[dict[str, Any]]:
-    """Run the example tasks in order; each later task can retrieve memories of earlier ones (other domains)."""
+def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: Any = None,
+             console: Console | None = None) -> list[dict[str, Any]]:
+    """Run the example tasks in order; each later task can retrieve memories of earlier ones (other domains).
+
+    context holds the run settings (an MTLContext or a dict); without a model the tasks replay their scripts."""
     from mtl_graph.agent import ScriptedChatModel, load_action_script
-    from mtl_graph.graph import MTLContext, build_mtl_graph
+    from mtl_graph.graph import build_mtl_graph
+    from mtl_graph.run_settings import MTLContext, as_context
     from mtl_graph.graph.progress import RichProgress, stream_run
     from mtl_graph.memory.pool import MemoryPool
     from mtl_graph.tasks import Task
 
     console = console or Console()
     root = examples_dir()
-    memory_type = memory_type or ("trajectory" if model is None else "insight")
+    context = as_context(context) or MTLContext()
+    model = context.model
+    memory_type = context.memory_type or ("trajectory" if model is None else "insight")
     if model is None:
         console.print("[bold yellow]Offline demo:[/] the model is a [bold]scripted model[/] that replays the action "
                       f"scripts in {root}/*/{SCRIPT_FILE}. Everything else is real: commands run in the sandbox, "
@@ -48,10 +52,9 @@ def run_demo(model: str | None = None, pool_location: str = ":memory:", sandbox:
             task = Task.from_dir(root / name)
             chat = model or ScriptedChatModel(responses=load_action_script(root / name / SCRIPT_FILE))
             graph = build_mtl_graph(chat, pool, memory_type=memory_type, hold_one_out=True, sandbox=sandbox,
-                                    distill_formats=[memory_type], agent=agent,
-                                    model_options=model_options or {})
+                                    distill_formats=[memory_type])
             console.rule(f"[bold]{task.id}[/] (domain: {task.domain})")
-            state = stream_run(graph, {"task": task}, progress, context=MTLContext())
+            state = stream_run(graph, {"task": task}, progress, context=context)
             if state.get("error"):
                 console.print(f"[red]error:[/] {state['error']}")
             rows.append({"task": task.id, "domain": task.domain, "verdict": (state.get("verdict") or {}).get("status"),

@@ -1,17 +1,27 @@
-"""Settings read from environment variables (MTL_*), with defaults that work offline."""
+"""Settings read from environment variables (MTL_*), with defaults that work offline.
+
+The process's own settings (pool, engine, embeddings, sandbox, run log) are written here; every run setting of
+`mtl_graph/run_settings.py` is added as an optional MTL_<NAME> variable (unset: the graph's default), so a new
+run setting gets its variable without an edit here. Lists and model options are JSON
+(MTL_EXCLUDE_DOMAINS='["math"]', MTL_MODEL_OPTIONS='{"temperature": 0}') or, for one option,
+MTL_MODEL_OPTIONS__TEMPERATURE=0."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError as SourceError
+
+from mtl_graph.run_settings import MTLContext, RunSettings, SettingsError, describe_error, optional_field
+
+ENV_PREFIX = "MTL_"
 
 
-class Settings(BaseSettings):
-    """Every MTL_* environment variable in one place; CLI flags override them."""
+class ProcessSettings(BaseSettings):
+    """Every MTL_* environment variable that is not a run setting; CLI flags override them."""
 
-    model_config = SettingsConfigDict(env_prefix="MTL_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", env_nested_delimiter="__")
 
     pool: str = ".mtl/pool"
     """Memory pool location: ":memory:", a directory (embedded Qdrant), or an http(s):// Qdrant URL."""
@@ -19,12 +29,6 @@ class Settings(BaseSettings):
     """Embedded engine for new directory pools: Qdrant Edge ("edge") or qdrant-client local mode ("client")."""
     embeddings: str = "local"
     """Embedding model: "local" (bundled MiniLM, offline) or an init_embeddings string like openai:text-embedding-3-small."""
-    model: str | None = None
-    """Chat model as provider:model (e.g. openai:gpt-5-mini); runs without one fail with a clear message."""
-    memory_type: str = "insight"
-    """Memory format retrieved into runs: insight, summary, workflow or trajectory."""
-    top_k: int = Field(default=3, ge=0, le=50)
-    """Memories retrieved per run."""
     sandbox: str = "auto"
     """Where commands run: auto (bwrap when available), bwrap, local or docker."""
     run_log: str = ".mtl/runs.jsonl"
@@ -32,6 +36,35 @@ class Settings(BaseSettings):
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     """API key for a Qdrant server (read from QDRANT_API_KEY)."""
 
+    def run_context(self) -> Any:
+        """The run settings given in the environment, as a run context (unset ones stay None)."""
+        return MTLContext(**{name: getattr(self, name) for name in RunSettings.model_fields
+                             if getattr(self, name) is not None})
 
-def get_settings() -> Settings:
-    return Settings()
+
+def env_name(loc: tuple) -> str:
+    """The environment variable of a validation error's location."""
+    return ENV_PREFIX + "__".join(str(part) for part in loc).upper()
+
+
+def settings_model(run_settings: type[BaseModel]) -> type[ProcessSettings]:
+    """The process's settings plus one optional MTL_<NAME> variable per field of `run_settings`."""
+    fields = {name: optional_field(info, info.description) for name, info in run_settings.model_fields.items()}
+    model = create_model("Settings", __base__=ProcessSettings, __module__=__name__, **fields)
+    model.__doc__ = "Every MTL_* environment variable: the process's settings and one per run setting."
+    return model
+
+
+Settings = settings_model(RunSettings)
+
+
+def get_settings() -> Any:
+    """The settings of this process's environment; a bad value is one SettingsError line naming the variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        hint = " (lists and options are JSON: MTL_EXCLUDE_DOMAINS='[\"math\"]')" if exc.errors()[0]["type"] in (
+            "list_type", "dict_type", "model_type") else ""
+        raise SettingsError(f"environment: {describe_error(exc, env_name)}{hint}") from None
+    except SourceError as exc:  # a JSON variable that is not JSON
+        raise SettingsError(f"environment: {exc}") from None

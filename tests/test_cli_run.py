@@ -36,7 +36,7 @@ def test_run_bad_input(tmp_path):
     missing = runner.invoke(app, ["run", str(tmp_path / "nope"), "--model", "scripted:x.json"])
     assert missing.exit_code == 1 and "task directory not found" in missing.output
     bad_memory = runner.invoke(app, ["run", str(EXAMPLES / "slugify"), "--model", "scripted:x.json", "--memory", "poem"])
-    assert bad_memory.exit_code == 1 and "unknown memory type 'poem'" in bad_memory.output
+    assert bad_memory.exit_code == 1 and "invalid --memory 'poem'" in bad_memory.output
     bad_script = runner.invoke(app, ["run", str(EXAMPLES / "slugify"), "--model", f"scripted:{tmp_path}/none.json",
                                      "--pool", str(tmp_path / "p"), "--memory", "none"])
     assert bad_script.exit_code == 1 and "cannot load scripted model" in bad_script.output

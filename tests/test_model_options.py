@@ -44,7 +44,7 @@ def test_cli_rejects_a_bad_agent_option(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(EXAMPLES / "primes"), "--model", "openai:local", "--pool",
                                       ":memory:", "--action-format", "smoke-signals"])
     assert result.exit_code == 1
-    assert "invalid agent option action_format" in result.output
+    assert "invalid --action-format 'smoke-signals'" in result.output
 
 
 def test_dead_server_ends_the_agent_with_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 ALL = "all"
+PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids",
+                     "only_ids", "judge_also")
+"""Run settings the evaluation sets itself, per condition; the CLI gives `mtl eval` the others as flags, and
+eval_cmd receives them as `run`."""
 
 
 def _fail(message: str) -> typer.Exit:
@@ -61,8 +65,12 @@ def eval_cmd(
         False, "--judge-accuracy", help="Also run the LLM judge where tests decide, to report its accuracy."),
     languages: Optional[str] = typer.Option(
         None, "--languages", help="Exercism suites: only these languages, e.g. python,rust."),
+    run: Any = None,
 ) -> None:
-    """Run the protocol: zero-shot, distill, memory transfer per format; then write the report."""
+    """Run the protocol: zero-shot, distill, memory transfer per format; then write the report.
+
+    Run settings the protocol does not vary (agent limits, model options, re-retrieval) are flags, shared by every
+    run of the graph runner (MTL_* variables do not apply: the command line says what ran)."""
     from pydantic import ValidationError
 
     from mtl_graph.bench.harness import run_eval
@@ -84,7 +92,7 @@ def eval_cmd(
         pool = pool or (None if server else str(out / "pool"))
         runner, distill = make_runner(agent=agent, model=model, server=server, sandbox=sandbox, pool=pool,
                                       run_log=out / "runs.jsonl", formats=[f.value for f in config.formats],
-                                      judge_also=judge_accuracy)
+                                      judge_also=judge_accuracy, context=run)
         try:
             summary = run_eval(config, runner, str(out), distill=distill, concurrency=concurrency,
                                progress=progress)

@@ -35,20 +35,21 @@ ModelSpec = Union[str, BaseChatModel, ModelFactory]
 DEFAULT_GRAPH_ID = "mtl"
 
 
-def run_context(scope: MemoryScope | None, model: str | None = None, judge_also: bool = False) -> dict[str, Any]:
-    """The graph's run context (MTLContext fields) for a scope; None is zero-shot.
+def run_context(scope: MemoryScope | None, base: Any = None) -> Any:
+    """The graph's run context (an MTLContext) for a scope (None: zero-shot), over `base`: the run settings the
+    evaluation keeps fixed for every run (model, agent limits, model options, judge_also). The scope's fields win.
 
     hold_one_out stays off: the scope already lists the task's domain in exclude_domains when the condition
     holds it out, and a no-holdout condition must not get it back from the graph's default."""
+    from mtl_graph.run_settings import MTLContext, as_context, merged
+
     if scope is None:
-        ctx: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False}
+        fields: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False}
     else:
-        ctx = {"memory_type": scope.memory_type.value, "top_k": scope.top_k, "online": scope.write_back,
-               "hold_one_out": False, "exclude_domains": list(scope.exclude_domains),
-               "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.allowed_ids}
-    if judge_also:
-        ctx["judge_also"] = True
-    return {**ctx, "model": model} if model else ctx
+        fields = {"memory_type": scope.memory_type.value, "top_k": scope.top_k, "online": scope.write_back,
+                  "hold_one_out": False, "exclude_domains": list(scope.exclude_domains),
+                  "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.allowed_ids}
+    return merged(as_context(base) or MTLContext(), MTLContext(**fields))
 
 
 def agent_task(task: Task) -> Task:
@@ -71,8 +72,6 @@ class GraphRunnerSettings(BaseModel):
     """JSONL log every run is appended to; None: MTL_RUN_LOG."""
     workspace_root: Path | None = None
     """Where run workspaces are created; None: a temporary directory."""
-    judge_also: bool = False
-    """Also run the LLM judge on test-decided runs (the report then measures the judge's accuracy)."""
 
 
 def _pool_location(location: str | None) -> str:
@@ -102,12 +101,16 @@ def _model_factory(model: ModelSpec) -> ModelFactory:
 class GraphRunner:
     """Runs each attempt through ``build_mtl_graph`` (our DefaultAgent inside) in this process.
 
-    One MemoryPool handle serves every thread; it is opened on the first memory run (zero-shot needs none)."""
+    One MemoryPool handle serves every thread; it is opened on the first memory run (zero-shot needs none).
+    `context` holds the run settings every run shares (see `run_context`)."""
 
     name = "graph"
 
-    def __init__(self, model: ModelSpec, **settings: Any) -> None:
+    def __init__(self, model: ModelSpec, context: Any = None, **settings: Any) -> None:
+        from mtl_graph.run_settings import as_context
+
         self.settings = GraphRunnerSettings(**settings)
+        self.context = as_context(context)
         self._model_for = _model_factory(model)
         self._pool: MemoryPool | None = None
         self._pool_lock = threading.Lock()
@@ -130,14 +133,13 @@ class GraphRunner:
 
     def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
         from mtl_graph.graph import build_mtl_graph
-        from mtl_graph.graph.context import MTLContext
 
         start = time.monotonic()
         # Compiling the six-node graph per run is cheap, and lets a factory hand every task its own model.
         graph = build_mtl_graph(self._model_for(task), self.pool() if scope is not None else None,
                                 sandbox=self.settings.sandbox, run_log=self.settings.run_log,
                                 workspace_root=self.settings.workspace_root)
-        state = graph.invoke({"task": agent_task(task)}, context=MTLContext(**run_context(scope, judge_also=self.settings.judge_also)))
+        state = graph.invoke({"task": agent_task(task)}, context=run_context(scope, self.context))
         outcome = outcome_from_state(state)
         outcome.duration_s = time.monotonic() - start
         return outcome
@@ -149,10 +151,14 @@ class RemoteRunner:
     name = "remote"
 
     def __init__(self, url: str, model: str | None = None, graph_id: str = DEFAULT_GRAPH_ID,
-                 timeout: float = 3600.0, judge_also: bool = False) -> None:
+                 timeout: float = 3600.0, context: Any = None) -> None:
         from langgraph_sdk import get_sync_client
 
-        self.url, self.model, self.graph_id, self.judge_also = url.rstrip("/"), model, graph_id, judge_also
+        from mtl_graph.run_settings import MTLContext, as_context, merged
+
+        self.url, self.graph_id = url.rstrip("/"), graph_id
+        # Sent with every run; the server's graph resolves the model named here.
+        self.context = merged(as_context(context) or MTLContext(), MTLContext(model=model) if model else None)
         self.client = get_sync_client(url=self.url, timeout=timeout)
         self._check()
 
@@ -182,7 +188,8 @@ class RemoteRunner:
         try:
             state = self.client.runs.wait(thread["thread_id"], self.graph_id,
                                           input={"task": agent_task(task).model_dump(mode="json")},
-                                          context=run_context(scope, self.model, self.judge_also))
+                                          context=run_context(scope, self.context).model_dump(
+                                              mode="json", exclude_none=True))
         finally:
             try:  # a long evaluation should not leave thousands of threads on the server
                 self.client.threads.delete(thread["thread_id"])
@@ -202,8 +209,8 @@ class PoolDistiller:
     logged, and summarised in the returned Pool's note."""
 
     def __init__(self, model: str | BaseChatModel | None, pool_location: str | None,
-                 formats: Iterable[MemoryType | str], concurrency: int = 4) -> None:
-        self.model, self.pool_location = model, pool_location
+                 formats: Iterable[MemoryType | str], concurrency: int = 4, model_options: Any = None) -> None:
+        self.model, self.pool_location, self.model_options = model, pool_location, model_options
         self.formats = [MemoryType(f) for f in formats]
         self.concurrency = max(1, concurrency)
         self.failures: list[str] = []
@@ -216,7 +223,7 @@ class PoolDistiller:
         from mtl_graph.chat import ModelNotConfigured, chat_model
 
         try:
-            return chat_model(self.model)
+            return chat_model(self.model, self.model_options)
         except ModelNotConfigured as exc:
             raise RunnerUnavailable(f"phase 2 distils here, in this process: {exc}") from None
 
@@ -262,6 +269,8 @@ class PoolDistiller:
 
 
 def make_distiller(model: str | BaseChatModel | None = None, pool_location: str | None = None,
-                   formats: Iterable[MemoryType | str] = tuple(MemoryType), concurrency: int = 4) -> PoolDistiller:
-    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location."""
-    return PoolDistiller(model, pool_location, formats, concurrency)
+                   formats: Iterable[MemoryType | str] = tuple(MemoryType), concurrency: int = 4,
+                   model_options: Any = None) -> PoolDistiller:
+    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location
+    (model_options: init_chat_model settings of a provider:model string, as the graph runs use)."""
+    return PoolDistiller(model, pool_location, formats, concurrency, model_options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Collection, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Collection, Mapping, Protocol, runtime_checkable
 
 from mtl_graph.experience.checks import run_check, run_setup
 from mtl_graph.experience.planted import hijack_candidates
@@ -162,11 +162,13 @@ GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
 
 def make_runner(agent: str | None = None, model: str | None = None, server: str | None = None,
                 sandbox: str = "auto", pool: str | None = None, run_log: str | Path | None = None,
-                formats: Collection[str] | None = None, judge_also: bool = False) -> tuple[Runner, Callable | None]:
+                formats: Collection[str] | None = None, judge_also: bool = False,
+                context: Any = None) -> tuple[Runner, Callable | None]:
     """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners).
 
     pool is where phase 2 writes and phase 3 retrieves (with server, the pool that server reads); formats
-    are the ones phase 2 distils (default: all)."""
+    are the ones phase 2 distils (default: all). context holds run settings every run shares (agent limits,
+    model options: an MTLContext or a dict); the protocol's own (memory format, k, filters) are set per run."""
     if agent and model:
         raise RunnerUnavailable("give either --agent (offline runner) or --model (graph runner), not both")
     if agent:
@@ -179,11 +181,15 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
         raise RunnerUnavailable("give --model PROVIDER:MODEL (graph runner) or --agent oracle|noop (offline)")
     import importlib
 
+    from mtl_graph.run_settings import MTLContext, as_context, merged
+
+    shared = merged(as_context(context) or MTLContext(), MTLContext(judge_also=True) if judge_also else None)
     module = importlib.import_module(GRAPH_RUNNER_MODULE)
     if server:
-        runner = module.RemoteRunner(url=server, model=model, judge_also=judge_also)
+        runner = module.RemoteRunner(url=server, model=model, context=shared)
     else:
         runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, run_log=run_log,
-                                    judge_also=judge_also)
+                                    context=shared)
     kinds = list(formats) if formats is not None else list(MemoryType)
-    return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds)
+    return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds,
+                                         model_options=shared.model_options)

@@ -1,41 +1,27 @@
-"""Build-time configuration and run-time context of the MTL graph."""
+"""Build-time configuration of the MTL graph and its run-time context.
+
+The per-run knobs are defined once, in `mtl_graph/run_settings.py` (`RunSettings`); `MTLConfig` adds what only a
+build can choose, and `MTLContext` (the graph's `context_schema`) is derived there with every field optional.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-MemoryChoice = Literal["insight", "summary", "workflow", "trajectory", "none"]
+from mtl_graph.run_settings import (AGENT_KNOBS, MTLContext, RunSettings, SettingsError, agent_config, as_context,
+                                    merged)
+
+__all__ = ["AGENT_KNOBS", "MTLConfig", "MTLContext", "RunSettings", "SettingsError", "agent_config", "effective"]
 
 
-class MTLConfig(BaseModel):
-    """Defaults fixed when the graph is built; `MTLContext` can override most of them per run."""
+class MTLConfig(RunSettings):  # type: ignore[misc,valid-type]
+    """Defaults fixed when the graph is built: the run settings plus what only a build can choose."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    memory_type: MemoryChoice = "insight"
-    """Memory format retrieved into the agent's prompt ("none" = zero-shot)."""
-    top_k: int = Field(default=3, ge=0, le=50)
-    """How many memories to retrieve."""
-    online: bool = True
-    """Distil each run and write the memories back into the pool."""
     distill_formats: list[Literal["insight", "summary", "workflow", "trajectory"]] | None = None
     """Formats distilled after a run (default: the retrieved format; insight when zero-shot)."""
-    exclude_domains: list[str] = Field(default_factory=list)
-    """Never retrieve memories whose source domain is one of these."""
-    hold_one_out: bool = False
-    """Also exclude memories from the task's own domain (the research protocol's cross-domain setting)."""
-    exclude_task_ids: list[str] = Field(default_factory=list)
-    """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
-    only_ids: list[str] | None = None
-    """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
-    judge_also: bool = False
-    """Also run the LLM judge on runs the tests decide; kept as judge_verdict to measure the judge's accuracy."""
-    re_retrieve: bool = False
-    """Retrieve once more, matched to the error, when a test run fails mid-task (off: the paper's protocol)."""
     sandbox: str = "auto"
     """Sandbox backend: auto, bwrap, local or docker."""
     run_log: Path | None = None
@@ -48,53 +34,13 @@ class MTLConfig(BaseModel):
     """Trajectory memories show at most this many characters of each observation."""
     plan_max_chars: int = Field(default=2000, ge=100)
     """Plans longer than this (untrusted model output) are cut before being used as a query."""
-    model_options: dict[str, Any] = Field(default_factory=dict)
-    """init_chat_model settings for provider:model strings: base_url, max_tokens, temperature, timeout."""
-    review_memories: bool = False
-    """Pause before write back (LangGraph interrupt) so a person approves, edits or rejects each new memory."""
     node_retry_attempts: int = Field(default=3, ge=1, le=10)
     """Attempts of a model-calling node (plan, judge, distill) when its provider fails transiently (429, 5xx)."""
     node_retry_interval: float = Field(default=1.0, ge=0.0, le=600.0)
     """Seconds before a model-calling node's first retry; doubled before each next one."""
 
 
-@dataclass
-class MTLContext:
-    """Run-time settings (LangGraph `context_schema`); None keeps the graph's build-time value."""
-
-    model: str | None = None
-    """Chat model as provider:model, resolved when the run starts."""
-    memory_type: MemoryChoice | None = None
-    """Memory format to retrieve ("none" = zero-shot)."""
-    top_k: int | None = None
-    """How many memories to retrieve."""
-    online: bool | None = None
-    """Write distilled memories back into the pool."""
-    exclude_domains: list[str] | None = None
-    """Domains whose memories are never retrieved."""
-    hold_one_out: bool | None = None
-    """Exclude memories from the task's own domain."""
-    exclude_task_ids: list[str] | None = None
-    """Never retrieve memories made from these tasks."""
-    only_ids: list[str] | None = None
-    """Retrieve only among these memory ids."""
-    re_retrieve: bool | None = None
-    """Retrieve once more when a test run fails mid-task."""
-    judge_also: bool | None = None
-    """Also run the LLM judge when the tests decide (to measure its accuracy)."""
-    model_options: dict[str, Any] | None = None
-    """Model settings: base_url, max_tokens, temperature, timeout (e.g. a local OpenAI-compatible server)."""
-    review_memories: bool | None = None
-    """Pause before write back so a person approves, edits or rejects each new memory."""
-
-
 def effective(config: MTLConfig, context: Any) -> MTLConfig:
-    """The build-time config with the run's context applied."""
-    if context is None:
-        return config
-    if isinstance(context, dict):
-        context = MTLContext(**{k: v for k, v in context.items() if k in MTLContext.__dataclass_fields__})
-    names = ("memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids", "only_ids",
-             "re_retrieve", "judge_also", "model_options", "review_memories")
-    updates = {name: getattr(context, name) for name in names if getattr(context, name, None) is not None}
-    return config.model_copy(update=updates) if updates else config
+    """The build-time config with the run's context applied (nested settings merge field by field)."""
+    context = as_context(context)
+    return config if context is None else merged(config, context)

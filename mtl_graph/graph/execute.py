@@ -26,13 +26,13 @@ from typing_extensions import NotRequired, TypedDict
 
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.default import DefaultAgent
-from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of, run_settings
+from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
 from mtl_graph.agent.middleware import AgentRunState
 from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLContext
+from mtl_graph.graph.context import MTLContext, agent_config
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import as_task, model_name, timed
@@ -136,11 +136,7 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
 
 
 def _refresher(nodes: Any, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
-    cfg = nodes._settings(runtime)
-    if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0 or state.get("refreshed"):
-        return None
-    already = [r["id"] for r in state.get("retrieved", [])]
-    return MemoryRefresh(nodes._pool(), cfg, as_task(state["task"]), already)
+    return None if state.get("refreshed") else nodes.memory_refresh(as_task(state["task"]), state, runtime)
 
 
 def step_hook(nodes: Any):
@@ -165,7 +161,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
     models = RunModels(nodes)
 
     def settings(runtime: Any) -> Any:
-        return run_settings(cfg, getattr(runtime, "context", None))
+        return agent_config(nodes._settings(runtime), cfg)
 
     loop = build_agent(cfg, models, settings=settings, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
                        context_schema=MTLContext, interrupt_before_tools=interrupt_before_tools,
@@ -239,7 +235,7 @@ def single_node(nodes: Any, agent: Any) -> Any:
         try:
             model = nodes._model(runtime)
             with events.relayed():
-                result = agent.run(task, registry.sandbox_for(workspace), model,
+                result = nodes._agent(nodes._settings(runtime)).run(task, registry.sandbox_for(workspace), model,
                                    memory_block=state.get("memory_block", ""), on_step=refresh or events.step)
         finally:
             registry.release(workspace)

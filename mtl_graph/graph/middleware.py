@@ -117,7 +117,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         run, refreshed = request.state.get("mtl") or {}, (request.state.get("mtl_refresh") or {}).get("used")
         refresh = None
         if not run.get("error") and not refreshed and run.get("task") is not None:
-            refresh = self.nodes._refresh(as_task(run["task"]), run, _mtl_runtime(request.runtime))
+            refresh = self.nodes.memory_refresh(as_task(run["task"]), run, _mtl_runtime(request.runtime))
         if refresh is None:
             events.step(step)
             return result

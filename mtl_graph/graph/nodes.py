@@ -22,8 +22,8 @@ from langgraph.runtime import Runtime
 
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLConfig, MTLContext, effective
-from mtl_graph.graph.refresh import exclusions, retrieved_record
+from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective
+from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
@@ -54,8 +54,23 @@ class MTLNodes:
 
     def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
         # The run's context names a model per run; it wins over the graph's default.
-        return chat_model(getattr(getattr(runtime, "context", None), "model", None) or self.model,
-                          self._settings(runtime).model_options)
+        cfg = self._settings(runtime)
+        return chat_model(cfg.model or self.model, cfg.model_options)
+
+    def _agent(self, cfg: MTLConfig) -> Any:
+        """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one)."""
+        own = getattr(self.agent, "config", None)
+        if own is None:
+            return self.agent
+        config = agent_config(cfg, own)
+        return self.agent if config == own else type(self.agent)(config)
+
+    def memory_refresh(self, task: Task, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
+        """This run's mid-run re-retrieval (after the first failing test run), when the run asks for it."""
+        cfg = self._settings(runtime)
+        if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0:
+            return None
+        return MemoryRefresh(self._pool(), cfg, task, [r["id"] for r in state.get("retrieved", [])])
 
     def _pool(self) -> MemoryPool:
         if self.pool is None:

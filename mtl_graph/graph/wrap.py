@@ -260,7 +260,7 @@ class WrappedExecute:
         task, workspace = as_task(state["task"]), prepared["workspace"]
         sandbox_for(workspace, self.nodes.config.sandbox)  # a run resumed in a new process opens it again here
         runtime = get_runtime()
-        live = _LIVE_RUNS.get(workspace, lambda: _LiveSteps(self.nodes._refresh(task, state, runtime)))
+        live = _LIVE_RUNS.get(workspace, lambda: _LiveSteps(self.nodes.memory_refresh(task, state, runtime)))
         block = state.get("memory_block") or ""
         extra: dict[str, Any] = {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block, ON_STEP_KEY: live}}
         if self.memories == "system_message" and block:

@@ -30,8 +30,8 @@ def speed(server: LocalModelServer, max_tokens: int = 64) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
-    from mtl_graph.agent import AgentConfig, DefaultAgent
     from mtl_graph.demo import run_demo
+    from mtl_graph.run_settings import MTLContext
 
     log = Path(args.log)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -44,12 +44,11 @@ def run(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
                       f"{rates['generated_tokens_per_s']:.1f} generated tokens/s")
         options = {"base_url": server.base_url, "max_tokens": args.max_tokens, "timeout": args.model_timeout}
         for action_format in args.formats:
-            agent = DefaultAgent(AgentConfig(action_format=action_format, step_limit=args.steps,
-                                             wall_time_limit=args.time_limit))
+            context = MTLContext(model=server.model, memory_type="insight", model_options=options,
+                                 action_format=action_format, step_limit=args.steps, wall_time_limit=args.time_limit)
             console.rule(f"[bold]agent with {action_format} actions")
             started = time.monotonic()
-            rows = run_demo(model=server.model, memory_type="insight", console=console, model_options=options,
-                            agent=agent)
+            rows = run_demo(context=context, console=console)
             summary.append({"action_format": action_format, "wall_s": time.monotonic() - started, "rows": rows,
                             **rates})
     return summary

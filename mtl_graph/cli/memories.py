@@ -1,60 +1,19 @@
-"""The `mtl` command. Heavy imports happen inside commands so `mtl --help` stays fast."""
+"""`mtl memories ...`: add, import, search, list, show, delete, stats, export, flagged, release, screen."""
 
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator, NoReturn, Optional
+from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(
-    help="Memory transfer for coding agents: a shared memory pool, runs, ingestion and evaluation.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool
+
 memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
                                 "flagged, release, screen.",
                            no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
-
-PoolOption = Annotated[
-    Optional[str],
-    typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. [env: MTL_POOL]'),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    """One clear line on stderr, then exit."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code)
-
-
-@contextmanager
-def open_pool(location: str | None) -> Iterator[Any]:
-    """The pool named by --pool or MTL_POOL; known failures, opening or using it, become one-line errors."""
-    from mtl_graph.memory.embeddings import EmbeddingError
-    from mtl_graph.memory.pool import MemoryPool, PoolError
-    from mtl_graph.settings import get_settings
-
-    try:
-        pool = MemoryPool.open(location or get_settings().pool)
-    except (PoolError, EmbeddingError) as exc:
-        fail(str(exc))
-    try:
-        yield pool
-    except (PoolError, EmbeddingError) as exc:  # e.g. a corrupt point met while listing or searching
-        fail(str(exc))
-    finally:
-        pool.close()
-
-
-def _console():
-    from rich.console import Console
-
-    return Console()
 
 
 def _memory_row(memory) -> tuple[str, str, str, str, str]:
@@ -168,7 +127,7 @@ def memories_search(
     table = Table("id", "type", "outcome", "domains", "key", "cosine", "found by", title=f"top {k} for: {text[:60]}")
     for h in hits:
         table.add_row(*_memory_row(h.memory), f"{h.similarity:.3f}", h.retriever)
-    _console().print(table)
+    console().print(table)
 
 
 @memories_app.command("list")
@@ -191,7 +150,7 @@ def memories_list(
     table = Table("id", "type", "outcome", "domains", "key")
     for memory in chosen:
         table.add_row(*_memory_row(memory))
-    _console().print(table)
+    console().print(table)
 
 
 def _resolve_id(opened, prefix: str):
@@ -215,15 +174,15 @@ def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a
     if json_out:
         typer.echo(memory.model_dump_json(indent=2))
         return
-    console = _console()
-    console.print(f"[bold]{memory.id}[/bold]  {memory.type}  outcome={memory.outcome.value}")
+    out = console()
+    out.print(f"[bold]{memory.id}[/bold]  {memory.type}  outcome={memory.outcome.value}")
     if memory.flagged:
-        console.print(f"[red]flagged (not retrieved):[/red] {'; '.join(memory.flagged)}")
-    console.print(memory.render(1), markup=False, highlight=False)  # memory text is data, never rich markup
+        out.print(f"[red]flagged (not retrieved):[/red] {'; '.join(memory.flagged)}")
+    out.print(memory.render(1), markup=False, highlight=False)  # memory text is data, never rich markup
     s = memory.stats
-    console.print(f"retrieved {s.retrieved}× ({s.retrieved_success} in successful runs, {s.retrieved_failure} in failed)")
+    out.print(f"retrieved {s.retrieved}× ({s.retrieved_success} in successful runs, {s.retrieved_failure} in failed)")
     for src in memory.sources:
-        console.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
+        out.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
                       f"distilled by={src.distill_model} run={src.run_id} at {src.created_at:%Y-%m-%d %H:%M}")
 
 
@@ -251,7 +210,7 @@ def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> Non
     for group, counts in stats.items():
         for value, n in sorted(counts.items()):
             table.add_row(group, value, str(n))
-    _console().print(table)
+    console().print(table)
 
 
 @memories_app.command("export")
@@ -264,127 +223,6 @@ def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to wri
         except OSError as exc:
             fail(f"cannot write {file}: {exc.strerror}")
     typer.echo(f"exported {n} memories to {file}")
-
-
-ModelOption = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model as provider:model, e.g. openai:gpt-5-mini, or scripted:FILE.json to replay an action script. [env: MTL_MODEL]")]
-MemoryOption = Annotated[Optional[str], typer.Option("--memory", help="Memory format to retrieve: insight, summary, workflow, trajectory, or none (zero-shot). [env: MTL_MEMORY_TYPE, default insight]")]
-SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. [env: MTL_SANDBOX]")]
-BaseUrlOption = Annotated[Optional[str], typer.Option("--base-url", help="Model server endpoint, e.g. http://127.0.0.1:8080/v1 for a local OpenAI-compatible server.")]
-MaxTokensOption = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Most tokens per model answer.")]
-TemperatureOption = Annotated[Optional[float], typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature.")]
-ModelTimeoutOption = Annotated[Optional[float], typer.Option("--model-timeout", min=0.1, help="Seconds one model call may take.")]
-ActionFormatOption = Annotated[Optional[str], typer.Option("--action-format", help="How the agent acts: tool_calls (bash/submit tools) or text (one fenced bash block per reply, for models without tool calling).")]
-StepLimitOption = Annotated[Optional[int], typer.Option("--step-limit", min=1, help="Model turns before the agent stops (default 30).")]
-TimeLimitOption = Annotated[Optional[float], typer.Option("--time-limit", min=1.0, help="Seconds before the agent stops (default 1800).")]
-
-
-def _model_options(base_url: str | None, max_tokens: int | None, temperature: float | None,
-                   timeout: float | None) -> dict[str, Any]:
-    values = {"base_url": base_url, "max_tokens": max_tokens, "temperature": temperature, "timeout": timeout}
-    return {key: value for key, value in values.items() if value is not None}
-
-
-def _agent(action_format: str | None, step_limit: int | None, time_limit: float | None) -> Any:
-    """The default agent with the CLI's overrides (None: the graph's default agent)."""
-    values = {"action_format": action_format, "step_limit": step_limit, "wall_time_limit": time_limit}
-    overrides = {key: value for key, value in values.items() if value is not None}
-    if not overrides:
-        return None
-    from pydantic import ValidationError
-
-    from mtl_graph.agent import AgentConfig, DefaultAgent
-
-    try:
-        return DefaultAgent(AgentConfig(**overrides))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        fail(f"invalid agent option {first['loc'][0]}: {first['msg']}")
-
-
-@app.command("run")
-def run_task(
-    task: Annotated[Path, typer.Argument(help="Task directory (task.md, optional task.json and files/).")],
-    model: ModelOption = None,
-    memory: MemoryOption = None,
-    k: Annotated[Optional[int], typer.Option("--k", "-k", min=0, max=50, help="Memories to retrieve. [env: MTL_TOP_K, default 3]")] = None,
-    pool: PoolOption = None,
-    sandbox: SandboxOption = None,
-    online: Annotated[bool, typer.Option("--online/--no-online", help="Distil the run and write memories back.")] = True,
-    hold_one_out: Annotated[bool, typer.Option("--hold-one-out", help="Never retrieve memories from the task's own domain.")] = False,
-    exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Never retrieve memories from this domain (repeatable).")] = None,
-    re_retrieve: Annotated[bool, typer.Option("--re-retrieve", help="Retrieve once more, matched to the error, when a test run fails mid-task.")] = False,
-    base_url: BaseUrlOption = None,
-    max_tokens: MaxTokensOption = None,
-    temperature: TemperatureOption = None,
-    model_timeout: ModelTimeoutOption = None,
-    action_format: ActionFormatOption = None,
-    step_limit: StepLimitOption = None,
-    time_limit: TimeLimitOption = None,
-    json_out: JsonOption = False,
-) -> None:
-    """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress."""
-    from mtl_graph.settings import get_settings
-
-    settings = get_settings()
-    model = model or settings.model
-    memory = memory or settings.memory_type
-    k = settings.top_k if k is None else k
-    if not model:
-        from mtl_graph.chat import NO_MODEL
-
-        fail(NO_MODEL)
-    if memory not in ("insight", "summary", "workflow", "trajectory", "none"):
-        fail(f"unknown memory type {memory!r}; expected insight, summary, workflow, trajectory or none")
-    from mtl_graph.tasks import Task, TaskError
-
-    try:
-        loaded = Task.from_dir(task)
-    except TaskError as exc:
-        fail(str(exc))
-    from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.graph.progress import RichProgress, stream_run
-
-    with open_pool(pool) as opened:
-        graph = build_mtl_graph(model, opened, memory_type=memory, top_k=k, online=online, hold_one_out=hold_one_out,
-                                exclude_domains=exclude_domain or [], sandbox=sandbox or settings.sandbox,
-                                re_retrieve=re_retrieve, agent=_agent(action_format, step_limit, time_limit),
-                                model_options=_model_options(base_url, max_tokens, temperature, model_timeout))
-        state = stream_run(graph, {"task": loaded}, None if json_out else RichProgress())
-    if json_out:
-        keys = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "memories_written",
-                "distill_failures", "timings", "error")
-        typer.echo(json.dumps({key: state.get(key) for key in keys}, indent=2, default=str))
-    if state.get("error"):
-        fail(state["error"])
-
-
-@app.command("demo")
-def demo(
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Run the example tasks live with this model instead of the scripted one.")] = None,
-    pool: Annotated[str, typer.Option("--pool", help="Pool location (default: a temporary embedded pool).")] = ":memory:",
-    sandbox: SandboxOption = None,
-    memory: Annotated[Optional[str], typer.Option("--memory", help="Memory format (default: trajectory offline, insight live).")] = None,
-    base_url: BaseUrlOption = None,
-    max_tokens: MaxTokensOption = None,
-    temperature: TemperatureOption = None,
-    model_timeout: ModelTimeoutOption = None,
-    action_format: ActionFormatOption = None,
-    step_limit: StepLimitOption = None,
-    time_limit: TimeLimitOption = None,
-) -> None:
-    """The whole pipeline on examples/tasks, offline: a scripted model, real sandbox, real tests, real Qdrant pool."""
-    from mtl_graph.demo import run_demo
-    from mtl_graph.memory.embeddings import EmbeddingError
-    from mtl_graph.memory.pool import PoolError
-
-    try:
-        rows = run_demo(model=model, pool_location=pool, sandbox=sandbox or "auto", memory_type=memory,
-                        model_options=_model_options(base_url, max_tokens, temperature, model_timeout),
-                        agent=_agent(action_format, step_limit, time_limit))
-    except (PoolError, EmbeddingError, FileNotFoundError) as exc:
-        fail(str(exc))
-    if any(row["error"] for row in rows):
-        raise typer.Exit(1)
 
 
 @memories_app.command("flagged")
@@ -400,7 +238,7 @@ def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None) -> N
     table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} flagged memories")
     for memory in held:
         table.add_row(*_memory_row(memory), "; ".join(memory.flagged))
-    _console().print(table)
+    console().print(table)
 
 
 @memories_app.command("release")
@@ -426,26 +264,3 @@ def memories_screen(json_out: JsonOption = False, pool: PoolOption = None) -> No
         typer.echo(json.dumps({"newly_flagged": newly, "flagged": held}, indent=2))
         return
     typer.echo(f"{len(newly)} newly flagged, {held} flagged in all (see `mtl memories flagged`)")
-
-
-def _register_optional() -> None:
-    """Commands that live with their pipeline stage (their modules import only typer at the top)."""
-    from mtl_graph.bench.commands import eval_cmd, report_cmd
-    from mtl_graph.experience.commands import ingest
-    from mtl_graph.memory.commands import pool_app
-
-    app.command("ingest")(ingest)
-    app.add_typer(pool_app, name="pool")
-    app.command("eval")(eval_cmd)
-    app.command("report")(report_cmd)
-
-
-_register_optional()
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,66 @@
+"""The `mtl` Typer app and what every command shares: --pool, --json, one-line errors, the open pool."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Annotated, Any, Iterator, NoReturn, Optional
+
+import typer
+
+app = typer.Typer(
+    help="Memory transfer for coding agents: a shared memory pool, runs, ingestion and evaluation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+PoolOption = Annotated[
+    Optional[str],
+    typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One clear line on stderr, then exit."""
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+def settings() -> Any:
+    """The MTL_* environment settings; a bad value ends the command with one line naming the variable."""
+    from mtl_graph.settings import SettingsError, get_settings
+
+    try:
+        return get_settings()
+    except SettingsError as exc:
+        fail(str(exc))
+
+
+@contextmanager
+def open_pool(location: str | None) -> Iterator[Any]:
+    """The pool named by --pool or MTL_POOL; known failures, opening or using it, become one-line errors."""
+    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.pool import MemoryPool, PoolError
+
+    try:
+        pool = MemoryPool.open(location or settings().pool)
+    except (PoolError, EmbeddingError) as exc:
+        fail(str(exc))
+    try:
+        yield pool
+    except (PoolError, EmbeddingError) as exc:  # e.g. a corrupt point met while listing or searching
+        fail(str(exc))
+    finally:
+        pool.close()
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+@app.callback()
+def check_environment() -> None:
+    """Every command reads MTL_* settings: a bad one is reported once, before the command starts."""
+    settings()

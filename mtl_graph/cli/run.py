@@ -1,0 +1,75 @@
+"""`mtl run` and `mtl demo`: one task, or the offline demo, through the MTL graph with the run settings as flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from mtl_graph.cli.app import JsonOption, PoolOption, app, fail, settings
+from mtl_graph.cli.options import with_run_settings
+
+SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. \\[env: MTL_SANDBOX]")]
+RESULT_KEYS = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "memories_written",
+               "distill_failures", "timings", "error")
+"""What `mtl run --json` prints of the final state."""
+
+
+@app.command("run")
+@with_run_settings(from_env=True)
+def run_task(
+    task: Annotated[Path, typer.Argument(help="Task directory (task.md, optional task.json and files/).")],
+    pool: PoolOption = None,
+    sandbox: SandboxOption = None,
+    json_out: JsonOption = False,
+    run: Any = None,
+) -> None:
+    """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress.
+
+    Every run setting is a flag here, else its MTL_* environment variable, else the graph's default."""
+    if not run.model:
+        from mtl_graph.chat import NO_MODEL
+
+        fail(NO_MODEL)
+    from mtl_graph.tasks import Task, TaskError
+
+    try:
+        loaded = Task.from_dir(task)
+    except TaskError as exc:
+        fail(str(exc))
+    from mtl_graph.cli.app import open_pool
+    from mtl_graph.graph import build_mtl_graph
+    from mtl_graph.graph.progress import RichProgress, stream_run
+
+    with open_pool(pool) as opened:
+        graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox)
+        state = stream_run(graph, {"task": loaded}, None if json_out else RichProgress(), context=run)
+    if json_out:
+        typer.echo(json.dumps({key: state.get(key) for key in RESULT_KEYS}, indent=2, default=str))
+    if state.get("error"):
+        fail(state["error"])
+
+
+@app.command("demo")
+@with_run_settings(from_env=False)
+def demo(
+    pool: Annotated[str, typer.Option("--pool", help="Pool location (default: a temporary embedded pool).")] = ":memory:",
+    sandbox: SandboxOption = None,
+    run: Any = None,
+) -> None:
+    """The whole pipeline on examples/tasks, offline: a scripted model, real sandbox, real tests, real Qdrant pool.
+
+    The run settings are flags as in `mtl run` (not read from MTL_*: the demo runs the same everywhere); without
+    --model the tasks replay their stored scripts, with trajectory memories (insight with a live model)."""
+    from mtl_graph.demo import run_demo
+    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.pool import PoolError
+
+    try:
+        rows = run_demo(pool_location=pool, sandbox=sandbox or "auto", context=run)
+    except (PoolError, EmbeddingError, FileNotFoundError) as exc:
+        fail(str(exc))
+    if any(row["error"] for row in rows):
+        raise typer.Exit(1)
