@@ -66,3 +66,29 @@ def test_writes_ask_the_engine_to_index(pool, monkeypatch):
     assert calls == [1]
     pool.add(NEW)
     assert calls == [1]  # nothing written, nothing to index
+
+
+def _cosine(a, b):
+    import numpy as np
+
+    a, b = np.asarray(a), np.asarray(b)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_every_hit_reports_its_true_cosine_whichever_list_found_it(pool):
+    found = set()
+    for query in QUERIES:
+        q = pool.embeddings.embed_query(query)
+        for hit in pool.search(query, k=8):
+            found.add(hit.retriever)
+            assert hit.similarity == pytest.approx(_cosine(q, pool.embeddings.embed_query(hit.memory.key_text())),
+                                                   abs=1e-4), (query, hit.retriever)
+    assert "bm25" in found  # the vector-reading path for BM25-only hits ran
+
+
+def test_min_score_drops_hits_below_it_from_either_list(pool):
+    for query in QUERIES:
+        every = pool.search(query, k=20)
+        floor = sorted(h.similarity for h in every)[len(every) // 2]
+        kept = pool.search(query, k=20, min_score=floor)
+        assert [h.memory.id for h in kept] == [h.memory.id for h in every if h.similarity >= floor]
