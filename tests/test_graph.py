@@ -263,7 +263,7 @@ def test_a_failing_test_run_re_retrieves_once_with_the_error(pool, tmp_path):
     assert again["id"] == csv.id != first
     observations = [m.content for m in model.prompts[-1] if m.type == "tool"]
     assert "More memories, retrieved because that test run failed" in observations[0]
-    assert 'n="2" type="insight"' in observations[0] and "│ Round money sums" in observations[0]
+    assert "Memory 2 (insight, " in observations[0] and "│ Round money sums" in observations[0]
     assert "More memories" not in observations[1]  # only once
     assert json.loads((tmp_path / "l.jsonl").read_text())["re_retrieved"][0]["id"] == csv.id
     off = run(build_mtl_graph(RecordingModel(prompts=[], responses=list(model.responses)), pool, top_k=1,

@@ -66,3 +66,63 @@ def test_writes_ask_the_engine_to_index(pool, monkeypatch):
     assert calls == [1]
     pool.add(NEW)
     assert calls == [1]  # nothing written, nothing to index
+
+
+def _cosine(a, b):
+    import numpy as np
+
+    a, b = np.asarray(a), np.asarray(b)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_every_hit_reports_its_true_cosine_whichever_list_found_it(pool):
+    found = set()
+    for query in QUERIES:
+        q = pool.embeddings.embed_query(query)
+        for hit in pool.search(query, k=8):
+            found.add(hit.retriever)
+            assert hit.similarity == pytest.approx(_cosine(q, pool.embeddings.embed_query(hit.memory.key_text())),
+                                                   abs=1e-4), (query, hit.retriever)
+    assert "bm25" in found  # the vector-reading path for BM25-only hits ran
+
+
+def test_min_score_drops_hits_below_it_from_either_list(pool):
+    for query in QUERIES:
+        every = pool.search(query, k=20)
+        floor = sorted(h.similarity for h in every)[len(every) // 2]
+        kept = pool.search(query, k=20, min_score=floor)
+        assert [h.memory.id for h in kept] == [h.memory.id for h in every if h.similarity >= floor]
+
+
+def test_the_shards_tally_counts_exactly_through_overwrites_deletes_indexing_and_reopening(tmp_path):
+    """The unfiltered count comes from Edge's own tally, not an exact count request: it must stay exact."""
+    import numpy as np
+
+    from mtl_graph.memory.edge_indexing import EdgeIndexConfig
+    from mtl_graph.memory.storage import EdgeStore, StoredPoint
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((900, 8)).astype(np.float32).tolist()
+
+    def points(ids):
+        return [StoredPoint(f"00000000-0000-0000-0000-{i:012d}", vectors[i], ([i % 50], [1.0]), {"type": "insight"})
+                for i in ids]
+
+    def exact(store):
+        return store.shard.count(store._q.CountRequest(exact=True))
+
+    # tiny thresholds, so the points end up in several indexed segments
+    config = EdgeIndexConfig(indexing_threshold_kb=4, max_segment_size_kb=1_000, full_scan_threshold_kb=1)
+    store = EdgeStore(str(tmp_path / "shard"), 8, config)
+    steps = [lambda: store.upsert(points(range(600))), lambda: store.upsert(points(range(500, 900))),
+             store.optimize, lambda: store.delete([p.id for p in points(range(0, 900, 3))]),
+             lambda: store.delete([p.id for p in points(range(0, 30))]), store.optimize,
+             lambda: store.upsert(points(range(0, 12)))]
+    for step in steps:
+        step()
+        assert store.count() == exact(store)
+    assert store.count() == 900 - 300 - 20 + 12 and store.shard.info().segments_count > 1
+    store.close()
+    reopened = EdgeStore(str(tmp_path / "shard"), 8, config)
+    assert reopened.count() == exact(reopened) == 592
+    reopened.close()

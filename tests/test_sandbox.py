@@ -246,3 +246,36 @@ def test_a_toolchain_under_tmp_stays_visible_beside_the_private_tmp(tmp_path):
         result = sb.run(f"{tools}/hello; ls /tmp; cat {tmp_path}/checkout/secret.txt", timeout=30)
     assert "hello from the venv" in result.output
     assert "not part of the toolchain" not in result.output  # only the bound directory, not its checkout
+
+
+LIMITS = "ulimit -H -v -t -u -f; ulimit -S -v -t -u -f"
+
+
+def _limit_values(output: str) -> list[str]:
+    return [line.split()[-1] for line in output.splitlines()]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_limits_are_hard_and_follow_a_config_change(kind, tmp_path):
+    """The supervisor may wear the limits itself so commands inherit them: soft = hard, no command can raise one,
+    and a sandbox whose limits change gets a supervisor with the new ones."""
+    config = SandboxConfig(memory_mb=2048, cpu_seconds=120, max_processes=300, max_file_size_mb=64)
+    with make_sandbox(kind, tmp_path / "ws", config) as sb:
+        first = sb.run(LIMITS)
+        assert _limit_values(first.output) == ["2097152", "120", "300", "65536"] * 2, first.output
+        raised = sb.run("ulimit -H -t 121 || echo refused; ulimit -S -v 99999999 || echo refused")
+        assert raised.output.count("refused") == 2, raised.output
+        sb.config = config.model_copy(update={"cpu_seconds": 90, "memory_mb": 1024})
+        again = sb.run(LIMITS)
+        assert _limit_values(again.output) == ["1048576", "90", "300", "65536"] * 2, again.output
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_limits_too_tight_for_the_supervisor_still_bind_the_command(kind, tmp_path):
+    """A memory limit the supervisor could not live under is applied in the child alone (and the next command
+    still gets it: the supervisor keeps no trace of it)."""
+    config = SandboxConfig(memory_mb=100, cpu_seconds=5)
+    with make_sandbox(kind, tmp_path / "ws", config) as sb:
+        for _ in range(2):
+            result = sb.run(LIMITS)
+            assert _limit_values(result.output)[:2] == ["102400", "5"], result.output

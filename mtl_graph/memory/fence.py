@@ -1,15 +1,20 @@
-"""Memories in a prompt as data: each one inside markers its own text cannot forge, every line of it quoted.
+"""Memories in a prompt as data: one block between markers its text cannot forge, every line of it quoted.
 
 A memory is text written by a model from another run (or imported from a file), so it may contain anything,
 including lines that look like the prompt's own structure ("# End of memories", "SYSTEM: ...", a closing
 marker). Three things keep it data:
 
-* a boundary token drawn fresh (``secrets.token_hex``) for every rendered block and named in the header; a memory
-  written before the block existed cannot contain it, and a token that happens to occur in a memory is redrawn;
-* every line of a memory's text starts with a quote bar, so no heading, role line or marker of a memory can
-  start a line of the prompt (all Unicode line breaks count as lines);
+* a boundary token drawn fresh (``secrets.token_hex``) for every rendered block, named in the header and carried
+  by the block's opening and closing markers; a memory written before the block existed cannot contain it, and a
+  token that happens to occur in a memory is redrawn;
+* every line of a memory's text starts with a quote bar, so no heading, role line or marker of a memory can start
+  a line of the prompt (all Unicode line breaks count as lines). The only unquoted lines inside the block are the
+  ``Memory N (type, outcome):`` headings the renderer writes, which therefore cannot be forged either;
 * chat-template special tokens (``<|im_start|>``), memory markers and invisible control / bidi characters are
   defused inside the text, so they cannot act even mid-line.
+
+The token is on the block's two markers only, not on every memory's: with every line quoted it adds no protection
+per memory, and each copy of 16 hex digits costs ~15 tokens (the top-3 block was 626 tokens, 578 of a 600 budget).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ TOKEN_BYTES = 8
 
 _SPECIAL_TOKEN = re.compile(r"<\s*\|")
 _SPECIAL_TOKEN_END = re.compile(r"\|\s*>")
-_MARKER = re.compile(r"<\s*(/?)\s*(memory)", re.IGNORECASE)
+_MARKER = re.compile(r"<\s*(/?)\s*(memor)", re.IGNORECASE)  # <memory-..., </memories...
 # C0/C1 controls (tab kept), and the bidi overrides / isolates that can make text read differently than it is.
 _INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -53,12 +58,17 @@ def quote(text: str) -> str:
     return "\n".join(QUOTE + _defuse(line) for line in (text.splitlines() or [""]))
 
 
-def open_marker(boundary: str, index: int, memory: Memory) -> str:
-    return f'<memory-{boundary} n="{index}" type="{memory.type}" outcome="{memory.outcome.value}">'
+def open_marker(boundary: str) -> str:
+    return f"<memory-{boundary}>"
 
 
-def close_marker(boundary: str, index: int) -> str:
-    return f'</memory-{boundary} n="{index}">'
+def close_marker(boundary: str) -> str:
+    return f"</memory-{boundary}>"
+
+
+def heading(index: int, memory: Memory) -> str:
+    """The unquoted line that starts memory number index (type and outcome are enums, never memory text)."""
+    return f"Memory {index} ({memory.type}, {memory.outcome.value}):"
 
 
 def new_boundary() -> str:
@@ -67,7 +77,7 @@ def new_boundary() -> str:
 
 def fence_memories(memories: Sequence[Memory], *, start: int = 1, observation_chars: int = 300,
                    boundary_factory: Callable[[], str] = new_boundary) -> FencedMemories:
-    """Numbered memories, each between markers carrying a fresh boundary token, their text quoted line by line."""
+    """Numbered memories between the block's markers (a fresh boundary token), their text quoted line by line."""
     bodies = [f"{m.label()}\n{m.body(observation_chars)}" for m in memories]
     lowered = [body.lower() for body in bodies]
     for _ in range(100):  # a clash happens only by chance (2**-64) or with a factory that guesses a memory's text
@@ -76,6 +86,5 @@ def fence_memories(memories: Sequence[Memory], *, start: int = 1, observation_ch
             break
     else:
         raise RuntimeError("could not draw a boundary token absent from the memories")
-    blocks = [f"{open_marker(boundary, i, m)}\n{quote(body)}\n{close_marker(boundary, i)}"
-              for i, (m, body) in enumerate(zip(memories, bodies), start)]
-    return FencedMemories("\n\n".join(blocks), boundary)
+    blocks = [f"{heading(i, m)}\n{quote(body)}" for i, (m, body) in enumerate(zip(memories, bodies), start)]
+    return FencedMemories("\n".join([open_marker(boundary), *blocks, close_marker(boundary)]), boundary)

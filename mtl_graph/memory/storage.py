@@ -56,7 +56,7 @@ class Store(Protocol):
 
     def upsert(self, points: list[StoredPoint]) -> None: ...
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
-    def retrieve(self, ids: list[str]) -> list[RawHit]: ...
+    def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]: ...
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
     def scroll(self, batch: int = 256) -> Iterator[RawHit]: ...
@@ -126,9 +126,11 @@ class ClientStore:
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         self.client.overwrite_payload(self.collection, payload=payload, points=[point_id])
 
-    def retrieve(self, ids: list[str]) -> list[RawHit]:
-        records = self.client.retrieve(self.collection, ids=ids, with_payload=True)
-        return [RawHit(str(r.id), 0.0, r.payload or {}) for r in records]
+    def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
+        records = self.client.retrieve(self.collection, ids=ids, with_payload=not with_dense,
+                                       with_vectors=[DENSE] if with_dense else False)
+        return [RawHit(str(r.id), 0.0, r.payload or {}, (r.vector or {}).get(DENSE) if with_dense else None)
+                for r in records]
 
     def delete(self, ids: list[str]) -> None:
         self.client.delete(self.collection, points_selector=self._m.PointIdsList(points=ids))
@@ -235,13 +237,20 @@ class EdgeStore:
         q = self._q
         self.shard.update(q.UpdateOperation.overwrite_payload([point_id], payload))
 
-    def retrieve(self, ids: list[str]) -> list[RawHit]:
-        return [RawHit(str(r.id), 0.0, r.payload or {}) for r in self.shard.retrieve(ids, True, False)]
+    def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
+        """Points by id: payloads, or (with_dense) dense vectors alone."""
+        records = self.shard.retrieve(ids, not with_dense, [DENSE] if with_dense else False)
+        return [RawHit(str(r.id), 0.0, r.payload or {}, r.vector.get(DENSE) if isinstance(r.vector, dict) else None)
+                for r in records]
 
     def delete(self, ids: list[str]) -> None:
         self.shard.update(self._q.UpdateOperation.delete_points(ids))
 
     def count(self, where: Conditions | None = None) -> int:
+        if where is None or where.is_empty():
+            # The shard's own tally (exact: deletes and overwrites included) in ~0.05 ms; an exact count request
+            # walks every point (11 ms at 100k), which the integrity ledger paid after every write.
+            return self.shard.info().points_count
         return self.shard.count(self._q.CountRequest(exact=True, filter=self._filter(where)))
 
     def scroll(self, batch: int = 256) -> Iterator[RawHit]:

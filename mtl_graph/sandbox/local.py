@@ -75,7 +75,7 @@ class WorkspaceSandbox:
             cap=self.config.output_cap,
             uid=uid,
             gid=gid,
-            limits=limits,  # applied by the supervisor only when prlimit is missing
+            limits=limits,  # applied by the supervisor: as root, or when prlimit is missing
             files=self.passed_files(),
             watchdog=self.quota.check if self.quota is not None else None,
         )
