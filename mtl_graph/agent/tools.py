@@ -90,9 +90,7 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
         # A wrapped run's hook (re-retrieval after a failing test run) may add a note for the model.
         hook = ((getattr(runtime, "config", None) or {}).get("configurable") or {}).get("mtl_on_step")
         note = hook(step) if callable(hook) else None
-        observation = render_observation(step, cfg) + (f"
-
-{note}" if note else "")
+        observation = render_observation(step, cfg) + (f"\n\n{note}" if note else "")
         return observation, step.model_dump(mode="json")
 
     return [StructuredTool.from_function(bash, name="bash", description=BashArgs.__doc__,
