@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
