@@ -188,8 +188,8 @@ def test_a_storm_that_never_ends_is_an_error_after_the_retries(tmp_path, monkeyp
     monkeypatch.setattr(ProviderRetry, "wait", staticmethod(slept.append))
     model = Flaky(responses=[submit_call("never")], failures=[_status_error(503)] * 10)
     agent = DefaultAgent(AgentConfig(model_retries=3))
-    state = graph_for(model, tmp_path, agent=agent, memory_type="insight",
-                      distill_formats=["trajectory"]).invoke({"task": TASK})
+    state = graph_for(model, tmp_path, agent=agent, memory_type="insight", distill_formats=["trajectory"],
+                      node_retry_attempts=1).invoke({"task": TASK})
     assert model.calls == 1 + 4 and len(slept) == 3  # the plan's call (its failure only costs the plan), then 4
     assert state["error"].startswith("model provider error: InternalServerError (HTTP 503)")
     assert state["verdict"] == {"status": "error", "reason": state["error"], "source": "infrastructure",
