@@ -1,29 +1,26 @@
 """The default coding agent (bash-centred; tool-call or text actions; `create_agent` + middleware) and a scripted
-model for offline runs."""
+model for offline runs.
 
-from mtl_graph.agent.base import Agent, AgentResult
-from mtl_graph.agent.config import AgentConfig
-from mtl_graph.agent.default import DefaultAgent
-from mtl_graph.agent.formats import TOOLS
-from mtl_graph.agent.loop import build_agent
-from mtl_graph.agent.scripted import (
-    ScriptedChatModel,
-    bash_call,
-    load_action_script,
-    submit_call,
-    text_action,
-)
+Names are imported on first use: `mtl_graph.agent.config` (the settings the CLI's flags are made from) must not
+pull in LangChain."""
 
-__all__ = [
-    "TOOLS",
-    "Agent",
-    "AgentConfig",
-    "AgentResult",
-    "DefaultAgent",
-    "build_agent",
-    "ScriptedChatModel",
-    "bash_call",
-    "load_action_script",
-    "submit_call",
-    "text_action",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_WHERE = {
+    "Agent": "base", "AgentResult": "base", "AgentConfig": "config", "DefaultAgent": "default", "TOOLS": "formats",
+    "build_agent": "loop", "ScriptedChatModel": "scripted", "bash_call": "scripted",
+    "load_action_script": "scripted", "submit_call": "scripted", "text_action": "scripted",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
