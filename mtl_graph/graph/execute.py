@@ -10,6 +10,7 @@ again from the path on first use. An agent that only has `Agent.run` runs in one
 from __future__ import annotations
 
 import tempfile
+import threading
 import uuid
 from collections import OrderedDict
 from pathlib import Path
@@ -86,17 +87,23 @@ class RunModels:
     def __init__(self, nodes: Any, keep: int = 64) -> None:
         self.nodes, self.keep = nodes, keep
         self.by_workspace: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()  # the eval harness runs several tasks through one graph at once
 
     def __call__(self, runtime: Any, state: dict[str, Any]) -> Any:
         key = str(state.get("workspace"))
-        if key not in self.by_workspace:
-            self.by_workspace[key] = self.nodes._model(runtime)
+        with self.lock:
+            if key in self.by_workspace:
+                return self.by_workspace[key]
+        model = self.nodes._model(runtime)
+        with self.lock:
+            model = self.by_workspace.setdefault(key, model)
             while len(self.by_workspace) > self.keep:  # runs paused and never resumed
                 self.by_workspace.popitem(last=False)
-        return self.by_workspace[key]
+        return model
 
     def done(self, workspace: str | None) -> None:
-        self.by_workspace.pop(str(workspace), None)
+        with self.lock:
+            self.by_workspace.pop(str(workspace), None)
 
 
 def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:
