@@ -292,3 +292,17 @@ def test_only_the_first_action_of_a_reply_runs(tmp_path):
     assert set(answers) == {"first", "second", "third"}
     assert answers["second"].status == "error" and "Not run" in answers["second"].text
     assert answers["third"].status == "error" and state["trajectory"]["submission"] == "done"
+
+
+def test_the_run_sandbox_is_released_and_a_lent_one_is_handed_back(tmp_path):
+    from mtl_graph.sandbox import make_sandbox, registry
+
+    model = ScriptedChatModel(responses=[bash_call("sleep 300 & echo started"), submit_call("done")])
+    graph_for(model, tmp_path, keep_workspaces=True).invoke({"task": TASK})
+    [workspace] = (tmp_path / "ws" / "no-thread").iterdir()
+    assert not registry.is_open(workspace)  # closed by finish, before the judge's own sandbox
+
+    with make_sandbox("local", TASK.materialize(tmp_path / "own")) as mine:
+        result = DefaultAgent().run(TASK, mine, ScriptedChatModel(responses=[bash_call(WRITE), submit_call("ok")]))
+        assert result.exit_status == "submitted" and not registry.is_open(mine.workspace)
+        assert mine.run("python3 hello.py").output == "hello, world\n"  # still the caller's, still open
