@@ -56,6 +56,18 @@ def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_
     assert (workspace / "step_0.txt").read_text() == "step 0\n"  # files from before the kill are there
 
 
+def test_a_text_action_run_killed_mid_way_resumes_too(tmp_path):
+    assert drive(tmp_path, "--text", "--kill-at", "3").returncode == -signal.SIGKILL
+    resumed = drive(tmp_path, "--text", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    out = json.loads(resumed.stdout)
+    steps = out["trajectory"]["steps"]
+    assert [s["reasoning"] for s in steps[:-1]] == [f"Step {i}." for i in range(6)] and steps[-1]["tool"] == "submit"
+    assert out["verdict"]["status"] == "pass"
+    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]
+
+
 def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tmp_path):
     import os
     import time
