@@ -73,11 +73,12 @@ class ExecuteState(TypedDict):
 
 
 def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:
-    """`<root>/<thread>/<task>-<run>`: found again when the thread resumes (root: the system temp dir's
-    mtl-workspaces unless configured)."""
+    """`<root>/<thread>--<task>-<run>`: found again when the thread resumes (root: the system temp dir's
+    mtl-workspaces unless configured). One level, so removing it after write back leaves nothing behind."""
     base = Path(root) if root is not None else Path(tempfile.gettempdir()) / "mtl-workspaces"
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    return base / _safe(str(thread) if thread else "no-thread") / f"{_safe(task_id)}-{run_id or uuid.uuid4().hex}"
+    name = f"{_safe(str(thread) if thread else 'no-thread')}--{_safe(task_id)}-{run_id or uuid.uuid4().hex}"
+    return base / name
 
 
 class RunModels:
