@@ -95,6 +95,10 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> list[list[str]]:
                  f"{g['checkpoints_per_run']} per run; run {g['sqlite_s']:.2f} s)",
                  f"no checkpointer: run {g['graph_s']:.2f} s", f"{per_run / g['graph_s'] * 100:.1f}% of the run",
                  "report"])
+    rows.append(["checkpoints, SqliteSaver on a WAL database (synchronous=NORMAL)",
+                 f"{g['checkpoint_per_step_wal_ms']:.1f} ms per agent step (run {g['sqlite_wal_s']:.2f} s)",
+                 f"default journal: {g['checkpoint_per_step_ms']:.1f} ms per agent step",
+                 _x(g["checkpoint_per_step_ms"], g["checkpoint_per_step_wal_ms"]) + " less", "report"])
     t = g["tokens"]
     rows.append(["tokens injected by the top-3 memories (word pieces, header included)",
                  ", ".join(f"{f} {t[f]}" + (f" ({t[f + '_memories']} found)" if t[f + "_memories"] < 3 else "")

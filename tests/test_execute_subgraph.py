@@ -40,7 +40,7 @@ def drive(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_path):
     killed = drive(tmp_path, "--kill-at", "4")  # dies when asked for its 5th reply: four commands have run
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    [workspace] = (tmp_path / "ws").glob("t1--*")
     assert sorted(p.name for p in workspace.glob("step_*")) == [f"step_{i}.txt" for i in range(4)]
 
     resumed = drive(tmp_path, "--resume")
@@ -51,9 +51,21 @@ def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_
     assert steps[-1]["tool"] == "submit"
     assert out["trajectory"]["exit_status"] == "submitted" and out["error"] is None
     assert out["verdict"]["status"] == "pass" and out["verdict"]["source"] == "tests"
-    assert [p.name for p in (tmp_path / "ws" / "t1").iterdir()] == [workspace.name]  # the same workspace
+    assert {p.name for p in (tmp_path / "ws").iterdir()} == {workspace.name, "runs.jsonl"}  # the same workspace
     assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]  # no command ran twice
     assert (workspace / "step_0.txt").read_text() == "step 0\n"  # files from before the kill are there
+
+
+def test_a_text_action_run_killed_mid_way_resumes_too(tmp_path):
+    assert drive(tmp_path, "--text", "--kill-at", "3").returncode == -signal.SIGKILL
+    resumed = drive(tmp_path, "--text", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    out = json.loads(resumed.stdout)
+    steps = out["trajectory"]["steps"]
+    assert [s["reasoning"] for s in steps[:-1]] == [f"Step {i}." for i in range(6)] and steps[-1]["tool"] == "submit"
+    assert out["verdict"]["status"] == "pass"
+    [workspace] = (tmp_path / "ws").glob("t1--*")
+    assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]
 
 
 def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tmp_path):
@@ -65,7 +77,7 @@ def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tm
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not list((tmp_path / "ws").glob("t1/*/started")):  # command 3 is running
+        while not list((tmp_path / "ws").glob("t1--*/started")):  # command 3 is running
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
@@ -73,7 +85,7 @@ def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tm
         proc.wait(timeout=30)
         proc.stdout.close()
         proc.stderr.close()
-    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    [workspace] = (tmp_path / "ws").glob("t1--*")
     (workspace / "resumed").touch()
     resumed = drive(tmp_path, "--resume")
     assert resumed.returncode == 0, resumed.stderr
@@ -86,7 +98,7 @@ def test_resuming_a_finished_thread_runs_nothing_again(tmp_path):
     assert drive(tmp_path).returncode == 0
     again = drive(tmp_path, "--resume")
     assert again.returncode == 0, again.stderr
-    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    [workspace] = (tmp_path / "ws").glob("t1--*")
     assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]
 
 
@@ -118,7 +130,7 @@ def test_a_paused_run_is_approved_from_new_processes(tmp_path):
 
     seen = [drive_review()]
     while "paused" in seen[-1]:  # each approval in a new process: the sandbox is made again from the path
-        [workspace] = (tmp_path / "ws" / "t1").iterdir()
+        [workspace] = (tmp_path / "ws").glob("t1--*")
         pending = seen[-1]["paused"]
         if pending["name"] == "bash":
             n = pending["args"]["command"].split(" ")[1]
@@ -245,7 +257,7 @@ def test_a_resumed_thread_whose_workspace_was_deleted_ends_with_a_clear_error(tm
 
     killed = drive(tmp_path, "--kill-at", "2")
     assert killed.returncode == -signal.SIGKILL
-    [workspace] = (tmp_path / "ws" / "t1").iterdir()
+    [workspace] = (tmp_path / "ws").glob("t1--*")
     shutil.rmtree(workspace)
     resumed = drive(tmp_path, "--resume")
     assert resumed.returncode == 0, resumed.stderr
@@ -292,3 +304,17 @@ def test_only_the_first_action_of_a_reply_runs(tmp_path):
     assert set(answers) == {"first", "second", "third"}
     assert answers["second"].status == "error" and "Not run" in answers["second"].text
     assert answers["third"].status == "error" and state["trajectory"]["submission"] == "done"
+
+
+def test_the_run_sandbox_is_released_and_a_lent_one_is_handed_back(tmp_path):
+    from mtl_graph.sandbox import make_sandbox, registry
+
+    model = ScriptedChatModel(responses=[bash_call("sleep 300 & echo started"), submit_call("done")])
+    graph_for(model, tmp_path, keep_workspaces=True).invoke({"task": TASK})
+    [workspace] = (tmp_path / "ws").glob("no-thread--*")
+    assert not registry.is_open(workspace)  # closed by finish, before the judge's own sandbox
+
+    with make_sandbox("local", TASK.materialize(tmp_path / "own")) as mine:
+        result = DefaultAgent().run(TASK, mine, ScriptedChatModel(responses=[bash_call(WRITE), submit_call("ok")]))
+        assert result.exit_status == "submitted" and not registry.is_open(mine.workspace)
+        assert mine.run("python3 hello.py").output == "hello, world\n"  # still the caller's, still open

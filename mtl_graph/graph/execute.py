@@ -10,6 +10,7 @@ again from the path on first use. An agent that only has `Agent.run` runs in one
 from __future__ import annotations
 
 import tempfile
+import threading
 import uuid
 from collections import OrderedDict
 from pathlib import Path
@@ -72,11 +73,12 @@ class ExecuteState(TypedDict):
 
 
 def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:
-    """`<root>/<thread>/<task>-<run>`: found again when the thread resumes (root: the system temp dir's
-    mtl-workspaces unless configured)."""
+    """`<root>/<thread>--<task>-<run>`: found again when the thread resumes (root: the system temp dir's
+    mtl-workspaces unless configured). One level, so removing it after write back leaves nothing behind."""
     base = Path(root) if root is not None else Path(tempfile.gettempdir()) / "mtl-workspaces"
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    return base / _safe(str(thread) if thread else "no-thread") / f"{_safe(task_id)}-{run_id or uuid.uuid4().hex}"
+    name = f"{_safe(str(thread) if thread else 'no-thread')}--{_safe(task_id)}-{run_id or uuid.uuid4().hex}"
+    return base / name
 
 
 class RunModels:
@@ -86,17 +88,23 @@ class RunModels:
     def __init__(self, nodes: Any, keep: int = 64) -> None:
         self.nodes, self.keep = nodes, keep
         self.by_workspace: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()  # the eval harness runs several tasks through one graph at once
 
     def __call__(self, runtime: Any, state: dict[str, Any]) -> Any:
         key = str(state.get("workspace"))
-        if key not in self.by_workspace:
-            self.by_workspace[key] = self.nodes._model(runtime)
+        with self.lock:
+            if key in self.by_workspace:
+                return self.by_workspace[key]
+        model = self.nodes._model(runtime)
+        with self.lock:
+            model = self.by_workspace.setdefault(key, model)
             while len(self.by_workspace) > self.keep:  # runs paused and never resumed
                 self.by_workspace.popitem(last=False)
-        return self.by_workspace[key]
+        return model
 
     def done(self, workspace: str | None) -> None:
-        self.by_workspace.pop(str(workspace), None)
+        with self.lock:
+            self.by_workspace.pop(str(workspace), None)
 
 
 def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Runs the MTL graph on one thread with a SQLite checkpointer; with --kill-at N the process SIGKILLs itself when
 the model is asked for its Nth reply (counted from the conversation, so a resumed process continues the script).
 
-usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--slow-at N] [--review] [--resume]
+usage: resumable_run.py DB WORKSPACE_ROOT THREAD STEPS [--kill-at N] [--slow-at N] [--review] [--text] [--resume]
 --review: pause before every command; a paused run prints {"paused": the pending tool call} and exits.
+--text: the agent acts with fenced ```bash / ```submit blocks instead of tool calls.
 --slow-at N: command N touches `started`, then waits (up to a minute) for a file named `resumed` in the workspace.
 Prints the final state's trajectory, error and workspace as JSON."""
 
@@ -15,7 +16,7 @@ import sys
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.tasks import Task
 
@@ -38,12 +39,17 @@ def main() -> None:
     kill_at = int(sys.argv[sys.argv.index("--kill-at") + 1]) if "--kill-at" in sys.argv else None
     slow_at = int(sys.argv[sys.argv.index("--slow-at") + 1]) if "--slow-at" in sys.argv else None
     wait = "touch started && for _ in $(seq 600); do test -f resumed && break; sleep 0.1; done && "
-    script = [bash_call(f"echo {i} >> log.txt && {wait if i == slow_at else ''}echo step {i} > step_{i}.txt")
-              for i in range(steps)]
-    model = ConversationScript(responses=[*script, submit_call("all steps done")], kill_at=kill_at)
+    text = "--text" in sys.argv
+    commands = [f"echo {i} >> log.txt && {wait if i == slow_at else ''}echo step {i} > step_{i}.txt"
+                for i in range(steps)]
+    script = [text_action("bash", c, thought=f"Step {i}.") if text else bash_call(c) for i, c in enumerate(commands)]
+    done = text_action("submit", "all steps done") if text else submit_call("all steps done")
+    model = ConversationScript(responses=[*script, done], kill_at=kill_at)
     task = Task(id="resume-task", instruction="Write the step files.", check=f"test -f step_{steps - 1}.txt")
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    agent = DefaultAgent(AgentConfig(action_format="text" if text else "tool_calls"))
     graph = build_mtl_graph(model, None, memory_type="none", online=False, checkpointer=saver, workspace_root=root,
+                            agent=agent,
                             keep_workspaces=True, run_log=os.path.join(root, "runs.jsonl"),
                             interrupt_before_tools="--review" in sys.argv)
     config = {"configurable": {"thread_id": thread}}
