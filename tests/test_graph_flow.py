@@ -10,6 +10,7 @@ import json
 import httpx
 import openai
 import pytest
+from leftovers import files_in
 from langchain_core.messages import AIMessage
 from pydantic import Field
 
@@ -107,7 +108,7 @@ def test_a_retrieval_failure_skips_the_agent(embeddings, tmp_path):
     assert nodes == ["plan", "retrieve", "write_back"]
     assert out["error"].startswith("retrieval failed") and out["verdict"]["status"] == "error"
     assert model.calls == 1 and out["trajectory"] is None  # the agent never ran: only the plan was asked for
-    assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
+    assert files_in(tmp_path / "ws") == []
     assert log_lines(tmp_path / "runs.jsonl")[0]["error"] == out["error"]
 
 
@@ -178,7 +179,7 @@ def test_an_exception_in_the_distiller_fails_the_run_after_logging_it(pool, tmp_
     [line] = log_lines(tmp_path / "runs.jsonl")
     assert line["error"] == "distill raised RuntimeError: distiller bug" and line["verdict"]["status"] == "error"
     assert line["task"]["id"] == CHECKED.id and len(line["steps"]) == 2  # the trajectory so far is kept
-    assert list((tmp_path / "ws").iterdir()) == []  # the run's workspace was removed
+    assert files_in(tmp_path / "ws") == []  # the run's workspace was removed
     assert len(pool) == 1 and pool.get(line["retrieved"][0]["id"]).stats.retrieved == 0
 
 
@@ -204,7 +205,7 @@ def test_async_runs_route_and_fail_the_same_way(pool, tmp_path):
     with pytest.raises(RuntimeError, match="distiller bug"):
         asyncio.run(graph.ainvoke({"task": CHECKED}))
     assert log_lines(tmp_path / "runs.jsonl")[0]["error"] == "distill raised RuntimeError: distiller bug"
-    assert list((tmp_path / "ws").iterdir()) == []
+    assert files_in(tmp_path / "ws") == []
     invalid = build_mtl_graph(ScriptedChatModel(responses=[]), None, run_log=tmp_path / "r2.jsonl")
     out = asyncio.run(invalid.ainvoke({"task": 7}))
     assert out["error"].startswith("invalid task") and out["verdict"]["status"] == "error"
@@ -231,7 +232,7 @@ def test_an_unwritable_run_log_fails_the_run_and_still_removes_the_workspace(tmp
                             run_log=tmp_path / "ws", workspace_root=tmp_path / "ws")  # the log path is a directory
     with pytest.raises(IsADirectoryError):
         graph.invoke({"task": CHECKED})
-    assert list((tmp_path / "ws").iterdir()) == []
+    assert files_in(tmp_path / "ws") == []
 
 
 def test_a_storm_at_planning_falls_back_to_the_task_text_after_the_retries(pool, tmp_path):

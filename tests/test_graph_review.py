@@ -4,6 +4,7 @@ decides what is written. Real pool, bwrap, a checkpointer; the model is scripted
 import json
 
 import pytest
+from leftovers import files_in
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -65,7 +66,7 @@ def test_the_run_pauses_with_its_proposed_memories_and_writes_nothing_yet(paused
     assert out["reviewed"] == {"approved": [m["id"] for m in request["memories"]], "edited": [], "rejected": []}
     line = json.loads((tmp_path / "runs.jsonl").read_text())
     assert line["reviewed"] == out["reviewed"] and line["new_memory_ids"] == out["new_memory_ids"]
-    assert list((tmp_path / "ws").iterdir()) == []  # the workspace is kept only until write back
+    assert files_in(tmp_path / "ws") == []  # the workspace is kept only until write back
 
 
 def test_per_memory_decisions_edit_one_and_reject_the_other(paused, pool):
@@ -143,7 +144,7 @@ def test_review_without_a_checkpointer_fails_clearly_after_logging(pool, tmp_pat
         graph.invoke({"task": TASK}, context=MTLContext(review_memories=True))
     line = json.loads((tmp_path / "runs.jsonl").read_text())
     assert line["error"].startswith("review raised RuntimeError") and len(pool) == 0
-    assert list((tmp_path / "ws").iterdir()) == []
+    assert files_in(tmp_path / "ws") == []
 
 
 def test_a_reviewers_edit_is_redacted_and_screened_like_any_memory(paused, pool):
