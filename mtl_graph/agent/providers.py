@@ -5,6 +5,8 @@ from __future__ import annotations
 import email.utils
 import time
 
+from langchain_core.exceptions import ModelError
+
 
 # Exception class names (anywhere in the MRO) that mean the connection failed or timed out, across the clients we
 # meet (httpx, requests, openai, anthropic, aiohttp): checked by name so no client library has to be imported.
@@ -27,6 +29,8 @@ def status_code(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     """A failure that may go away if the same call is made again: rate limits, 5xx, timeouts, dropped connections."""
+    if isinstance(exc, ModelError):  # LangChain's provider-neutral errors say so themselves
+        return exc.is_retryable
     code = status_code(exc)
     if code is not None:
         return code in _TRANSIENT_STATUS or 500 <= code < 600
