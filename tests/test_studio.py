@@ -116,6 +116,11 @@ def pending_review(client, thread_id) -> dict:
 
 def test_studio_pauses_for_memory_review_and_resumes_with_edits(server):
     client, tmp_path = server
+    [assistant] = [a for a in client.assistants.search() if a["graph_id"] == "scripted"]
+    drawn = client.assistants.get_graph(assistant["assistant_id"])  # what Studio draws
+    edges = {(e["source"], e["target"]) for e in drawn["edges"]}
+    assert {("distill", "review"), ("distill", "write_back"), ("review", "write_back"), ("plan", "write_back"),
+            ("execute", "write_back"), ("judge", "write_back")} <= edges
     task = str(ROOT / "examples/tasks/slugify")
     thread = client.threads.create()["thread_id"]
     paused = client.runs.wait(thread, "scripted", input={"task": task}, context={"review_memories": True})
