@@ -45,16 +45,28 @@ def tool_answer(name: str, args: dict) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{name}", "type": "tool_call"}])
 
 
+def server_error() -> Exception:
+    request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
+    return openai.InternalServerError("Error code: 503 - overloaded", response=httpx.Response(503, request=request),
+                                      body=None)
+
+
+def timed_out() -> Exception:
+    return openai.APITimeoutError(request=httpx.Request("POST", "https://api.openai.com/v1/chat/completions"))
+
+
 class Flaky(ScriptedChatModel):
-    """A scripted model whose calls with these numbers (1-based) fail with an HTTP 429, as a provider under load."""
+    """A scripted model whose calls with these numbers (1-based) fail as a provider under load fails (429 unless
+    `error` names another failure)."""
 
     failing: set[int] = Field(default_factory=set)
+    error: str = "429"
     calls: int = 0
 
     def _generate(self, *args, **kwargs):
         self.calls += 1
         if self.calls in self.failing:
-            raise rate_limited()
+            raise {"429": rate_limited, "503": server_error, "timeout": timed_out}[self.error]()
         return super()._generate(*args, **kwargs)
 
 
@@ -143,15 +155,20 @@ def test_the_llm_judge_is_retried_when_every_structured_attempt_hit_the_provider
     assert model.calls == 6
 
 
-def test_a_storm_at_the_judge_is_retried_then_recorded_as_an_error(pool, tmp_path):
+@pytest.mark.parametrize("error, told", [
+    ("429", "RateLimitError (HTTP 429): Error code: 429 - Rate limit reached"),
+    ("503", "InternalServerError (HTTP 503): Error code: 503 - overloaded"),
+    ("timeout", "APITimeoutError: Request timed out."),
+])
+def test_a_storm_at_the_judge_is_retried_then_recorded_as_an_error(error, told, pool, tmp_path):
     model = Flaky(responses=[AIMessage(PLAN), bash_call("echo rivers > poem.txt"), submit_call("wrote it")],
-                  failing=set(range(4, 100)))
+                  failing=set(range(4, 100)), error=error)
     graph = build_mtl_graph(model, pool, top_k=1, distill_formats=["insight"], sandbox="bwrap",
                             run_log=tmp_path / "runs.jsonl", node_retry_interval=0.01, node_retry_attempts=3)
     nodes, out = visited(graph, UNCHECKED)
     assert nodes == ["plan", "retrieve", "execute", "judge", "write_back"]  # the judge's attempts are one update
     assert model.calls == 3 + 3 * 3  # three node attempts of three structured attempts each
-    assert out["error"] == "model provider error: judge: RateLimitError (HTTP 429): Error code: 429 - Rate limit reached"
+    assert out["error"] == f"model provider error: judge: {told}"
     assert out["verdict"]["status"] == "error" and out["new_memory_ids"] == [] and len(pool) == 1
     assert pool.get(out["retrieved"][0]["id"]).stats.retrieved == 0  # nothing debited for an unjudged run
     assert log_lines(tmp_path / "runs.jsonl")[0]["verdict"]["status"] == "error"
