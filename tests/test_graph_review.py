@@ -95,7 +95,7 @@ def test_rejecting_all_writes_nothing_but_still_credits_and_logs(pool, tmp_path)
     assert pool.get(used.id).stats.retrieved_success == 1  # the verdict still credits what the run used
 
 
-@pytest.mark.parametrize("answer, error", [
+BAD_ANSWERS = [
     ("maybe", "invalid decision 'maybe'"),
     (42, "must be a string, an object or a list, not int"),
     ({"decisions": ["approve"]}, "1 decisions for 2 proposed memories"),
@@ -105,14 +105,17 @@ def test_rejecting_all_writes_nothing_but_still_credits_and_logs(pool, tmp_path)
     ({"decisions": [{"type": "edit", "memory": {"sources": []}}, "approve"]}, "an edit cannot change sources"),
     ({"decisions": [{"type": "edit", "memory": {"content": ""}}, "approve"]}, "the edited insight is not valid"),
     ({"decisions": [{"type": "edit", "memory": {"colour": "red"}}, "approve"]}, "the edited insight is not valid"),
-])
-def test_a_bad_resume_asks_again_and_loses_nothing(paused, pool, answer, error):
+]
+
+
+def test_each_bad_resume_asks_again_and_loses_nothing(paused, pool):
     graph, config, request = paused
-    out = resume(graph, config, answer)
-    [again] = out["__interrupt__"]
-    assert error in again.value["error"] and again.value["memories"] == request["memories"]
-    assert len(pool) == 0 and graph.get_state(config).next == ("review",)
-    fixed = resume(graph, config, "approve")  # a good answer after a bad one still writes every memory
+    for answer, error in BAD_ANSWERS:  # one after another on the same paused run
+        out = resume(graph, config, answer)
+        [again] = out["__interrupt__"]
+        assert error in again.value["error"] and again.value["memories"] == request["memories"]
+        assert len(pool) == 0 and graph.get_state(config).next == ("review",)
+    fixed = resume(graph, config, "approve")  # a good answer after the bad ones still writes every memory
     assert sorted(fixed["new_memory_ids"]) == sorted(m["id"] for m in request["memories"]) and len(pool) == 2
 
 
