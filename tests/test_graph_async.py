@@ -115,3 +115,21 @@ def test_a_rate_limited_plan_is_retried_under_astream(pool, tmp_path):
 
     out = strict(run())
     assert out["query"] == PLAN and out["verdict"]["status"] == "pass" and model.calls == 5
+
+
+def test_a_durable_async_run_pauses_and_resumes_on_the_async_sqlite_checkpointer(pool, tmp_path):
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def run():
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+            graph = build_mtl_graph(ScriptedChatModel(responses=script()), pool, top_k=1,
+                                    distill_formats=["trajectory"], sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
+                                    checkpointer=saver)
+            config, context = {"configurable": {"thread_id": "durable"}}, MTLContext(review_memories=True)
+            paused = await graph.ainvoke({"task": TASK}, config=config, context=context)
+            done = await graph.ainvoke(Command(resume={"decisions": ["reject"]}), config=config, context=context)
+            return paused, done
+
+    paused, done = strict(run())
+    [memory] = paused["__interrupt__"][0].value["memories"]
+    assert done["reviewed"]["rejected"] == [memory["id"]] and done["new_memory_ids"] == [] and len(pool) == 1

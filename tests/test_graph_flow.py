@@ -10,6 +10,7 @@ import json
 import httpx
 import openai
 import pytest
+from leftovers import files_in
 from langchain_core.messages import AIMessage
 from pydantic import Field
 
@@ -44,16 +45,28 @@ def tool_answer(name: str, args: dict) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{name}", "type": "tool_call"}])
 
 
+def server_error() -> Exception:
+    request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
+    return openai.InternalServerError("Error code: 503 - overloaded", response=httpx.Response(503, request=request),
+                                      body=None)
+
+
+def timed_out() -> Exception:
+    return openai.APITimeoutError(request=httpx.Request("POST", "https://api.openai.com/v1/chat/completions"))
+
+
 class Flaky(ScriptedChatModel):
-    """A scripted model whose calls with these numbers (1-based) fail with an HTTP 429, as a provider under load."""
+    """A scripted model whose calls with these numbers (1-based) fail as a provider under load fails (429 unless
+    `error` names another failure)."""
 
     failing: set[int] = Field(default_factory=set)
+    error: str = "429"
     calls: int = 0
 
     def _generate(self, *args, **kwargs):
         self.calls += 1
         if self.calls in self.failing:
-            raise rate_limited()
+            raise {"429": rate_limited, "503": server_error, "timeout": timed_out}[self.error]()
         return super()._generate(*args, **kwargs)
 
 
@@ -107,7 +120,7 @@ def test_a_retrieval_failure_skips_the_agent(embeddings, tmp_path):
     assert nodes == ["plan", "retrieve", "write_back"]
     assert out["error"].startswith("retrieval failed") and out["verdict"]["status"] == "error"
     assert model.calls == 1 and out["trajectory"] is None  # the agent never ran: only the plan was asked for
-    assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
+    assert files_in(tmp_path / "ws") == []
     assert log_lines(tmp_path / "runs.jsonl")[0]["error"] == out["error"]
 
 
@@ -142,15 +155,20 @@ def test_the_llm_judge_is_retried_when_every_structured_attempt_hit_the_provider
     assert model.calls == 6
 
 
-def test_a_storm_at_the_judge_is_retried_then_recorded_as_an_error(pool, tmp_path):
+@pytest.mark.parametrize("error, told", [
+    ("429", "RateLimitError (HTTP 429): Error code: 429 - Rate limit reached"),
+    ("503", "InternalServerError (HTTP 503): Error code: 503 - overloaded"),
+    ("timeout", "APITimeoutError: Request timed out."),
+])
+def test_a_storm_at_the_judge_is_retried_then_recorded_as_an_error(error, told, pool, tmp_path):
     model = Flaky(responses=[AIMessage(PLAN), bash_call("echo rivers > poem.txt"), submit_call("wrote it")],
-                  failing=set(range(4, 100)))
+                  failing=set(range(4, 100)), error=error)
     graph = build_mtl_graph(model, pool, top_k=1, distill_formats=["insight"], sandbox="bwrap",
                             run_log=tmp_path / "runs.jsonl", node_retry_interval=0.01, node_retry_attempts=3)
     nodes, out = visited(graph, UNCHECKED)
     assert nodes == ["plan", "retrieve", "execute", "judge", "write_back"]  # the judge's attempts are one update
     assert model.calls == 3 + 3 * 3  # three node attempts of three structured attempts each
-    assert out["error"] == "model provider error: judge: RateLimitError (HTTP 429): Error code: 429 - Rate limit reached"
+    assert out["error"] == f"model provider error: judge: {told}"
     assert out["verdict"]["status"] == "error" and out["new_memory_ids"] == [] and len(pool) == 1
     assert pool.get(out["retrieved"][0]["id"]).stats.retrieved == 0  # nothing debited for an unjudged run
     assert log_lines(tmp_path / "runs.jsonl")[0]["verdict"]["status"] == "error"
@@ -178,7 +196,7 @@ def test_an_exception_in_the_distiller_fails_the_run_after_logging_it(pool, tmp_
     [line] = log_lines(tmp_path / "runs.jsonl")
     assert line["error"] == "distill raised RuntimeError: distiller bug" and line["verdict"]["status"] == "error"
     assert line["task"]["id"] == CHECKED.id and len(line["steps"]) == 2  # the trajectory so far is kept
-    assert list((tmp_path / "ws").iterdir()) == []  # the run's workspace was removed
+    assert files_in(tmp_path / "ws") == []  # the run's workspace was removed
     assert len(pool) == 1 and pool.get(line["retrieved"][0]["id"]).stats.retrieved == 0
 
 
@@ -204,7 +222,7 @@ def test_async_runs_route_and_fail_the_same_way(pool, tmp_path):
     with pytest.raises(RuntimeError, match="distiller bug"):
         asyncio.run(graph.ainvoke({"task": CHECKED}))
     assert log_lines(tmp_path / "runs.jsonl")[0]["error"] == "distill raised RuntimeError: distiller bug"
-    assert list((tmp_path / "ws").iterdir()) == []
+    assert files_in(tmp_path / "ws") == []
     invalid = build_mtl_graph(ScriptedChatModel(responses=[]), None, run_log=tmp_path / "r2.jsonl")
     out = asyncio.run(invalid.ainvoke({"task": 7}))
     assert out["error"].startswith("invalid task") and out["verdict"]["status"] == "error"
@@ -231,7 +249,7 @@ def test_an_unwritable_run_log_fails_the_run_and_still_removes_the_workspace(tmp
                             run_log=tmp_path / "ws", workspace_root=tmp_path / "ws")  # the log path is a directory
     with pytest.raises(IsADirectoryError):
         graph.invoke({"task": CHECKED})
-    assert list((tmp_path / "ws").iterdir()) == []
+    assert files_in(tmp_path / "ws") == []
 
 
 def test_a_storm_at_planning_falls_back_to_the_task_text_after_the_retries(pool, tmp_path):

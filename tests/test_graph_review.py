@@ -4,6 +4,7 @@ decides what is written. Real pool, bwrap, a checkpointer; the model is scripted
 import json
 
 import pytest
+from leftovers import files_in
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -65,7 +66,7 @@ def test_the_run_pauses_with_its_proposed_memories_and_writes_nothing_yet(paused
     assert out["reviewed"] == {"approved": [m["id"] for m in request["memories"]], "edited": [], "rejected": []}
     line = json.loads((tmp_path / "runs.jsonl").read_text())
     assert line["reviewed"] == out["reviewed"] and line["new_memory_ids"] == out["new_memory_ids"]
-    assert list((tmp_path / "ws").iterdir()) == []  # the workspace is kept only until write back
+    assert files_in(tmp_path / "ws") == []  # the workspace is kept only until write back
 
 
 def test_per_memory_decisions_edit_one_and_reject_the_other(paused, pool):
@@ -94,7 +95,7 @@ def test_rejecting_all_writes_nothing_but_still_credits_and_logs(pool, tmp_path)
     assert pool.get(used.id).stats.retrieved_success == 1  # the verdict still credits what the run used
 
 
-@pytest.mark.parametrize("answer, error", [
+BAD_ANSWERS = [
     ("maybe", "invalid decision 'maybe'"),
     (42, "must be a string, an object or a list, not int"),
     ({"decisions": ["approve"]}, "1 decisions for 2 proposed memories"),
@@ -104,14 +105,17 @@ def test_rejecting_all_writes_nothing_but_still_credits_and_logs(pool, tmp_path)
     ({"decisions": [{"type": "edit", "memory": {"sources": []}}, "approve"]}, "an edit cannot change sources"),
     ({"decisions": [{"type": "edit", "memory": {"content": ""}}, "approve"]}, "the edited insight is not valid"),
     ({"decisions": [{"type": "edit", "memory": {"colour": "red"}}, "approve"]}, "the edited insight is not valid"),
-])
-def test_a_bad_resume_asks_again_and_loses_nothing(paused, pool, answer, error):
+]
+
+
+def test_each_bad_resume_asks_again_and_loses_nothing(paused, pool):
     graph, config, request = paused
-    out = resume(graph, config, answer)
-    [again] = out["__interrupt__"]
-    assert error in again.value["error"] and again.value["memories"] == request["memories"]
-    assert len(pool) == 0 and graph.get_state(config).next == ("review",)
-    fixed = resume(graph, config, "approve")  # a good answer after a bad one still writes every memory
+    for answer, error in BAD_ANSWERS:  # one after another on the same paused run
+        out = resume(graph, config, answer)
+        [again] = out["__interrupt__"]
+        assert error in again.value["error"] and again.value["memories"] == request["memories"]
+        assert len(pool) == 0 and graph.get_state(config).next == ("review",)
+    fixed = resume(graph, config, "approve")  # a good answer after the bad ones still writes every memory
     assert sorted(fixed["new_memory_ids"]) == sorted(m["id"] for m in request["memories"]) and len(pool) == 2
 
 
@@ -143,7 +147,7 @@ def test_review_without_a_checkpointer_fails_clearly_after_logging(pool, tmp_pat
         graph.invoke({"task": TASK}, context=MTLContext(review_memories=True))
     line = json.loads((tmp_path / "runs.jsonl").read_text())
     assert line["error"].startswith("review raised RuntimeError") and len(pool) == 0
-    assert list((tmp_path / "ws").iterdir()) == []
+    assert files_in(tmp_path / "ws") == []
 
 
 def test_a_reviewers_edit_is_redacted_and_screened_like_any_memory(paused, pool):

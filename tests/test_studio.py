@@ -116,6 +116,11 @@ def pending_review(client, thread_id) -> dict:
 
 def test_studio_pauses_for_memory_review_and_resumes_with_edits(server):
     client, tmp_path = server
+    [assistant] = [a for a in client.assistants.search() if a["graph_id"] == "scripted"]
+    drawn = client.assistants.get_graph(assistant["assistant_id"])  # what Studio draws
+    edges = {(e["source"], e["target"]) for e in drawn["edges"]}
+    assert {("distill", "review"), ("distill", "write_back"), ("review", "write_back"), ("plan", "write_back"),
+            ("execute", "write_back"), ("judge", "write_back")} <= edges
     task = str(ROOT / "examples/tasks/slugify")
     thread = client.threads.create()["thread_id"]
     paused = client.runs.wait(thread, "scripted", input={"task": task}, context={"review_memories": True})
@@ -141,9 +146,9 @@ def test_studio_pauses_for_memory_review_and_resumes_with_edits(server):
     assert json.loads((tmp_path / "runs.jsonl").read_text())["reviewed"] == done["reviewed"]
 
 
-def test_studio_runs_never_block_its_event_loop(server):
+def test_studio_runs_never_block_its_event_loop_and_crashes_show_as_failed(server):
     """`langgraph dev` raises on blocking calls in async code: a full MTL run goes through it (sync nodes run in
-    worker threads), while the canary graph's blocking async node is refused."""
+    worker threads), while the canary graph's blocking async node is refused. A run that crashes fails visibly."""
     client, tmp_path = server
     thread = client.threads.create()["thread_id"]
     parts = list(client.runs.stream(thread, "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
@@ -157,13 +162,11 @@ def test_studio_runs_never_block_its_event_loop(server):
         client.runs.wait(None, "blocking", input={})
     assert "BlockingError" in (tmp_path / "server.log").read_text()
 
-
-def test_studio_shows_a_crashed_run_as_failed_after_it_was_logged(server):
-    client, tmp_path = server
-    thread = client.threads.create()["thread_id"]
-    run = client.runs.create(thread, "crashing", input={"task": str(ROOT / "examples/tasks/slugify")})
-    client.runs.join(thread, run["run_id"])
-    assert client.runs.get(thread, run["run_id"])["status"] == "error"
-    line = json.loads((tmp_path / "runs.jsonl").read_text())
+    # a run that crashes (a distiller bug) is logged, then shown as failed
+    crashed = client.threads.create()["thread_id"]
+    run = client.runs.create(crashed, "crashing", input={"task": str(ROOT / "examples/tasks/slugify")})
+    client.runs.join(crashed, run["run_id"])
+    assert client.runs.get(crashed, run["run_id"])["status"] == "error"
+    line = json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[-1])
     assert line["error"] == "distill raised RuntimeError: distiller bug" and line["verdict"]["status"] == "error"
     assert line["task"]["id"] == "examples/slugify" and len(line["steps"]) == 4

@@ -2,7 +2,7 @@
 
 Every event is a JSON-friendly dict with a `kind`; Studio shows them as they happen, `mtl run` / `mtl demo` render
 them with RichProgress. Kinds, in run order: plan, warning, retrieved (also `refresh: true` mid-run), step (one per
-command), agent, verdict, distill_failed, written, credited."""
+command), agent, verdict, distill_failed, reviewed (with `review_memories`), written, credited."""
 
 from __future__ import annotations
 
