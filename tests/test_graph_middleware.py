@@ -304,13 +304,16 @@ def test_approving_a_command_resumes_the_same_run_in_the_same_workspace(pool, ex
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
 
 
-def test_the_middleware_runs_under_ainvoke(pool, exercise, tmp_path):
+def test_the_middleware_runs_under_ainvoke_without_blocking_the_event_loop(pool, exercise, tmp_path):
     import asyncio
+
+    from blockbuster import blockbuster_ctx  # what a LangGraph server uses to refuse blocking calls
 
     memory = seeded(pool)
     script = [bash_call(SOLVE), AIMessage("is_prime written")]
     agent, model, _, _ = sandboxed_agent(pool, tmp_path, script)
-    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
+    with blockbuster_ctx():
+        out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
     assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["retrieved_ids"] == [memory.id]
     assert all(s.startswith(OWN_PROMPT) and memory.title in s for s in model.systems)
 

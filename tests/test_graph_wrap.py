@@ -263,7 +263,7 @@ def test_the_wrapped_agents_commands_reach_the_graphs_own_stream_once_each(pool,
                     ("step", "echo done"), ("step", 'note({"text": "hm"})')]  # the agent's own tool: after it
 
 
-def test_a_wrapped_run_under_ainvoke_runs_the_agent_natively_async(exercise, tmp_path):
+def test_a_wrapped_run_under_ainvoke_runs_the_agent_natively_async_without_blocking(exercise, tmp_path):
     import asyncio
 
     from langchain_core.tools import StructuredTool
@@ -281,7 +281,10 @@ def test_a_wrapped_run_under_ainvoke_runs_the_agent_natively_async(exercise, tmp
     async def final():
         return [chunk async for chunk in graph.astream({"task": exercise}, stream_mode=["custom", "values"])]
 
-    chunks = asyncio.run(final())
+    from blockbuster import blockbuster_ctx  # what a LangGraph server uses to refuse blocking calls
+
+    with blockbuster_ctx():
+        chunks = asyncio.run(final())
     told = [c["command"] for mode, c in chunks if mode == "custom" and c["kind"] == "step"]
     state = [c for mode, c in chunks if mode == "values"][-1]
     assert state["error"] is None and state["verdict"]["status"] == "pass"

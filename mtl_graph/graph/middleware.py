@@ -96,6 +96,10 @@ class MemoryTransferMiddleware(AgentMiddleware):
         workspace = self.nodes.new_workspace(task) if own else self.workspace
         return {**prepare_workspace(task, workspace, self.nodes.config.sandbox), "own_workspace": own}
 
+    async def abefore_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
+        # The pool, the planner and the setup block: off the event loop (a LangGraph server raises otherwise).
+        return await asyncio.to_thread(self.before_agent, state, runtime)
+
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         return handler(_with_memories(request))
 
