@@ -298,3 +298,22 @@ def test_parallel_wrapped_runs_each_work_in_their_own_workspace_and_sandbox(tmp_
     states = graph.batch([{"task": t} for t in tasks], {"max_concurrency": 4})
     assert [s["verdict"]["status"] for s in states] == ["pass"] * 4
     assert [s["trajectory"]["steps"][0]["observation"].strip() for s in states] == ["mine.txt"] * 4
+
+
+def test_two_failing_test_runs_in_one_reply_re_retrieve_once(pool, tmp_path):
+    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                          content="Round each total to two decimals before comparing.",
+                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    pool.add(money)
+    task = Task(id="t-twice", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check="python3 -m unittest -q test_sum")
+    both = AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"python3 -m unittest -q test_sum # {n}"},
+                                      "id": f"run-{n}", "type": "tool_call"} for n in (1, 2)])
+    model = Recording(responses=[both, AIMessage("gave up")], seen=[])
+    state = wrap(create_agent(model, tools=sandbox_tools()), pool, tmp_path, memory_type="insight", top_k=1,
+                 re_retrieve=True).invoke({"task": task})
+    replies = [m.content for m in model.seen[1] if m.type == "tool"]
+    assert len(replies) == 2 and sum("Round money sums" in r for r in replies) == 1
+    assert [r["id"] for r in state["re_retrieved"]] == [money.id]
