@@ -71,4 +71,3 @@ def build_mtl_graph(
                   **config)
     nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg)
     return _wire(nodes, nodes.execute, checkpointer, store, "mtl_graph")
-
