@@ -20,8 +20,7 @@ from typing_extensions import TypedDict
 from mtl_graph.agent import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.bench.suites import load_suite
-from mtl_graph.graph import with_memory_transfer
-from mtl_graph.graph import with_memories
+from mtl_graph.graph import with_memories, with_memory_transfer
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
