@@ -304,13 +304,16 @@ def test_approving_a_command_resumes_the_same_run_in_the_same_workspace(pool, ex
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
 
 
-def test_the_middleware_runs_under_ainvoke(pool, exercise, tmp_path):
+def test_the_middleware_runs_under_ainvoke_without_blocking_the_event_loop(pool, exercise, tmp_path):
     import asyncio
+
+    from blockbuster import blockbuster_ctx  # what a LangGraph server uses to refuse blocking calls
 
     memory = seeded(pool)
     script = [bash_call(SOLVE), AIMessage("is_prime written")]
     agent, model, _, _ = sandboxed_agent(pool, tmp_path, script)
-    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
+    with blockbuster_ctx():
+        out = asyncio.run(agent.ainvoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise}))
     assert out["mtl"]["verdict"]["status"] == "pass" and out["mtl"]["retrieved_ids"] == [memory.id]
     assert all(s.startswith(OWN_PROMPT) and memory.title in s for s in model.systems)
 
@@ -336,3 +339,23 @@ def test_when_retrieval_fails_the_agent_still_works_in_its_sandbox(tmp_path, mon
     [reply] = [m for m in out["messages"] if m.type == "tool"]
     assert reply.artifact["exit_code"] == 0 and reply.artifact["observation"].strip() == "hi"
     assert out["mtl"]["error"].startswith("retrieval failed") and out["mtl"]["outcome"] == "error"
+
+
+def test_two_failing_test_runs_in_one_reply_re_retrieve_once(pool, tmp_path):
+    seeded(pool)
+    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                          content="Round each total to two decimals before comparing.",
+                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    pool.add(money)
+    task = Task(id="t-twice", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check="python3 -m unittest -q test_sum")
+    both = AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"python3 -m unittest -q test_sum # {n}"},
+                                      "id": f"run-{n}", "type": "tool_call"} for n in (1, 2)])
+    agent, _, _, _ = sandboxed_agent(pool, tmp_path, [both, AIMessage("gave up")], top_k=1, re_retrieve=True)
+    out = agent.invoke({"messages": [HumanMessage(task.instruction)], "mtl_task": task})
+    replies = [m.content for m in out["messages"] if m.type == "tool"]
+    assert len(replies) == 2 and sum("Round money sums" in r for r in replies) == 1
+    assert [r["id"] for r in out["mtl"]["re_retrieved"]] == [money.id]
+    assert pool.get(money.id).stats.retrieved == 1

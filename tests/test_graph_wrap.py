@@ -12,18 +12,15 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from mtl_graph.agent import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.bench.suites import load_suite
-from mtl_graph.graph import with_memory_transfer
-from mtl_graph.graph.wrap import with_memories
+from mtl_graph.graph import with_memories, with_memory_transfer
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
@@ -57,11 +54,16 @@ def pool(embeddings, tmp_path):
         yield p
 
 
-@pytest.fixture
-def exercise(tmp_path) -> Task:
-    [task] = load_suite(f"exercism:{make_exercism(tmp_path / 'polyglot')}").tasks
+def exercism_task(root: Path) -> Task:
+    """A real-shaped Exercism Python exercise whose setup removes the reference solution under .meta."""
+    [task] = load_suite(f"exercism:{make_exercism(root / 'polyglot')}").tasks
     assert task.setup and ".meta" in task.setup
     return task
+
+
+@pytest.fixture
+def exercise(tmp_path) -> Task:
+    return exercism_task(tmp_path)
 
 
 def wrap(agent, pool, tmp_path, **options):
@@ -135,38 +137,6 @@ def test_a_failing_test_run_re_retrieves_and_the_wrapped_agent_reads_the_note(po
     assert "Round money sums" not in later and later.startswith("<exit_code>1</exit_code>")  # once per run
     assert sorted(state["retrieved_ids"]) == sorted([first_retrieved, money.id])
     assert pool.get(money.id).stats.retrieved == 1  # credited with the run's verdict, like the graph's own agent
-
-
-def test_an_interrupt_inside_the_wrapped_agent_reaches_the_caller_and_resume_continues(exercise, tmp_path):
-    seen: list[str] = []
-
-    @tool
-    def ask_human(question: str, config: RunnableConfig) -> str:
-        """Ask the person supervising the run."""
-        seen.append(config["configurable"]["mtl_workspace"])
-        return str(interrupt(question))
-
-    model = ScriptedChatModel(responses=[bash_call("ls"), call("ask_human", 1, question="May I overwrite primes.py?"),
-                                         bash_call(SOLVE), AIMessage("is_prime written")])
-    graph = wrap(create_agent(model, tools=[ask_human, *sandbox_tools()]), None, tmp_path,
-                 checkpointer=InMemorySaver())
-    thread = {"configurable": {"thread_id": "hitl"}}
-
-    def steps_told(chunks) -> list[str]:
-        return [c["command"] for mode, c in chunks if mode == "custom" and c["kind"] == "step"]
-
-    first = list(graph.stream({"task": exercise}, thread, stream_mode=["custom", "updates"]))
-    [pending] = next(c["__interrupt__"] for mode, c in first if mode == "updates" and "__interrupt__" in c)
-    assert pending.value == "May I overwrite primes.py?" and steps_told(first) == ["ls"]
-    assert Path(seen[0]).is_dir() and is_open(seen[0])  # the run's workspace and sandbox wait for the answer
-    second = list(graph.stream(Command(resume="yes, go ahead"), thread, stream_mode=["custom", "values"]))
-    assert seen[-1] == seen[0]  # the same workspace after the resume, not a new one
-    assert steps_told(second) == [SOLVE, 'ask_human({"question": "May I overwrite primes.py?"})']  # each once
-    state = [c for mode, c in second if mode == "values"][-1]
-    steps = state["trajectory"]["steps"]
-    assert [s["tool"] for s in steps] == ["bash", "ask_human", "bash"] and steps[1]["observation"] == "yes, go ahead"
-    assert state["verdict"]["status"] == "pass" and state["error"] is None and not is_open(seen[0])
-    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
 
 
 def test_the_callers_config_reaches_the_wrapped_agent(tmp_path):
@@ -263,33 +233,6 @@ def test_the_wrapped_agents_commands_reach_the_graphs_own_stream_once_each(pool,
                     ("step", "echo done"), ("step", 'note({"text": "hm"})')]  # the agent's own tool: after it
 
 
-def test_a_wrapped_run_under_ainvoke_runs_the_agent_natively_async(exercise, tmp_path):
-    import asyncio
-
-    from langchain_core.tools import StructuredTool
-
-    async def lookup(term: str) -> str:
-        """Look a name up (async only, like an MCP tool)."""
-        return f"{term}: an integer greater than 1 with no divisors but 1 and itself"
-
-    model = ScriptedChatModel(responses=[call("lookup", 1, term="prime"), bash_call(SOLVE),
-                                         AIMessage("is_prime written")])
-    tools = [StructuredTool.from_function(coroutine=lookup, name="lookup", description=lookup.__doc__),
-             *sandbox_tools()]
-    graph = wrap(create_agent(model, tools=tools), None, tmp_path)
-
-    async def final():
-        return [chunk async for chunk in graph.astream({"task": exercise}, stream_mode=["custom", "values"])]
-
-    chunks = asyncio.run(final())
-    told = [c["command"] for mode, c in chunks if mode == "custom" and c["kind"] == "step"]
-    state = [c for mode, c in chunks if mode == "values"][-1]
-    assert state["error"] is None and state["verdict"]["status"] == "pass"
-    assert [s["tool"] for s in state["trajectory"]["steps"]] == ["lookup", "bash"]
-    assert state["trajectory"]["steps"][1]["exit_code"] == 0 and state["timings"]["execute"] > 0
-    assert told == [SOLVE, 'lookup({"term": "prime"})']  # the sandbox command live, the other tool after
-
-
 def test_bad_agents_are_one_clear_error(tmp_path):
     with pytest.raises(TypeError, match="wraps a compiled graph .* not AIMessage"):
         wrap(AIMessage("not an agent"), None, tmp_path)
@@ -324,75 +267,6 @@ def test_a_create_agent_with_its_own_prompt_is_warned_towards_the_middleware(poo
     assert [m.type for m in model.seen[0]][:2] == ["system", "system"]  # what the warning is about
 
 
-RESUMABLE = '''
-import sys
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command, interrupt
-from mtl_graph.agent import ScriptedChatModel, bash_call
-from mtl_graph.agent.tools import sandbox_tools
-from mtl_graph.graph import with_memory_transfer
-from mtl_graph.tasks import Task
-
-@tool
-def confirm(question: str) -> str:
-    """Ask the person supervising the run."""
-    return str(interrupt(question))
-
-phase, db, log = sys.argv[1:4]
-script = [AIMessage("", tool_calls=[{"name": "confirm", "args": {"question": "go?"}, "id": "c1", "type": "tool_call"}]),
-          bash_call("echo $(cat seed.txt)-resumed > out.txt"), AIMessage("done")]
-# a new process replays the script from where the checkpoint left the agent: the model's position is the state's
-model = ScriptedChatModel(responses=script[1:] if phase == "resume" else script)
-task = Task(id="two-processes", instruction="x", files={"seed.txt": "seed"}, check="grep -qx seed-resumed out.txt")
-with SqliteSaver.from_conn_string(db) as saver:
-    graph = with_memory_transfer(create_agent(model, tools=[confirm, *sandbox_tools()]), None, model=model,
-                                 memory_type="none", online=False, run_log=log, checkpointer=saver)
-    thread = {"configurable": {"thread_id": "t"}}
-    out = graph.invoke({"task": task} if phase == "start" else Command(resume="yes"), thread)
-    print(out["__interrupt__"][0].value if "__interrupt__" in out else out["verdict"]["status"])
-'''
-
-
-def test_a_run_interrupted_in_one_process_resumes_in_another_in_the_same_workspace(tmp_path):
-    import subprocess
-    import sys
-
-    script = tmp_path / "resumable.py"
-    script.write_text(RESUMABLE)
-    args = [str(tmp_path / "threads.sqlite"), str(tmp_path / "runs.jsonl")]
-
-    def run(phase: str) -> str:
-        done = subprocess.run([sys.executable, str(script), phase, *args], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip().splitlines()[-1]
-
-    assert run("start") == "go?"
-    assert run("resume") == "pass"  # the prepared workspace (seed.txt) was replayed; its sandbox opened anew
-    [line] = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    assert [s["action"] for s in line["steps"]][1] == "echo $(cat seed.txt)-resumed > out.txt"
-
-
-def test_an_interrupt_without_a_checkpointer_ends_the_run_with_one_clear_error(tmp_path):
-    seen: list[str] = []
-
-    @tool
-    def ask_human(question: str, config: RunnableConfig) -> str:
-        """Ask the person supervising the run."""
-        seen.append(config["configurable"]["mtl_workspace"])
-        return str(interrupt(question))
-
-    model = ScriptedChatModel(responses=[call("ask_human", 1, question="ok?"), AIMessage("done")])
-    state = wrap(create_agent(model, tools=[ask_human]), None, tmp_path).invoke(
-        {"task": Task(id="t", instruction="x", check="true")})
-    assert "no checkpointer" in state["error"] and state["outcome"] == "error" and "__interrupt__" not in state
-    assert not Path(seen[0]).exists() and not is_open(seen[0])  # nothing leaks for a run no one can resume
-    assert "no checkpointer" in json.loads((tmp_path / "runs.jsonl").read_text())["error"]
-
-
 def test_sandbox_tools_outside_a_run_refuse_to_guess_a_directory(tmp_path, monkeypatch):
     from mtl_graph.sandbox.base import SandboxError
 
@@ -425,26 +299,20 @@ def test_parallel_wrapped_runs_each_work_in_their_own_workspace_and_sandbox(tmp_
     assert [s["trajectory"]["steps"][0]["observation"].strip() for s in states] == ["mine.txt"] * 4
 
 
-def test_an_interrupt_under_ainvoke_pauses_and_resumes_the_same_run(exercise, tmp_path):
-    import asyncio
-
-    seen: list[str] = []
-
-    @tool
-    def ask_human(question: str, config: RunnableConfig) -> str:
-        """Ask the person supervising the run."""
-        seen.append(config["configurable"]["mtl_workspace"])
-        return str(interrupt(question))
-
-    model = ScriptedChatModel(responses=[call("ask_human", 1, question="go?"), bash_call(SOLVE), AIMessage("done")])
-    graph = wrap(create_agent(model, tools=[ask_human, *sandbox_tools()]), None, tmp_path,
-                 checkpointer=InMemorySaver())
-    thread = {"configurable": {"thread_id": "async-hitl"}}
-
-    async def both():
-        return (await graph.ainvoke({"task": exercise}, thread),
-                await graph.ainvoke(Command(resume="yes"), thread))
-
-    paused, state = asyncio.run(both())
-    assert [i.value for i in paused["__interrupt__"]] == ["go?"]
-    assert state["verdict"]["status"] == "pass" and seen[0] == seen[-1] and not is_open(seen[0])
+def test_two_failing_test_runs_in_one_reply_re_retrieve_once(pool, tmp_path):
+    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                          content="Round each total to two decimals before comparing.",
+                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    pool.add(money)
+    task = Task(id="t-twice", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check="python3 -m unittest -q test_sum")
+    both = AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"python3 -m unittest -q test_sum # {n}"},
+                                      "id": f"run-{n}", "type": "tool_call"} for n in (1, 2)])
+    model = Recording(responses=[both, AIMessage("gave up")], seen=[])
+    state = wrap(create_agent(model, tools=sandbox_tools()), pool, tmp_path, memory_type="insight", top_k=1,
+                 re_retrieve=True).invoke({"task": task})
+    replies = [m.content for m in model.seen[1] if m.type == "tool"]
+    assert len(replies) == 2 and sum("Round money sums" in r for r in replies) == 1
+    assert [r["id"] for r in state["re_retrieved"]] == [money.id]

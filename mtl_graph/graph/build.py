@@ -107,4 +107,3 @@ def build_mtl_graph(
     execute = (agent_subgraph(nodes, agent, interrupt_before_tools) if isinstance(agent, DefaultAgent)
                else single_node(nodes, agent))
     return _wire(nodes, execute, checkpointer, store, "mtl_graph")
-

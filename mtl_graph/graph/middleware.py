@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 from pathlib import Path
 from typing import Annotated, Any, Callable, Sequence
 
@@ -75,6 +76,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
         self.nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
         self.workspace = Path(workspace) if workspace is not None else None
+        self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running
 
     def before_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         ctx = _mtl_runtime(runtime)
@@ -95,6 +97,10 @@ class MemoryTransferMiddleware(AgentMiddleware):
         own = self.workspace is None
         workspace = self.nodes.new_workspace(task) if own else self.workspace
         return {**prepare_workspace(task, workspace, self.nodes.config.sandbox), "own_workspace": own}
+
+    async def abefore_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
+        # The pool, the planner and the setup block: off the event loop (a LangGraph server raises otherwise).
+        return await asyncio.to_thread(self.before_agent, state, runtime)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         return handler(_with_memories(request))
@@ -121,9 +127,14 @@ class MemoryTransferMiddleware(AgentMiddleware):
         if refresh is None:
             events.step(step)
             return result
-        note = refresh(step)  # tells the step too
-        if not refresh.used:
-            return result
+        with self._refresh_lock:  # parallel tool calls of one reply: only the first failing test run refreshes
+            if run.get("run_id") in self._refreshed:
+                events.step(step)
+                return result
+            note = refresh(step)  # tells the step too
+            if not refresh.used:
+                return result
+            self._refreshed.add(run.get("run_id"))
         if note:
             result = result.model_copy(update={"content": f"{text_of(result.content)}\n\n{note}"})
         return Command(update={"messages": [result], "mtl_refresh": {"used": True, "hits": refresh.hits}})
@@ -132,6 +143,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         run = dict(state.get("mtl") or {})
         ctx = _mtl_runtime(runtime)
         release(run.get("workspace"))  # the agent is done: what it left running dies before the tests are restored
+        self._refreshed.discard(run.get("run_id"))
         if (state.get("mtl_refresh") or {}).get("hits"):
             run["re_retrieved"] = state["mtl_refresh"]["hits"]
         if not run.get("error"):

@@ -112,12 +112,13 @@ class _LiveSteps:
     the MTL graph's own custom stream (no `subgraphs=True` needed), once."""
 
     def __init__(self, refresh: MemoryRefresh | None) -> None:
-        self.refresh, self.told = refresh, []
+        self.refresh, self.told, self.lock = refresh, [], threading.Lock()
         self.context = contextvars.copy_context()  # the execute node's (its stream writer); see _LiveRuns.get
 
     def __call__(self, step: Step) -> str | None:
-        self.told.append(step)
-        return self.context.copy().run(self._tell, step)  # a copy per call: parallel tool calls may overlap
+        with self.lock:  # parallel tool calls of one reply: one re-retrieval, steps told in order
+            self.told.append(step)
+            return self.context.copy().run(self._tell, step)  # a copy per call: a Context runs in one thread
 
     def _tell(self, step: Step) -> str | None:
         if self.refresh is not None:
