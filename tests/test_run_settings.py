@@ -70,6 +70,8 @@ def show(run: Any = None) -> None:
 def test_every_field_is_covered_by_every_derivation() -> None:
     schema = build_mtl_graph(None, None).get_context_jsonschema()  # what Studio's assistant schema endpoint shows
     commands = typer.main.get_command(app).commands
+    for nested in schema.get("$defs", {}).values():  # model_options' own fields are described too
+        assert all(field["description"] for field in nested["properties"].values()), nested
     for name in FIELDS:
         assert schema["properties"][name]["description"], name
         assert schema["properties"][name].get("default") is None, name  # unset keeps the build-time value
