@@ -258,3 +258,16 @@ def test_the_studio_graph_takes_its_defaults_from_the_environment(tmp_path: Path
     monkeypatch.setenv("MTL_TOP_K", "lots")
     with pytest.raises(SettingsError, match="^environment: invalid MTL_TOP_K 'lots'"):
         runpy.run_path(str(studio_graph))  # the server shows this line when the graph fails to load
+
+
+@pytest.mark.parametrize("flags, env", [(["--step-limit", "1"], {}), ([], {"MTL_STEP_LIMIT": "1"}),
+                                        (["--step-limit", "1"], {"MTL_STEP_LIMIT": "30"})])
+def test_mtl_run_hands_the_agent_its_settings(flags: list[str], env: dict, tmp_path: Path) -> None:
+    script = EXAMPLES / "slugify" / "demo_script.json"
+    result = runner.invoke(app, ["run", str(EXAMPLES / "slugify"), "--model", f"scripted:{script}", "--memory", "none",
+                                 "--no-online", "--pool", ":memory:", "--json", *flags],
+                           env={**env, "MTL_RUN_LOG": str(tmp_path / "runs.jsonl")})
+    assert result.exit_code == 0, result.output
+    [record] = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert record["exit_status"] == "step_limit" and len(record["steps"]) == 1
+    assert json.loads(result.output)["verdict"]["status"] == "fail"
