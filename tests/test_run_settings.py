@@ -271,3 +271,13 @@ def test_mtl_run_hands_the_agent_its_settings(flags: list[str], env: dict, tmp_p
     [record] = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert record["exit_status"] == "step_limit" and len(record["steps"]) == 1
     assert json.loads(result.output)["verdict"]["status"] == "fail"
+
+
+def test_a_remote_run_sends_only_the_settings_given_as_json() -> None:
+    from mtl_graph.bench.graph_runner import run_context
+
+    shared = MTLContext(model="openai:x", step_limit=3, model_options={"temperature": 0.1})
+    sent = json.loads(json.dumps(run_context(None, shared).model_dump(mode="json", exclude_none=True)))
+    assert sent == {"model": "openai:x", "memory_type": "none", "online": False, "hold_one_out": False,
+                    "step_limit": 3, "model_options": {"temperature": 0.1}}
+    assert MTLContext(**sent).given() == run_context(None, shared).given()  # what the server rebuilds from it
