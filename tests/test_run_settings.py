@@ -70,6 +70,8 @@ def show(run: Any = None) -> None:
 def test_every_field_is_covered_by_every_derivation() -> None:
     schema = build_mtl_graph(None, None).get_context_jsonschema()  # what Studio's assistant schema endpoint shows
     commands = typer.main.get_command(app).commands
+    for nested in schema.get("$defs", {}).values():  # model_options' own fields are described too
+        assert all(field["description"] for field in nested["properties"].values()), nested
     for name in FIELDS:
         assert schema["properties"][name]["description"], name
         assert schema["properties"][name].get("default") is None, name  # unset keeps the build-time value
@@ -256,3 +258,26 @@ def test_the_studio_graph_takes_its_defaults_from_the_environment(tmp_path: Path
     monkeypatch.setenv("MTL_TOP_K", "lots")
     with pytest.raises(SettingsError, match="^environment: invalid MTL_TOP_K 'lots'"):
         runpy.run_path(str(studio_graph))  # the server shows this line when the graph fails to load
+
+
+@pytest.mark.parametrize("flags, env", [(["--step-limit", "1"], {}), ([], {"MTL_STEP_LIMIT": "1"}),
+                                        (["--step-limit", "1"], {"MTL_STEP_LIMIT": "30"})])
+def test_mtl_run_hands_the_agent_its_settings(flags: list[str], env: dict, tmp_path: Path) -> None:
+    script = EXAMPLES / "slugify" / "demo_script.json"
+    result = runner.invoke(app, ["run", str(EXAMPLES / "slugify"), "--model", f"scripted:{script}", "--memory", "none",
+                                 "--no-online", "--pool", ":memory:", "--json", *flags],
+                           env={**env, "MTL_RUN_LOG": str(tmp_path / "runs.jsonl")})
+    assert result.exit_code == 0, result.output
+    [record] = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert record["exit_status"] == "step_limit" and len(record["steps"]) == 1
+    assert json.loads(result.output)["verdict"]["status"] == "fail"
+
+
+def test_a_remote_run_sends_only_the_settings_given_as_json() -> None:
+    from mtl_graph.bench.graph_runner import run_context
+
+    shared = MTLContext(model="openai:x", step_limit=3, model_options={"temperature": 0.1})
+    sent = json.loads(json.dumps(run_context(None, shared).model_dump(mode="json", exclude_none=True)))
+    assert sent == {"model": "openai:x", "memory_type": "none", "online": False, "hold_one_out": False,
+                    "step_limit": 3, "model_options": {"temperature": 0.1}}
+    assert MTLContext(**sent).given() == run_context(None, shared).given()  # what the server rebuilds from it

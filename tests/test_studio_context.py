@@ -4,7 +4,7 @@ one line; keys the schema does not list are dropped by the server; a per-run age
 from pathlib import Path
 
 import pytest
-from test_studio import server  # noqa: F401 - the langgraph dev fixture
+from test_studio import server  # noqa: F401 - the langgraph dev fixture, used by name
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = str(ROOT / "examples/tasks/slugify")

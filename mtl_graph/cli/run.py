@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import JsonOption, PoolOption, app, fail, settings
+from mtl_graph.cli.app import JsonOption, PoolOption, app, fail, open_pool, settings
 from mtl_graph.cli.options import with_run_settings
 
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. \\[env: MTL_SANDBOX]")]
@@ -39,7 +39,6 @@ def run_task(
         loaded = Task.from_dir(task)
     except TaskError as exc:
         fail(str(exc))
-    from mtl_graph.cli.app import open_pool
     from mtl_graph.graph import build_mtl_graph
     from mtl_graph.graph.progress import RichProgress, stream_run
 

@@ -9,7 +9,6 @@ so the run fails where LangGraph and LangSmith can see it."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 import uuid
@@ -279,10 +278,6 @@ class MTLNodes:
         registry.release(state.get("workspace"))  # whatever still runs in the run's sandbox ends with the run
         if state.get("workspace") and not self.config.keep_workspaces:
             shutil.rmtree(state["workspace"], ignore_errors=True)
-            thread_dir = Path(state["workspace"]).parent  # the workspaces of one thread (graph/execute.py)
-            if self.config.workspace_root is None or thread_dir.resolve() != self.config.workspace_root.resolve():
-                with contextlib.suppress(OSError):  # other runs of the thread still have theirs
-                    thread_dir.rmdir()
 
 
 def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
