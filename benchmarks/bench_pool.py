@@ -60,6 +60,16 @@ def _timed(fn, n: int, budget_s: float, min_n: int = 20) -> Latency:
     return Latency.of(ms)
 
 
+def _cpu_ms(fn, n: int) -> float:
+    """Median CPU ms of fn(i) (this process, all its threads): what a busy machine inflates least."""
+    spent = []
+    for i in range(n):
+        c = time.process_time()
+        fn(i)
+        spent.append((time.process_time() - c) * 1000)
+    return float(np.median(spent))
+
+
 def run_size(n: int, data: rb.Data, args: Any, pool_dir: Path) -> SizeResult:
     """One pool size: baselines, the Qdrant part, MemoryPool.search end to end, recall, writes."""
     emb = local_embeddings()
@@ -99,12 +109,15 @@ def run_size(n: int, data: rb.Data, args: Any, pool_dir: Path) -> SizeResult:
         for i in range(nq):  # every query once, so the timed pass finds its vector in the LRU cache
             search(i)
         cached_lat = _timed(search, nq, budget)
+        cpu = {"qdrant_cpu_ms": _cpu_ms(qdrant, min(nq, 100)), "cached_cpu_ms": _cpu_ms(search, min(nq, 100))}
         got = [[h.id for h in pool.store.query([QuerySpec(limit=K, where=rb.where_of(data.queries[i]),
                                                            dense=data.qdense[i].tolist())])[0]] for i in range(nq)]
         recall = rb.recall_at_k(got, exact)
         segments = pool.store.shard.info().segments_count
-        result = SizeResult(n, qdrant_lat, new_lat, cached_lat, inmemory_lat, numpy_lat, recall, build_s, segments)
-        result.writes_per_s, result.extra["write_statuses"] = _writes(pool, data.extra[: args.writes])
+        result = SizeResult(n, qdrant_lat, new_lat, cached_lat, inmemory_lat, numpy_lat, recall, build_s, segments,
+                            extra=cpu)
+        result.writes_per_s, result.extra["write_statuses"], result.extra["embed_per_s"] = \
+            _writes(pool, data.extra[: args.writes])
     finally:
         pool.close()
     return result
@@ -123,14 +136,20 @@ def _grow_pool(pool: MemoryPool, data: rb.Data, n: int, chunk: int = 2000) -> fl
     return cpu
 
 
-def _writes(pool: MemoryPool, memories: list) -> tuple[float, dict[str, int]]:
-    """add_many in batches of 50 with the real embedder (embedding, dedup query, upsert, index step)."""
+def _writes(pool: MemoryPool, memories: list) -> tuple[float, dict[str, int], float]:
+    """add_many in batches of 50 with the real embedder (embedding, dedup query, upsert, index step), and the
+    embedder alone on the same texts just before: the ratio of the two holds on a machine whose load changes."""
     statuses: dict[str, int] = {}
+    texts = [m.key_text() for m in memories]
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), 50):
+        pool.embeddings.embed_documents(texts[start:start + 50])
+    embed_per_s = len(texts) / (time.perf_counter() - t0)
     t0 = time.perf_counter()
     for start in range(0, len(memories), 50):
         for r in pool.add_many(memories[start:start + 50]):
             statuses[r.status] = statuses.get(r.status, 0) + 1
-    return len(memories) / (time.perf_counter() - t0), statuses
+    return len(memories) / (time.perf_counter() - t0), statuses, embed_per_s
 
 
 def single_adds(data: rb.Data, pool_dir: Path, count: int) -> dict[str, Any]:

@@ -92,8 +92,8 @@ _PRLIMIT_OPTIONS = {resource.RLIMIT_AS: "--as", resource.RLIMIT_CPU: "--cpu", re
 
 def limit_wrapper(limits: Sequence[tuple[int, int]]) -> list[str] | None:
     """An argv prefix setting the limits with util-linux ``prlimit`` before exec, or None when the supervisor sets
-    them itself: as root it lends them to the fork (reaper.inherited, no extra exec), and without prlimit it falls
-    back to a preexec function.
+    them itself: as root it wears them and the command inherits them (reaper.can_wear, no extra exec), and
+    without prlimit it falls back to a preexec function.
 
     One exec costs less than a preexec function, which makes the supervisor run Python in every forked child.
     """
