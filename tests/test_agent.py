@@ -167,20 +167,6 @@ def test_prompt_templates_can_be_overridden(sandbox, tmp_path):
     assert "bash" in result.messages[0].content  # files not overridden come from the package
 
 
-def test_run_settings_take_agent_fields_from_a_run_context():
-    from types import SimpleNamespace
-
-    from mtl_graph.agent.loop import run_settings
-
-    base = AgentConfig(step_limit=30, observation_cap=500)
-    assert run_settings(base, None) is base and run_settings(base, SimpleNamespace(model="x", top_k=3)) is base
-    per_run = run_settings(base, SimpleNamespace(step_limit=5, action_format="text", token_limit=None))
-    assert (per_run.step_limit, per_run.action_format, per_run.observation_cap) == (5, "text", 500)
-    assert run_settings(base, {"wall_time_limit": 9.0}).wall_time_limit == 9.0
-    with pytest.raises(ValueError, match="step_limit"):  # a bad per-run value is refused, not used
-        run_settings(base, {"step_limit": 0})
-
-
 def test_the_agent_graph_runs_natively_async(sandbox):
     import asyncio
 

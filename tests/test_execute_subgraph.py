@@ -318,3 +318,14 @@ def test_the_run_sandbox_is_released_and_a_lent_one_is_handed_back(tmp_path):
         result = DefaultAgent().run(TASK, mine, ScriptedChatModel(responses=[bash_call(WRITE), submit_call("ok")]))
         assert result.exit_status == "submitted" and not registry.is_open(mine.workspace)
         assert mine.run("python3 hello.py").output == "hello, world\n"  # still the caller's, still open
+
+
+def test_the_runs_own_output_cap_and_command_timeout_reach_the_bash_tool(tmp_path):
+    """Per-run agent settings from the context (not only the limits) govern each command of that run."""
+    long_output = "python3 -c \"print('x' * 5000)\""
+    model = ScriptedChatModel(responses=[bash_call(long_output), bash_call("sleep 5; echo late"), submit_call("ok")])
+    graph = graph_for(model, tmp_path, agent=DefaultAgent(AgentConfig(observation_cap=10_000, command_timeout=60)))
+    state = graph.invoke({"task": TASK}, context={"observation_cap": 300, "command_timeout": 1.0})
+    first, second = state["trajectory"]["steps"][:2]
+    assert len(first["observation"]) < 1000 and first["observation"].startswith("x")  # capped at this run's 300
+    assert "late" not in second["observation"] and second["duration_s"] < 5  # this run's 1 s timeout killed it

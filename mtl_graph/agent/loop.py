@@ -45,20 +45,9 @@ def build_agent(config: AgentConfig, model_of: ModelOf, *, settings: Settings | 
     settings = settings or (lambda runtime: config)
     middleware = [ProviderErrors(), ActionFormat(settings, model_of), ProviderRetry(config), RunLimits(settings),
                   StepObserver(settings, on_step)]
-    tools = [*sandbox_tools(kind=sandbox_kind, config=config), submit_tool()]
+    tools = [*sandbox_tools(kind=sandbox_kind, config=config, settings=settings), submit_tool()]
     return create_agent(_RunModel(), tools, middleware=middleware, context_schema=context_schema, name=name,
                         state_schema=state_schema, interrupt_before=[TOOLS_NODE] if interrupt_before_tools else None)
-
-
-def run_settings(config: AgentConfig, context: Any) -> AgentConfig:
-    """The build-time settings with a run's context applied: every AgentConfig field the context sets (not None),
-    e.g. `step_limit` or `action_format` in the graph's context schema. Retries and the bash tool's command
-    settings stay the build-time ones."""
-    if context is None:
-        return config
-    get = context.get if isinstance(context, dict) else (lambda name: getattr(context, name, None))
-    updates = {name: value for name in AgentConfig.model_fields if (value := get(name)) is not None}
-    return AgentConfig.model_validate({**config.model_dump(), **updates}) if updates else config
 
 
 def recursion_limit(config: AgentConfig) -> int:

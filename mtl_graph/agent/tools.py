@@ -6,6 +6,7 @@ and `sandbox_tools` (a bash tool for anyone's `create_agent` agent) both use it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from langchain.tools import ToolRuntime
@@ -58,21 +59,23 @@ def workspace_of(runtime: Any) -> str | None:
     return (config.get("configurable") or {}).get("mtl_workspace")
 
 
-def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto",
-                  config: AgentConfig | None = None) -> list[BaseTool]:
+def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config: AgentConfig | None = None,
+                  settings: Callable[[Any], AgentConfig] | None = None) -> list[BaseTool]:
     """A `bash` tool for any LangChain agent, running each command in a sandbox.
 
     With `sandbox`, every call runs there. Without it, the call runs in the sandbox of the run's workspace (see
     `workspace_of`; `with_memory_transfer` and `MemoryTransferMiddleware` set it) from the per-process registry:
     the sandbox the task's setup ran in, closed when the agent ends. The tool's artifact is the recorded step
     (command, exit code, output, duration); `configurable["mtl_on_step"]`, when set, is called with it and what it
-    returns (a re-retrieval note) is shown after the observation."""
+    returns (a re-retrieval note) is shown after the observation. `settings` gives the run's own AgentConfig
+    (per-run command timeout and output cap) from the tool's runtime; else `config` holds for every run."""
     from mtl_graph.sandbox.registry import sandbox_for
 
-    cfg = config or AgentConfig()
+    built = config or AgentConfig()
 
     def bash(command: Annotated[str, "The shell command to run."],
              runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
+        cfg = settings(runtime) if settings is not None else built
         box = sandbox
         if box is None:
             workspace = workspace_of(runtime)
