@@ -279,3 +279,16 @@ def test_limits_too_tight_for_the_supervisor_still_bind_the_command(kind, tmp_pa
         for _ in range(2):
             result = sb.run(LIMITS)
             assert _limit_values(result.output)[:2] == ["102400", "5"], result.output
+
+
+def test_the_supervisor_is_replaced_after_its_quota_of_commands(tmp_path, monkeypatch):
+    """As root it wears the commands' CPU limit itself: it is replaced before its own CPU time could reach it."""
+    import mtl_graph.sandbox.supervisor as supervisor_module
+
+    monkeypatch.setattr(supervisor_module, "SUPERVISOR_COMMANDS", 2)
+    with LocalSandbox(tmp_path, SandboxConfig(cpu_seconds=120)) as sb:
+        pids = []
+        for _ in range(5):
+            assert sb.run("ulimit -H -t").output == "120\n"
+            pids.append(sb.supervisor.pid)
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]

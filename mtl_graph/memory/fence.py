@@ -14,7 +14,8 @@ marker). Three things keep it data:
   defused inside the text, so they cannot act even mid-line.
 
 The token is on the block's two markers only, not on every memory's: with every line quoted it adds no protection
-per memory, and each copy of 16 hex digits costs ~15 tokens (the top-3 block was 626 tokens, 578 of a 600 budget).
+per memory, and each copy of 16 hex digits costs ~15 tokens (the top-3 insight block went from 644 to 531 word
+pieces in `make bench`, against a 600 budget).
 """
 
 from __future__ import annotations
