@@ -151,6 +151,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
             trajectory = agent_trajectory(state["messages"][run.get("first_message") or 0:], task, self.nodes.model)
             run["trajectory"] = trajectory.model_dump(mode="json")
             run.update(self.nodes.judge(run, ctx))
+        if not run.get("error"):  # a check that could not run says nothing to learn from (as the graph routes it)
             run.update(self.nodes.distill(run, ctx))
         own = run.get("own_workspace")
         # write back removes a workspace it is given: only ever the run's own, never the caller's directory

@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 
@@ -245,7 +246,8 @@ class MTLNodes:
         self._cleanup(state)
         return update
 
-    def crashed(self, state: MTLState, error: NodeError, runtime: Runtime[MTLContext]) -> None:
+    def crashed(self, state: MTLState, error: NodeError, runtime: Runtime[MTLContext],
+                config: RunnableConfig) -> None:
         """The graph's error handler: a node raised (after its retries). Log the run, remove its workspace, and
         raise the node's exception again so the graph run fails (LangSmith and Studio show it as failed)."""
         message = f"{error.node} raised {type(error.error).__name__}: {error.error}"
@@ -253,8 +255,18 @@ class MTLNodes:
         try:
             self._log(state, self._settings(runtime), update, Verdict.infrastructure_error(message))
         finally:
-            self._cleanup(state)
+            self._cleanup({**state, "workspace": state.get("workspace") or self._workspace_of(state, config)})
         raise error.error
+
+    def _workspace_of(self, state: MTLState, config: RunnableConfig) -> str | None:
+        """The run's workspace when the state does not have it yet: a crash inside the execute subgraph happens
+        before its update reaches this graph's state, yet the workspace is made (keyed by thread and run)."""
+        from mtl_graph.graph.execute import workspace_path
+
+        if not state.get("run_id") or not isinstance(state.get("task"), dict):
+            return None
+        path = workspace_path(self.config.workspace_root, config, state["run_id"], as_task(state["task"]).id)
+        return str(path) if path.exists() else None
 
     def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
         from mtl_graph.settings import get_settings
