@@ -24,6 +24,7 @@ from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.tasks import Task
 from test_tamper import CHEATS, SOLUTION, make_exercism
+from refresh_fixtures import float_sum_task, money_memory
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 PLAN = "Read the module and its tests, rewrite the function, run the unit tests, submit when they pass."
@@ -271,14 +272,9 @@ def test_a_failing_setup_is_an_error_run_and_nothing_is_learnt(pool, tmp_path):
 
 def test_a_failing_test_run_re_retrieves_through_the_middleware(pool, tmp_path):
     seeded(pool)
-    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
-                          content="Round each total to two decimals before comparing.",
-                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    money = money_memory()
     pool.add(money)
-    task = Task(id="t-refresh", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
-                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
-                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
-                check="python3 -m unittest -q test_sum")
+    task = float_sum_task("t-refresh")
     run_tests = "python3 -m unittest -q test_sum"
     agent, _, _, _ = sandboxed_agent(pool, tmp_path, [bash_call(run_tests), bash_call(run_tests),
                                                       AIMessage("gave up")], top_k=1, re_retrieve=True)
@@ -343,14 +339,9 @@ def test_when_retrieval_fails_the_agent_still_works_in_its_sandbox(tmp_path, mon
 
 def test_two_failing_test_runs_in_one_reply_re_retrieve_once(pool, tmp_path):
     seeded(pool)
-    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
-                          content="Round each total to two decimals before comparing.",
-                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    money = money_memory()
     pool.add(money)
-    task = Task(id="t-twice", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
-                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
-                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
-                check="python3 -m unittest -q test_sum")
+    task = float_sum_task("t-twice")
     both = AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"python3 -m unittest -q test_sum # {n}"},
                                       "id": f"run-{n}", "type": "tool_call"} for n in (1, 2)])
     agent, _, _, _ = sandboxed_agent(pool, tmp_path, [both, AIMessage("gave up")], top_k=1, re_retrieve=True)

@@ -26,6 +26,7 @@ from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.tasks import Task
 from test_tamper import CHEATS, SOLUTION, make_exercism
+from refresh_fixtures import float_sum_task, money_memory
 
 PLAN = AIMessage("Read the exercise, write the function, run its tests, then answer.")
 SOLVE = f"cat > primes.py <<'EOF'\n{SOLUTION}EOF"
@@ -116,14 +117,9 @@ def test_a_wrapped_agent_that_rewrites_the_tests_fails(cheat, exercise, tmp_path
 
 
 def test_a_failing_test_run_re_retrieves_and_the_wrapped_agent_reads_the_note(pool, tmp_path):
-    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
-                          content="Round each total to two decimals before comparing.",
-                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    money = money_memory()
     pool.add(money)
-    task = Task(id="t-refresh", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
-                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
-                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
-                check="python3 -m unittest -q test_sum")
+    task = float_sum_task("t-refresh")
     model = Recording(responses=[bash_call("python3 -m unittest -q test_sum"),
                                  bash_call("python3 -m unittest -q test_sum"), AIMessage("gave up")], seen=[])
     graph = wrap(create_agent(model, tools=sandbox_tools()), pool, tmp_path, memory_type="insight", top_k=1,
@@ -300,14 +296,9 @@ def test_parallel_wrapped_runs_each_work_in_their_own_workspace_and_sandbox(tmp_
 
 
 def test_two_failing_test_runs_in_one_reply_re_retrieve_once(pool, tmp_path):
-    money = InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
-                          content="Round each total to two decimals before comparing.",
-                          sources=[Provenance(domain="finance", source_task_id="f1")])
+    money = money_memory()
     pool.add(money)
-    task = Task(id="t-twice", domain="strings", instruction="Make the unit tests in test_sum.py pass.",
-                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
-                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
-                check="python3 -m unittest -q test_sum")
+    task = float_sum_task("t-twice")
     both = AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"python3 -m unittest -q test_sum # {n}"},
                                       "id": f"run-{n}", "type": "tool_call"} for n in (1, 2)])
     model = Recording(responses=[both, AIMessage("gave up")], seen=[])

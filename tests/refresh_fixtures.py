@@ -1,0 +1,21 @@
+"""What the re-retrieval tests share: a memory that fits a failing float-sum test, and that task."""
+
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.tasks import Task
+
+RUN_TESTS = "python3 -m unittest -q test_sum"
+
+
+def money_memory() -> InsightMemory:
+    """Advice from another domain that a failing float comparison should retrieve mid-run."""
+    return InsightMemory(title="Round money sums", description="Float sums of prices fail exact equality tests.",
+                         content="Round each total to two decimals before comparing.",
+                         sources=[Provenance(domain="finance", source_task_id="f1")])
+
+
+def float_sum_task(task_id: str) -> Task:
+    """A task whose unit test fails on 0.1 + 0.2 == 0.3."""
+    return Task(id=task_id, domain="strings", instruction="Make the unit tests in test_sum.py pass.",
+                files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
+                                      "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
+                check=RUN_TESTS)
