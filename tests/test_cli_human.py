@@ -122,3 +122,105 @@ def test_no_answer_to_a_command_stops_the_run_before_it(terminal):
     assert "error: stopped before running bash (no answer): ls && cat slug.py test_slug.py" in result.output
     [line] = log_lines(terminal)
     assert line["steps"] == [] and line["exit_status"] == "declined" and workspaces_left(terminal) == []
+
+
+def test_commands_with_markup_are_shown_as_typed(terminal):
+    script = terminal / "hostile.json"
+    hostile = "echo '[/]' '[bold red]x[/bold red]' '[link=file:///etc]y[/link]'"
+    script.write_text(json.dumps({"actions": [{"bash": hostile}, {"submit": "[/] done"}]}))
+    args = ["run", str(EXAMPLES / "slugify"), "--model", f"scripted:{script}", "--memory", "none",
+            "--pool", str(terminal / "pool"), "--approve-commands"]
+    result = runner.invoke(app, args, input="y\ny\n")
+    assert result.exit_code == 0, result.output  # no MarkupError: what the agent typed is text, not markup
+    assert hostile in result.output and "[/] done" in result.output
+    [line] = log_lines(terminal)
+    assert line["steps"][0]["observation"] == "[/] [bold red]x[/bold red] [link=file:///etc]y[/link]\n"
+
+
+def memories(n: int) -> list[dict]:
+    from mtl_graph.memory.models import parse_memory
+
+    return [parse_memory({"type": "insight", "outcome": "success", "title": f"Lesson {i}",
+                          "description": f"When {i}.", "content": f"Do thing {i} [/] first."}).model_dump(mode="json")
+            for i in range(n)]
+
+
+@pytest.mark.parametrize(("answers", "expected"), [
+    ("y\nn\ny\n", ["approve", "reject", "approve"]),
+    ("n\na\n", ["reject", "approve", "approve"]),
+    ("y\nr\n", ["approve", "reject", "reject"]),
+    ("y\n", ["approve", "reject", "reject"]),  # input ends: the rest are not written
+])
+def test_each_proposed_memory_gets_its_own_answer(monkeypatch, answers, expected):
+    import io
+
+    from rich.console import Console
+
+    from mtl_graph.graph.review import apply_review
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(answers))
+    out = io.StringIO()
+    asker = human.Asker(Console(file=out, width=100))
+    proposed = memories(3)
+    payload = human.MemoryReviewer(asker)({"memories": proposed, "verdict": "pass"})
+    assert payload == {"decisions": expected}
+    kept, reviewed = apply_review(proposed, payload)  # the format the review node accepts
+    assert [m["id"] for m in kept] == [m["id"] for m, d in zip(proposed, expected) if d == "approve"]
+    assert asker.unanswered == (answers == "y\n")
+    shown = out.getvalue()
+    assert "insight (success) Lesson 0" in shown and "Do thing 0 [/] first." in shown
+
+
+def converse(proc, master: int, question: bytes, answers: list[bytes]) -> str:
+    """Read the child's terminal; each time `question` appears once more, type the next answer. The whole output."""
+    import os
+    import select
+    import time
+
+    seen, sent = b"", 0
+    deadline = time.monotonic() + 90  # a safety net against a hang, not a timing check
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+        if sent < len(answers) and seen.count(question) > sent:
+            os.write(master, answers[sent])
+            sent += 1
+    return seen.decode(errors="replace")
+
+
+def test_a_real_terminal_is_asked(tmp_path):
+    """No stand-in: `mtl` in a pseudo-terminal, answering each question as it appears."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "mtl_graph.cli", "run", str(EXAMPLES / "slugify"), "--model",
+                             f"scripted:{SCRIPT}", "--memory", "trajectory", "--pool", str(tmp_path / "pool"),
+                             "--approve-commands", "--review-memories"],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    try:
+        text = converse(proc, master, b"Run it?", [b"y\n", b"y\n", b"n\n"])  # decline the test run
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert proc.returncode == 1, text
+    assert "error: stopped before running bash (declined): python3 -m unittest -q test_slug" in text
+    [line] = log_lines(tmp_path)
+    assert [s["action"].splitlines()[0] for s in line["steps"]] == ["ls && cat slug.py test_slug.py",
+                                                                     "cat > slug.py <<'PY'"]
+    assert line["exit_status"] == "declined" and not list((tmp_path / "mtl-workspaces").iterdir())
