@@ -88,6 +88,11 @@ def test_without_a_terminal_the_run_does_not_start(tmp_path):
         [line] = result.output.strip().splitlines()
         assert line.startswith(f"error: {flags[0]} asks questions on the terminal, but stdin is not a terminal")
     assert log_lines(tmp_path) == [] and not (tmp_path / "pool").exists()
+    review_from_env = runner.invoke(app, ["run", str(EXAMPLES / "slugify"), "--model", f"scripted:{SCRIPT}"],
+                                    env={"MTL_REVIEW_MEMORIES": "true"})
+    assert review_from_env.exit_code == 1 and "error: --review-memories asks questions" in review_from_env.output
+    bad_env = runner.invoke(app, ["run", str(EXAMPLES / "slugify")], env={"MTL_APPROVE_COMMANDS": "maybe"})
+    assert bad_env.exit_code == 1 and bad_env.output.startswith("error: environment: invalid MTL_APPROVE_COMMANDS")
     demo = runner.invoke(app, ["demo", "--review-memories", "--pool", str(tmp_path / "pool")])
     assert demo.exit_code == 1 and demo.output.startswith("error: --review-memories asks questions: use it with `mtl run`")
 
