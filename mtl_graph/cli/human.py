@@ -55,6 +55,8 @@ class MemoryReviewer:
         console = self.asker.console
         console.print(f"[bold cyan]review[/]  {len(memories)} memories proposed (verdict: {request.get('verdict')}); "
                       "y = approve, n = reject, a = approve this and the rest, r = reject this and the rest")
+        if request.get("error"):  # an earlier answer could not be applied (not one of ours: said by the graph)
+            console.print(f"[yellow]review[/]  {escape(str(request['error']))}")
         decisions: list[str] = []
         for n, raw in enumerate(memories, 1):
             memory = parse_memory(raw)

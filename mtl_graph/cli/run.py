@@ -49,22 +49,22 @@ def run_task(
         loaded = Task.from_dir(task)
     except TaskError as exc:
         fail(str(exc))
+    from langgraph.checkpoint.memory import InMemorySaver
+
     from mtl_graph.graph import build_mtl_graph
     from mtl_graph.graph.progress import RichProgress, stream_run
 
+    # Answers are waited for with the run's state in an in-memory checkpointer, on the run's own thread.
+    paused = {"checkpointer": InMemorySaver(), "interrupt_before_tools": approve_commands} if asks else {}
+    render = None if json_out else RichProgress()
     with open_pool(pool) as opened:
-        if not asks:
-            graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox)
-            state = stream_run(graph, {"task": loaded}, None if json_out else RichProgress(), context=run)
-        else:  # the run pauses for answers: its state waits in an in-memory checkpointer meanwhile
-            from langgraph.checkpoint.memory import InMemorySaver
-
-            graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox, checkpointer=InMemorySaver(),
-                                    interrupt_before_tools=approve_commands)
+        graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox, **paused)
+        if asks:
             asker = human.Asker(console(stderr=json_out))  # --json keeps stdout for the result
-            state = human.drive(graph, {"task": loaded}, stream_run, render=None if json_out else RichProgress(),
-                                review=human.MemoryReviewer(asker), approve=human.CommandApprover(asker),
-                                context=run)
+            state = human.drive(graph, {"task": loaded}, stream_run, render=render, context=run,
+                                review=human.MemoryReviewer(asker), approve=human.CommandApprover(asker))
+        else:
+            state = stream_run(graph, {"task": loaded}, render, context=run)
     if json_out:
         typer.echo(json.dumps({key: state.get(key) for key in RESULT_KEYS}, indent=2, default=str))
     if state.get("error"):
