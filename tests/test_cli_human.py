@@ -229,3 +229,19 @@ def test_a_real_terminal_is_asked(tmp_path):
     assert [s["action"].splitlines()[0] for s in line["steps"]] == ["ls && cat slug.py test_slug.py",
                                                                      "cat > slug.py <<'PY'"]
     assert line["exit_status"] == "declined" and not list((tmp_path / "mtl-workspaces").iterdir())
+
+
+def test_a_proposal_that_is_not_a_memory_is_shown_as_it_came_and_still_asked(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    out = io.StringIO()
+    asker = human.Asker(Console(file=out, width=100))
+    payload = human.MemoryReviewer(asker)({"memories": [{"type": "insight", "title": "[red]no content"}],
+                                           "error": "1 decisions for 2 memories [/]"})
+    assert payload == {"decisions": ["reject"]}
+    shown = out.getvalue()
+    assert "1/1 not a valid memory" in shown and '"title": "[red]no content"' in shown
+    assert "1 decisions for 2 memories [/]" in shown  # why the previous answer was refused

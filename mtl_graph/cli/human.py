@@ -3,6 +3,7 @@ run proposes (`--review-memories`), asked on the terminal while the run waits on
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from typing import Any, Callable
@@ -49,8 +50,6 @@ class MemoryReviewer:
         self.asker = asker
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
-        from mtl_graph.memory.models import parse_memory
-
         memories = request.get("memories") or []
         console = self.asker.console
         console.print(f"[bold cyan]review[/]  {len(memories)} memories proposed (verdict: {request.get('verdict')}); "
@@ -59,17 +58,29 @@ class MemoryReviewer:
             console.print(f"[yellow]review[/]  {escape(str(request['error']))}")
         decisions: list[str] = []
         for n, raw in enumerate(memories, 1):
-            memory = parse_memory(raw)
-            body = memory.body()
-            body = body if len(body) <= BODY_CHARS else body[:BODY_CHARS] + "…"
-            console.print(Panel(escape(body), title=f"{n}/{len(memories)} {memory.type} ({memory.outcome.value}) "
-                                                    f"{escape(memory.label())}", title_align="left"))
+            console.print(self._panel(raw, f"{n}/{len(memories)}"))
             answer = self.asker.choose(f"Write memory {n}?", self.CHOICES)
             if answer in ("a", "r", None):
                 decisions += ["approve" if answer == "a" else "reject"] * (len(memories) - n + 1)
                 break
             decisions.append("approve" if answer == "y" else "reject")
         return {"decisions": decisions}
+
+    @staticmethod
+    def _panel(raw: Any, number: str) -> Panel:
+        """The memory as a person reads it; one that is not a valid memory is shown as it came, to be judged too."""
+        from pydantic import ValidationError
+
+        from mtl_graph.memory.models import parse_memory
+
+        try:
+            memory = parse_memory(raw)
+        except (ValidationError, TypeError, ValueError):
+            title, body = f"{number} not a valid memory", json.dumps(raw, indent=1, default=str)
+        else:
+            title, body = f"{number} {memory.type} ({memory.outcome.value}) {memory.label()}", memory.body()
+        body = body if len(body) <= BODY_CHARS else body[:BODY_CHARS] + "…"
+        return Panel(escape(body), title=escape(title), title_align="left")
 
 
 class CommandApprover:
