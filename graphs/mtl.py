@@ -3,7 +3,8 @@
 Importing this module needs no API key and no network: the model is resolved when a run starts (the run's
 context `model`, else MTL_MODEL) and the pool (MTL_POOL) is opened on first use. Every MTL_* run setting in the
 environment becomes the graph's default; Studio's context form overrides it per run. The server supplies the
-checkpointer and store, so the graphs are compiled without their own."""
+checkpointer and store, so the graphs are compiled without their own. MTL_APPROVE_COMMANDS=1 pauses every run
+before each command the agent runs (resume the thread to run it; see README's Studio section)."""
 
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.settings import get_settings
@@ -11,4 +12,5 @@ from mtl_graph.settings import get_settings
 _settings = get_settings()
 _defaults = _settings.run_context().given()
 
-graph = build_mtl_graph(_defaults.pop("model", None), None, sandbox=_settings.sandbox, **_defaults)
+graph = build_mtl_graph(_defaults.pop("model", None), None, sandbox=_settings.sandbox,
+                        interrupt_before_tools=_settings.approve_commands, **_defaults)

@@ -33,6 +33,8 @@ class ProcessSettings(BaseSettings):
     """Where commands run: auto (bwrap when available), bwrap, local or docker."""
     run_log: str = ".mtl/runs.jsonl"
     """Run log (JSONL) appended after every run."""
+    approve_commands: bool = False
+    """Served graphs (graphs/mtl.py) pause before each command of the agent for a person to approve it."""
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     """API key for a Qdrant server (read from QDRANT_API_KEY)."""
 

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,13 @@ def free_port() -> int:
 
 @pytest.fixture
 def server(tmp_path):
+    with langgraph_dev(tmp_path) as served:
+        yield served
+
+
+@contextmanager
+def langgraph_dev(tmp_path, **env_vars):
+    """`langgraph dev` serving our graphs from tmp_path, with `env_vars` in its environment; yields (client, tmp_path)."""
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
     config = {"dependencies": [str(ROOT)], "graphs": {
@@ -34,7 +42,7 @@ def server(tmp_path):
     (tmp_path / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
     env = {**os.environ, "MTL_POOL": str(tmp_path / "pool"), "MTL_RUN_LOG": str(tmp_path / "runs.jsonl"),
-           "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"}
+           "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1", **env_vars}
     env.pop("MTL_MODEL", None)
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
@@ -56,13 +64,15 @@ def server(tmp_path):
                 proc.kill()
                 pytest.fail("langgraph dev did not start in 90 s")
             time.sleep(0.5)
-    yield client, tmp_path
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        yield client, tmp_path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
 def test_studio_runs_the_graph_end_to_end(server):

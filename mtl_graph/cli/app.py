@@ -54,10 +54,10 @@ def open_pool(location: str | None) -> Iterator[Any]:
         pool.close()
 
 
-def console() -> Any:
+def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
-    return Console()
+    return Console(stderr=stderr)
 
 
 @app.callback()

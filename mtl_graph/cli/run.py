@@ -8,12 +8,14 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import JsonOption, PoolOption, app, fail, open_pool, settings
+from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool, settings
 from mtl_graph.cli.options import with_run_settings
 
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. \\[env: MTL_SANDBOX]")]
+ApproveOption = Annotated[bool, typer.Option(
+    "--approve-commands", help="Ask before each command the agent runs (y runs it, n stops the run).")]
 RESULT_KEYS = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "memories_written",
-               "distill_failures", "timings", "error")
+               "distill_failures", "reviewed", "timings", "error")
 """What `mtl run --json` prints of the final state."""
 
 
@@ -24,31 +26,51 @@ def run_task(
     pool: PoolOption = None,
     sandbox: SandboxOption = None,
     json_out: JsonOption = False,
+    approve_commands: ApproveOption = False,
     run: Any = None,
 ) -> None:
     """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress.
 
-    Every run setting is a flag here, else its MTL_* environment variable, else the graph's default."""
+    Every run setting is a flag here, else its MTL_* environment variable, else the graph's default. With
+    --approve-commands or --review-memories the run waits for your answers on the terminal."""
     if not run.model:
         from mtl_graph.chat import NO_MODEL
 
         fail(NO_MODEL)
+    from mtl_graph.cli import human
+
+    asks = [flag for flag, on in (("--approve-commands", approve_commands),
+                                  ("--review-memories", run.review_memories)) if on]
+    if asks and not human.stdin_is_terminal():
+        fail(human.NO_TERMINAL.format(what=" and ".join(asks)))
     from mtl_graph.tasks import Task, TaskError
 
     try:
         loaded = Task.from_dir(task)
     except TaskError as exc:
         fail(str(exc))
+    from langgraph.checkpoint.memory import InMemorySaver
+
     from mtl_graph.graph import build_mtl_graph
     from mtl_graph.graph.progress import RichProgress, stream_run
 
+    # Answers are waited for with the run's state in an in-memory checkpointer, on the run's own thread.
+    paused = {"checkpointer": InMemorySaver(), "interrupt_before_tools": approve_commands} if asks else {}
+    render = None if json_out else RichProgress()
     with open_pool(pool) as opened:
-        graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox)
-        state = stream_run(graph, {"task": loaded}, None if json_out else RichProgress(), context=run)
+        graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox, **paused)
+        if asks:
+            asker = human.Asker(console(stderr=json_out))  # --json keeps stdout for the result
+            state = human.drive(graph, {"task": loaded}, stream_run, render=render, context=run,
+                                review=human.MemoryReviewer(asker), approve=human.CommandApprover(asker))
+        else:
+            state = stream_run(graph, {"task": loaded}, render, context=run)
     if json_out:
         typer.echo(json.dumps({key: state.get(key) for key in RESULT_KEYS}, indent=2, default=str))
     if state.get("error"):
         fail(state["error"])
+    if asks and asker.unanswered:
+        fail("stopped: a question got no answer (nothing was written without one)")
 
 
 @app.command("demo")
@@ -62,6 +84,8 @@ def demo(
 
     The run settings are flags as in `mtl run` (not read from MTL_*: the demo runs the same everywhere); without
     --model the tasks replay their stored scripts, with trajectory memories (insight with a live model)."""
+    if run.review_memories:
+        fail("--review-memories asks questions: use it with `mtl run` (the demo runs unattended)")
     from mtl_graph.demo import run_demo
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.pool import PoolError

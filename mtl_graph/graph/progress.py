@@ -86,5 +86,9 @@ class RichProgress:
         self.console.print(f"[bold cyan]write back[/]  credited {len(event['ids'])} retrieved memories with "
                            f"{event['outcome']}")
 
+    def on_reviewed(self, event: dict[str, Any]) -> None:
+        counts = ", ".join(f"{len(event.get(k) or [])} {k}" for k in ("approved", "edited", "rejected"))
+        self.console.print(f"[bold cyan]review[/]  {counts}")
+
     def on_warning(self, event: dict[str, Any]) -> None:
         self.console.print(f"[yellow]warning[/]  {escape(event['message'])}")
