@@ -58,6 +58,9 @@ def _session(onnx: Path, threads: int, spinning: bool) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # ONNX Runtime's arena keeps the largest batch's buffers for the life of the process: off, the peak RSS of
+    # embedding 64 long texts falls from ~1.2 GB to ~0.87 GB for ~4% of batch throughput (queries unchanged).
+    options.enable_cpu_mem_arena = False
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spinning else "0")
     options.log_severity_level = 3
