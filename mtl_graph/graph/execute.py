@@ -38,7 +38,6 @@ from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import as_task, model_name, timed
 from mtl_graph.sandbox import registry
-from mtl_graph.sandbox.factory import make_sandbox
 
 OUTPUT = ("workspace", "check_baseline", "messages", "trajectory", "verdict", "error", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
@@ -107,27 +106,31 @@ class RunModels:
             self.by_workspace.pop(str(workspace), None)
 
 
-def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:
-    """Materialise the task's files, run its setup, note what could hijack the check, and register the sandbox
-    (made with the setup's settings) for the run's commands. An update with `error` when any of it fails."""
-    task = as_task(state["task"])
-    workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
-    update: dict[str, Any] = {"workspace": str(workspace)}
+def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
+    """The task's files in workspace and its setup run in the workspace's registry sandbox (the one the agent's
+    `sandbox_tools` will use): `workspace`, `check_baseline`, or `error` (the sandbox then closed)."""
+    prepared: dict[str, Any] = {"workspace": str(workspace)}
     try:
         task.materialize(workspace)
-        nodes._model(runtime)  # a run without a usable model ends here, with the model's own message
-        sandbox = make_sandbox(nodes.config.sandbox, workspace)
-    except Exception as exc:
-        return {**update, "error": f"{type(exc).__name__}: {exc}"}
-    try:
-        run_setup(task, sandbox)
+        run_setup(task, registry.sandbox_for(workspace, kind))
         # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-        update["check_baseline"] = hijack_candidates(workspace)
-    except SetupFailed as exc:
-        sandbox.close()
-        return {**update, "error": str(exc)}
-    registry.adopt(workspace, sandbox)
-    return update
+        prepared["check_baseline"] = hijack_candidates(workspace)
+    except Exception as exc:
+        registry.release(workspace)
+        prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
+    return prepared
+
+
+def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:
+    """The run's workspace, keyed by thread and run, prepared (`prepare_workspace`); an update with `error` when
+    the run has no usable model or the preparation fails."""
+    task = as_task(state["task"])
+    workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
+    try:
+        nodes._model(runtime)  # a run without a usable model ends here, with the model's own message
+    except Exception as exc:
+        return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}"}
+    return prepare_workspace(task, workspace, nodes.config.sandbox)
 
 
 def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any]:

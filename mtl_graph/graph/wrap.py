@@ -34,11 +34,10 @@ from langgraph.func import task as durable
 from langgraph.runtime import get_runtime
 from pydantic import ValidationError
 
-from mtl_graph.experience.checks import SetupFailed, run_setup
-from mtl_graph.experience.planted import hijack_candidates
 from mtl_graph.experience.trajectory import Step, Trajectory
 from mtl_graph.graph import events
 from mtl_graph.graph.build import _config, _default_distiller, _wire
+from mtl_graph.graph.execute import prepare_workspace
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
@@ -66,21 +65,6 @@ def with_memories(system_prompt: str, config: RunnableConfig | None = None) -> s
     """For a wrapped graph's model node: its own system prompt, the run's memories appended (memories="config")."""
     config = config if config is not None else get_config()
     return append_memories(system_prompt, (config.get("configurable") or {}).get(MEMORY_KEY) or "")
-
-
-def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
-    """The task's files in workspace and its setup run in the workspace's registry sandbox (the one the agent's
-    `sandbox_tools` will use): `workspace`, `check_baseline`, or `error` (the sandbox then closed)."""
-    prepared: dict[str, Any] = {"workspace": str(workspace)}
-    try:
-        task.materialize(workspace)
-        run_setup(task, sandbox_for(workspace, kind))
-        # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-        prepared["check_baseline"] = hijack_candidates(workspace)
-    except Exception as exc:
-        release(workspace)
-        prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
-    return prepared
 
 
 def agent_trajectory(messages: list[Any], task: Task, agent: Any) -> Trajectory:

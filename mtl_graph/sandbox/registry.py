@@ -36,15 +36,6 @@ def sandbox_for(workspace: str | Path, kind: str = "auto") -> Sandbox:
         return _OPEN[key]
 
 
-def adopt(workspace: str | Path, sandbox: Sandbox) -> None:
-    """Register a sandbox the caller built (e.g. with setup-time network) as the workspace's."""
-    with _LOCK:
-        previous = _OPEN.get(_key(workspace))
-        _OPEN[_key(workspace)] = sandbox
-    if previous is not None and previous is not sandbox:
-        previous.close()
-
-
 def release(workspace: str | Path | None) -> None:
     """Close the workspace's sandbox (its leftover processes die); a no-op when none is open."""
     if workspace is None:
