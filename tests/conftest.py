@@ -15,6 +15,15 @@ def embeddings():
     return local_embeddings()
 
 
+@pytest.fixture
+def pool(embeddings, tmp_path):
+    """An empty pool in the test's directory (a test module may define its own, seeded, `pool`)."""
+    from mtl_graph.memory.pool import MemoryPool
+
+    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
+        yield p
+
+
 @pytest.fixture(autouse=True)
 def _isolated_settings(monkeypatch, tmp_path):
     """Each test gets its own default pool and run log, whatever the developer's environment says."""

@@ -31,12 +31,6 @@ def scripted(name: str, plan: str | None = None, extra=()) -> RecordingModel:
     return RecordingModel(responses=[*head, *actions, *extra], prompts=[])
 
 
-@pytest.fixture
-def pool(embeddings, tmp_path):
-    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
-        yield p
-
-
 def run(graph, task, **context):
     return graph.invoke({"task": task}, context=MTLContext(**context) if context else None)
 

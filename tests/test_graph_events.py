@@ -13,24 +13,10 @@ from mtl_graph.graph import MTLContext, build_mtl_graph
 from mtl_graph.graph.events import emit
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
+from memory_fixtures import seeded
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 PLAN = "Read slug.py and its tests, rewrite slugify, run the unit tests, submit when they pass."
-
-
-@pytest.fixture
-def pool(embeddings, tmp_path):
-    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
-        yield p
-
-
-def seeded(pool: MemoryPool) -> InsightMemory:
-    memory = InsightMemory(title="Run the unit tests after the last edit",
-                           description="When a helper is rewritten and submitted without running its tests.",
-                           content="Run the tests after the final edit and read the result before submitting.",
-                           sources=[Provenance(domain="math", source_task_id="m1")])
-    pool.add(memory)
-    return memory
 
 
 def custom_events(graph, task, **kwargs) -> tuple[list[dict], dict]:

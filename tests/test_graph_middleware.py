@@ -24,7 +24,7 @@ from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.tasks import Task
 from test_tamper import CHEATS, SOLUTION, make_exercism
-from refresh_fixtures import float_sum_task, money_memory
+from memory_fixtures import float_sum_task, money_memory, seeded
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 PLAN = "Read the module and its tests, rewrite the function, run the unit tests, submit when they pass."
@@ -39,21 +39,6 @@ class RecordingModel(ScriptedChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         self.systems.append(next((m.content for m in messages if m.type == "system"), None))
         return super()._generate(messages, stop, run_manager, **kwargs)
-
-
-@pytest.fixture
-def pool(embeddings, tmp_path):
-    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
-        yield p
-
-
-def seeded(pool: MemoryPool) -> InsightMemory:
-    memory = InsightMemory(title="Run the unit tests after the last edit",
-                           description="When a helper is rewritten and submitted without running its tests.",
-                           content="Run the tests after the final edit and read the result before submitting.",
-                           sources=[Provenance(domain="math", source_task_id="m1")])
-    pool.add(memory)
-    return memory
 
 
 def bash_in(workspace: Path):

@@ -32,12 +32,6 @@ def script() -> list:
 
 
 @pytest.fixture
-def pool(embeddings, tmp_path):
-    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
-        yield p
-
-
-@pytest.fixture
 def paused(pool, tmp_path):
     """A run paused for review with two proposed memories (an insight and a trajectory), and how to resume it."""
     graph = build_mtl_graph(ScriptedChatModel(responses=script()), pool, memory_type="none",

@@ -26,7 +26,7 @@ from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.tasks import Task
 from test_tamper import CHEATS, SOLUTION, make_exercism
-from refresh_fixtures import float_sum_task, money_memory
+from memory_fixtures import float_sum_task, money_memory
 
 PLAN = AIMessage("Read the exercise, write the function, run its tests, then answer.")
 SOLVE = f"cat > primes.py <<'EOF'\n{SOLUTION}EOF"

@@ -32,12 +32,6 @@ def stats(pool, memory):
     return s.retrieved, s.retrieved_success, s.retrieved_failure
 
 
-@pytest.fixture
-def pool(embeddings, tmp_path):
-    with MemoryPool.open(tmp_path / "pool", embeddings) as p:
-        yield p
-
-
 def test_every_run_field_is_reset():
     assert set(fresh_run_state()) == set(MTLState.__annotations__) - {"task"}
 

@@ -1,6 +1,7 @@
-"""What the re-retrieval tests share: a memory that fits a failing float-sum test, and that task."""
+"""Memories and tasks the graph, middleware and wrapper tests share."""
 
 from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.tasks import Task
 
 RUN_TESTS = "python3 -m unittest -q test_sum"
@@ -19,3 +20,13 @@ def float_sum_task(task_id: str) -> Task:
                 files={"test_sum.py": "import unittest\nclass T(unittest.TestCase):\n"
                                       "    def test(self):\n        self.assertEqual(0.1 + 0.2, 0.3)\n"},
                 check=RUN_TESTS)
+
+
+def seeded(pool: MemoryPool) -> InsightMemory:
+    """Add (and return) advice any coding task retrieves: run the tests after the last edit."""
+    memory = InsightMemory(title="Run the unit tests after the last edit",
+                           description="When a helper is rewritten and submitted without running its tests.",
+                           content="Run the tests after the final edit and read the result before submitting.",
+                           sources=[Provenance(domain="math", source_task_id="m1")])
+    pool.add(memory)
+    return memory
