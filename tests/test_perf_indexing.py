@@ -1,26 +1,33 @@
-"""Edge indexes a growing pool in bounded steps: every write stays readable and searchable across index builds."""
+"""Edge's index is built in a worker process while the pool goes on: no write is lost or stale across builds,
+swaps, failed builds, closes and kills, and a pool killed mid-swap opens complete."""
 
+import os
+import random
+import signal
+import subprocess
+import sys
 import threading
 import uuid
 
 import numpy as np
 import pytest
 
+from mtl_graph.memory.edge_build_worker import INDEX_MARKER
 from mtl_graph.memory.edge_indexing import EdgeIndexConfig
-from mtl_graph.memory.storage import DENSE, Conditions, EdgeStore, QuerySpec, StoredPoint
+from mtl_graph.memory.edge_rebuild import building_dir, recover_interrupted_swap, replaced_dir
+from mtl_graph.memory.storage import DENSE, Conditions, EdgeStore, QuerySpec, RebuildError, StoredPoint
 
-DIM = 384
-# Tiny thresholds so a few hundred points cross them many times: ~130 points start an index build,
-# no segment grows past ~650 points.
-SMALL = EdgeIndexConfig(indexing_threshold_kb=200, max_segment_size_kb=1000, default_segment_number=2)
+DIM = 32
+SMALL = EdgeIndexConfig(rebuild_min_points=120, rebuild_ratio=0.5)
+"""A build once 120 points are unindexed (then half the indexed count): a few hundred writes cross it often."""
 
 
-def points(n: int, seed: int) -> list[StoredPoint]:
+def points(n: int, seed: int, kind: str = "insight") -> list[StoredPoint]:
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((n, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return [StoredPoint(str(uuid.UUID(int=rng.integers(1, 2**62).item() + i)), v.tolist(),
-                        ([i % 50], [1.0]), {"type": ["insight", "workflow"][i % 2], "n": i})
+    return [StoredPoint(str(uuid.UUID(int=seed * 1_000_000 + i + 1)), v.tolist(), ([i % 50, 60 + seed], [1.0, 0.5]),
+                        {"type": [kind, "workflow"][i % 2], "n": i, "seed": seed})
             for i, v in enumerate(vectors)]
 
 
@@ -30,14 +37,20 @@ def write(store: EdgeStore, batch: list[StoredPoint], size: int) -> None:
         store.optimize()  # what MemoryPool.add_many does after every write
 
 
-def assert_all_there(store: EdgeStore, written: list[StoredPoint]) -> None:
-    ids = [p.id for p in written]
-    assert store.count() == len(set(ids))
-    assert {h.id for h in store.retrieve(ids)} == set(ids)
-    for p in written[:: max(1, len(written) // 40)]:  # each finds itself first, filtered and not
-        where = Conditions(equals={"type": p.payload["type"]})
-        [hits] = store.query([QuerySpec(limit=1, where=where, dense=p.dense)])
+def assert_holds(store: EdgeStore, expected: dict[str, StoredPoint]) -> None:
+    """Exactly these points, each with its latest payload, each found first by its own vector (filtered too)."""
+    assert store.count() == len(expected)
+    got = {h.id: h.payload for h in store.retrieve(list(expected))}
+    assert got == {pid: p.payload for pid, p in expected.items()}
+    for p in list(expected.values())[:: max(1, len(expected) // 40)]:
+        [hits] = store.query([QuerySpec(limit=1, where=Conditions(equals={"type": p.payload["type"]}), dense=p.dense)])
         assert hits[0].id == p.id
+        [fused] = store.query([QuerySpec(limit=5, where=Conditions(), dense=p.dense, sparse=p.sparse)])
+        assert p.id in {h.id for h in fused}
+
+
+def no_leftovers(store: EdgeStore) -> bool:
+    return not building_dir(store.path).exists() and not replaced_dir(store.path).exists()
 
 
 @pytest.fixture
@@ -47,31 +60,67 @@ def store(tmp_path):
     s.close()
 
 
-def test_writes_across_many_index_builds_are_all_readable_and_searchable(store):
+def test_writes_across_background_builds_are_all_readable_and_searchable(store):
     batch = points(900, seed=1)
-    write(store, batch, 50)
-    info = store.shard.info()
-    assert info.indexed_vectors_count > 0  # HNSW was built along the way, no explicit optimize needed
-    assert info.segments_count >= 3  # the size cap split the pool instead of one ever larger segment
-    assert_all_there(store, batch)
+    write(store, batch, 30)
+    store.optimize(wait=True)  # index everything, then nothing is left unindexed
+    assert store.indexed == store.count() == 900
+    assert (store.path / INDEX_MARKER).exists() and no_leftovers(store)
+    assert store.shard.info().segments_count <= 2  # one indexed segment (and an empty appendable one)
+    assert_holds(store, {p.id: p for p in batch})
 
 
-def test_concurrent_writers_and_readers_lose_nothing(store):
-    batches = [points(250, seed=10 + t) for t in range(3)]
+def test_writes_made_during_a_build_reach_the_swapped_in_index(store):
+    """Upserts, overwrites, payload changes and deletes taken while the worker builds are journaled and replayed
+    in order: the new shard ends exactly like the old one."""
+    base = points(600, seed=2)
+    store.upsert(base)
+    expected = {p.id: p for p in base}
+    store.optimize()
+    rebuild = store._rebuild
+    assert rebuild is not None  # the tail passed rebuild_min_points
+    more, rng = points(400, seed=3), random.Random(3)
+    for i, p in enumerate(more):
+        if rebuild.done.is_set():
+            break
+        store.upsert([p])
+        expected[p.id] = p
+        old = rng.choice(base)
+        if i % 3 == 0 and old.id in expected:  # a new payload on a point the scroll may already have sent
+            payload = {**old.payload, "n": -i}
+            store.set_payload(old.id, payload)
+            expected[old.id] = StoredPoint(old.id, old.dense, old.sparse, payload)
+        if i % 4 == 1 and old.id in expected:
+            store.delete([old.id])
+            del expected[old.id]
+        if i % 5 == 2:  # an overwrite of a point written during the build, then its payload again
+            store.upsert([p])
+            store.set_payload(p.id, {**p.payload, "n": 10_000 + i})
+            expected[p.id] = StoredPoint(p.id, p.dense, p.sparse, {**p.payload, "n": 10_000 + i})
+    journaled = len(rebuild.journal)
+    rebuild.done.wait(120)
+    assert rebuild.error is None and journaled > 20  # the writes really raced the build
+    assert store.indexed > 0 and no_leftovers(store)
+    assert_holds(store, expected)
+
+
+def test_concurrent_writers_and_readers_lose_nothing_across_swaps(store):
+    batches = [points(300, seed=10 + t) for t in range(3)]
     errors: list[BaseException] = []
     stop = threading.Event()
 
     def writer(batch):
         try:
-            write(store, batch, 20)
+            write(store, batch, 10)
         except BaseException as exc:  # surfaced below: a thread's exception would otherwise vanish
             errors.append(exc)
 
     def reader():
-        probe = batches[0][0].dense
+        probe = batches[0][0]
         while not stop.is_set():
             try:
-                store.query([QuerySpec(limit=3, where=Conditions(), dense=probe, sparse=([1], [1.0]))])
+                store.query([QuerySpec(limit=3, where=Conditions(), dense=probe.dense, sparse=probe.sparse)])
+                store.count()
             except BaseException as exc:
                 errors.append(exc)
                 return
@@ -83,10 +132,141 @@ def test_concurrent_writers_and_readers_lose_nothing(store):
         t.start()
     for t in threads:
         t.join(120)
+    store.optimize(wait=True)
     stop.set()
     watcher.join(30)
     assert errors == []
-    assert_all_there(store, [p for b in batches for p in b])
+    assert store.indexed == 900
+    assert_holds(store, {p.id: p for b in batches for p in b})
+
+
+def test_a_killed_worker_costs_the_build_not_a_write_and_the_next_build_succeeds(store):
+    first = points(300, seed=4)
+    store.upsert(first)
+    store.optimize()
+    rebuild = store._rebuild
+    assert rebuild is not None and rebuild.spawned.wait(30)
+    rebuild._proc.kill()  # the worker dies (OOM killer, a stray kill): the build fails, the pool goes on
+    rebuild.done.wait(60)
+    assert rebuild.error and "index worker" in rebuild.error
+    assert store._rebuild is None and store.indexed == 0 and no_leftovers(store)
+    more = points(50, seed=5)
+    write(store, more, 10)  # below the back-off: no new build loops on a failing worker
+    assert store._rebuild is None
+    store.optimize(wait=True)  # an explicit build still runs
+    assert store.indexed == 350
+    assert_holds(store, {p.id: p for p in first + more})
+
+
+def test_a_build_that_cannot_start_is_reported_by_an_explicit_optimize_and_loses_nothing(store):
+    store.upsert(points(200, seed=6))
+    blocker = building_dir(store.path)
+    blocker.write_text("in the way")  # where the worker would build (a full disk fails the same way)
+    with pytest.raises(RebuildError, match="exists"):
+        store.optimize(wait=True)
+    assert store.count() == 200 and store.indexed == 0 and store._rebuild is None
+    blocker.unlink()
+    store.optimize(wait=True)
+    assert store.indexed == 200 and no_leftovers(store)
+
+
+def test_closing_during_a_build_stops_the_worker_and_leaves_only_the_pool(tmp_path):
+    store = EdgeStore(str(tmp_path / "edge"), DIM, SMALL)
+    batch = points(2000, seed=7)
+    store.upsert(batch)
+    store.optimize()
+    rebuild = store._rebuild
+    assert rebuild is not None
+    store.close()
+    assert rebuild.done.is_set() and rebuild._proc.poll() is not None
+    assert sorted(os.listdir(tmp_path)) == ["edge"]
+    reopened = EdgeStore(str(tmp_path / "edge"), DIM, SMALL)
+    try:
+        assert_holds(reopened, {p.id: p for p in batch})
+    finally:
+        reopened.close()
+
+
+def _built_pool(path, batch):
+    """A closed shard at path holding batch, indexed."""
+    store = EdgeStore(str(path), DIM, SMALL)
+    store.upsert(batch)
+    store.optimize(wait=True)
+    store.close()
+
+
+def test_a_kill_between_the_renames_opens_the_complete_build(tmp_path):
+    live = tmp_path / "edge"
+    batch = points(300, seed=8)
+    _built_pool(live, batch)
+    os.rename(live, replaced_dir(live))  # as the swap's first rename leaves it ...
+    _built_pool(building_dir(live), batch + points(20, seed=9))  # ... beside a finished build
+    assert recover_interrupted_swap(live) == "finished the swap to edge.rebuild"
+    store = EdgeStore(str(live), DIM, SMALL)
+    try:
+        assert_holds(store, {p.id: p for p in batch + points(20, seed=9)})
+        assert no_leftovers(store)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("leftover", ["rebuild", "replaced"])
+def test_a_kill_before_or_after_the_renames_keeps_the_live_shard(tmp_path, leftover):
+    live = tmp_path / "edge"
+    batch = points(300, seed=10)
+    _built_pool(live, batch)
+    stray = building_dir(live) if leftover == "rebuild" else replaced_dir(live)
+    _built_pool(stray, points(30, seed=11))  # a half-made build, or the old shard a swap had not yet removed
+    store = EdgeStore(str(live), DIM, SMALL)
+    try:
+        assert not stray.exists()
+        assert_holds(store, {p.id: p for p in batch})
+    finally:
+        store.close()
+
+
+WRITER = """
+import sys
+sys.path.insert(0, sys.argv[3])
+from test_perf_indexing import SMALL, DIM, points
+from mtl_graph.memory.storage import EdgeStore
+store = EdgeStore(sys.argv[1], DIM, SMALL)
+seed = int(sys.argv[2])
+for k in range(10_000):
+    batch = points(7, seed * 10_000 + k)
+    store.upsert(batch)
+    for p in batch:
+        print("added", p.id, flush=True)
+    if k % 3 == 0:
+        print("deleting", batch[0].id, flush=True)
+        store.delete([batch[0].id])
+    store.optimize()
+"""
+
+
+def test_sigkill_during_builds_and_swaps_loses_nothing_written(tmp_path):
+    """A writer with tiny build thresholds (a build every ~120 writes, so kills land in scrolls, builds, journal
+    replays and swaps) is killed again and again; every open holds every write that returned before the kill."""
+    path, rng, committed, recovered = tmp_path / "edge", random.Random(11), set(), []
+    here = os.path.dirname(__file__)
+    for trial in range(5):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(trial + 1), here],
+                                stdout=subprocess.PIPE, text=True)
+        lines = [proc.stdout.readline() for _ in range(rng.randint(100, 1500))]
+        os.kill(proc.pid, signal.SIGKILL)
+        lines += proc.stdout.readlines()
+        proc.wait()
+        for line in filter(None, (line.split() for line in lines)):
+            (committed.add if line[0] == "added" else committed.discard)(line[1])
+        recovered.append(recover_interrupted_swap(path))  # what EdgeStore does first when it opens
+        store = EdgeStore(str(path), DIM, SMALL)
+        try:
+            stored = {h.id for h in store.scroll()}
+            assert committed <= stored and store.count() == len(stored)
+            assert no_leftovers(store)
+        finally:
+            store.close()
+    assert any(recovered), "no kill landed during a build: the test did not test it"
 
 
 def test_a_shard_made_without_optimizer_settings_gets_them_and_keeps_its_points(tmp_path):
@@ -102,14 +282,18 @@ def test_a_shard_made_without_optimizer_settings_gets_them_and_keeps_its_points(
     old.close()
     store = EdgeStore(path, DIM, SMALL)
     try:
+        assert store.indexed == 0  # never built by us: its first due write builds it
         more = points(500, seed=4)
         write(store, more, 100)
-        assert store.shard.info().segments_count >= 2
-        assert_all_there(store, first + more)
+        store.optimize(wait=True)
+        assert store.indexed == 800
+        assert_holds(store, {p.id: p for p in first + more})
     finally:
         store.close()
 
 
 def test_bad_index_settings_are_refused_with_the_field_named():
-    with pytest.raises(ValueError, match="max_segment_size_kb"):
-        EdgeIndexConfig(max_segment_size_kb=10)
+    with pytest.raises(ValueError, match="rebuild_min_points"):
+        EdgeIndexConfig(rebuild_min_points=0)
+    with pytest.raises(ValueError, match="rebuild_ratio"):
+        EdgeIndexConfig(rebuild_ratio=0)

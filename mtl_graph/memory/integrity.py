@@ -177,8 +177,8 @@ class GuardedStore:
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
         return self._call("searching", self.inner.query, requests)
 
-    def optimize(self) -> None:
-        self._call("indexing", self.inner.optimize)
+    def optimize(self, wait: bool = False) -> None:
+        self._call("indexing", self.inner.optimize, wait)
 
     def close(self) -> None:
         self._call("closing", self.inner.close)

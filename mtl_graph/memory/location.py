@@ -28,6 +28,7 @@ from mtl_graph.memory.integrity import (
     refuse_unrecorded_data,
     write_json_atomically,
 )
+from mtl_graph.memory.edge_rebuild import recover_interrupted_swap
 from mtl_graph.memory.storage import Store
 
 __all__ = ["PoolError", "PoolLockedError", "EmbeddingMismatchError", "OpenedStore", "open_directory", "open_server"]
@@ -184,6 +185,8 @@ def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedSto
             raise PoolError(f"unknown engine {engine!r} (expected 'edge' or 'client')")
         opened.dim = check_dimension(meta, emb, str(path))
         if meta:
+            if engine == "edge":
+                recover_interrupted_swap(path / engine)  # a process killed while it swapped in a new index
             refuse_missing_data(path, engine, ledger)
         else:  # ledger first, pool.json next, engine data last: an interrupted creation never looks like damage
             ledger.record(0)

@@ -199,10 +199,9 @@ class MemoryPool:
             if new:
                 self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), _payload(m))
                                    for m in new])
-                # Qdrant Edge indexes only when asked. Its planner acts once the unindexed segment passes the
-                # indexing threshold (about 7k memories of 384 floats) and is a ~0.1 ms no-op otherwise, so
-                # asking after every write keeps search on HNSW (12 ms -> 1.4 ms at 100k); the write that
-                # crosses the threshold pays the build (seconds). Server / local client: a no-op.
+                # Qdrant Edge indexes only when asked: once the unindexed tail is long enough this starts a build
+                # in a worker process and returns (~0.1 ms otherwise; see edge_rebuild.py). Server / local
+                # client: a no-op.
                 self.store.optimize()
             for memory in plan.write:
                 if memory.id in plan.stored_ids:
@@ -271,8 +270,9 @@ class MemoryPool:
         return newly
 
     def optimize(self) -> None:
-        """Build indexes now (Qdrant Edge builds HNSW here; otherwise a no-op)."""
-        self.store.optimize()
+        """Index every memory now and return once searches use the new index (Qdrant Edge: a build in a worker
+        process, as writes start by themselves in the background; a server or local client: a no-op)."""
+        self.store.optimize(wait=True)
 
     # ------------------------------------------------------------------ reading
     def get(self, memory_id: str) -> Memory | None:

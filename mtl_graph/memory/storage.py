@@ -7,10 +7,25 @@ Hybrid fusion (dense + BM25 via RRF) runs inside Qdrant in both: prefetch + fusi
 
 from __future__ import annotations
 
+import shutil
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator, Protocol
 
+from mtl_graph.memory.edge_build_worker import edge_config
 from mtl_graph.memory.edge_indexing import EdgeIndexConfig
+from mtl_graph.memory.edge_rebuild import (
+    Rebuild,
+    RebuildError,
+    SwapGuard,
+    indexed_points,
+    journal_entry,
+    recover_interrupted_swap,
+    replaced_dir,
+    swap_directories,
+    undo_swap,
+)
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -61,7 +76,7 @@ class Store(Protocol):
     def count(self, where: Conditions | None = None) -> int: ...
     def scroll(self, batch: int = 256) -> Iterator[RawHit]: ...
     def query(self, requests: list["QuerySpec"]) -> list[list[RawHit]]: ...
-    def optimize(self) -> None: ...
+    def optimize(self, wait: bool = False) -> None: ...
     def close(self) -> None: ...
 
 
@@ -178,7 +193,7 @@ class ClientStore:
             ])
         return out
 
-    def optimize(self) -> None:
+    def optimize(self, wait: bool = False) -> None:
         pass  # the server optimizes by itself; local mode has nothing to optimize
 
     def close(self) -> None:
@@ -187,34 +202,52 @@ class ClientStore:
 
 # --------------------------------------------------------------------------------------------
 class EdgeStore:
-    """Qdrant Edge: an in-process shard in a directory."""
+    """Qdrant Edge: an in-process shard in a directory, its HNSW index built in the background (edge_rebuild.py)."""
 
     def __init__(self, path: str, dim: int | None = None, indexing: EdgeIndexConfig | None = None) -> None:
         import qdrant_edge as q
 
         self._q = q
-        from pathlib import Path
-
-        exists = (Path(path) / "edge_config.json").exists() or any(Path(path).glob("segments*"))
-        # Payloads in the page cache ("Cached"), not read from disk per query ("Cold", Edge's default): with
-        # Cold payloads a filtered top-20 query spends most of its time in I/O (measured in benchmarks/).
-        config = None if dim is None else q.EdgeConfig(
-            vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
-            sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
-            payload_memory=q.Memory.Cached,
-            **(indexing or EdgeIndexConfig()).to_edge(q),  # also applied to older shards when they are loaded
-        )
+        self.path = Path(path)
+        self.dim = dim
+        self.indexing = indexing or EdgeIndexConfig()
+        recover_interrupted_swap(self.path)
+        exists = (self.path / "edge_config.json").exists() or any(self.path.glob("segments*"))
+        config = None if dim is None else self._edge_config()
         if config is not None and not exists:
             self.shard = q.EdgeShard.create(path, config)
             for name in INDEXED_FIELDS:
                 self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
         else:
-            try:
-                self.shard = q.EdgeShard.load(path, config)  # upgrades shards made with Cold payloads
-            except Exception:
-                if config is None:
-                    raise
-                self.shard = q.EdgeShard.load(path)
+            self.shard = self._load(config)
+        self.indexed = indexed_points(self.path)
+        self._guard = SwapGuard()
+        self._writing = threading.Lock()  # one writer at a time: the journal's order is the shard's order
+        self._rebuild: Rebuild | None = None
+        self._changed = 0
+        """Points written or deleted since this shard was built (or opened): they are not (or wrongly) indexed."""
+        self._retry_above = 0
+        self._closed = False
+
+    def _edge_config(self) -> Any:
+        # Payloads in the page cache ("Cached"), not read from disk per query ("Cold", Edge's default): with
+        # Cold payloads a filtered top-20 query spends most of its time in I/O (measured in benchmarks/).
+        # Applied to older shards too when they are loaded.
+        return edge_config(self._q, self.build_config(), building=False)
+
+    def _load(self, config: Any) -> Any:
+        try:
+            return self._q.EdgeShard.load(str(self.path), config)  # upgrades shards made with Cold payloads
+        except Exception:
+            if config is None:
+                raise
+            return self._q.EdgeShard.load(str(self.path))
+
+    def build_config(self) -> dict[str, Any]:
+        """What the index worker needs to create a shard like this one."""
+        return {"dim": self.dim, "dense": DENSE, "sparse": SPARSE, "fields": list(INDEXED_FIELDS),
+                "hnsw_m": self.indexing.hnsw_m, "ef_construct": self.indexing.ef_construct,
+                "full_scan_threshold_kb": self.indexing.full_scan_threshold_kb}
 
     def _filter(self, where: Conditions | None) -> Any:
         if where is None or where.is_empty():
@@ -226,43 +259,67 @@ class EdgeStore:
         must_not = [q.FieldCondition(key=k, match=q.MatchAny(list(v))) for k, v in where.excludes.items() if v]
         return q.Filter(must=must or None, must_not=must_not or None)
 
+    def _write(self, operation: Any, entry: tuple, changes: int = 0) -> None:
+        with self._writing, self._guard.shared():
+            self.shard.update(operation)
+            self._changed += changes
+            if self._rebuild is not None:
+                self._rebuild.journal.append(entry)
+
     def upsert(self, points: list[StoredPoint]) -> None:
         q = self._q
-        self.shard.update(q.UpdateOperation.upsert_points([
+        self._write(q.UpdateOperation.upsert_points([
             q.Point(p.id, {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse[0], p.sparse[1])}, p.payload)
             for p in points
-        ]))
+        ]), journal_entry(points), len(points))
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        q = self._q
-        self.shard.update(q.UpdateOperation.overwrite_payload([point_id], payload))
+        self._write(self._q.UpdateOperation.overwrite_payload([point_id], payload), ("payload", point_id, payload))
 
     def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         """Points by id: payloads, or (with_dense) dense vectors alone."""
-        records = self.shard.retrieve(ids, not with_dense, [DENSE] if with_dense else False)
+        with self._guard.shared():
+            records = self.shard.retrieve(ids, not with_dense, [DENSE] if with_dense else False)
         return [RawHit(str(r.id), 0.0, r.payload or {}, r.vector.get(DENSE) if isinstance(r.vector, dict) else None)
                 for r in records]
 
     def delete(self, ids: list[str]) -> None:
-        self.shard.update(self._q.UpdateOperation.delete_points(ids))
+        self._write(self._q.UpdateOperation.delete_points(ids), ("delete", list(ids)), len(ids))
 
     def count(self, where: Conditions | None = None) -> int:
-        if where is None or where.is_empty():
-            # The shard's own tally (exact: deletes and overwrites included) in ~0.05 ms; an exact count request
-            # walks every point (11 ms at 100k), which the integrity ledger paid after every write.
-            return self.shard.info().points_count
-        return self.shard.count(self._q.CountRequest(exact=True, filter=self._filter(where)))
+        with self._guard.shared():
+            if where is None or where.is_empty():
+                # The shard's own tally (exact: deletes and overwrites included) in ~0.05 ms; an exact count
+                # request walks every point (11 ms at 100k), which the integrity ledger paid after every write.
+                return self.shard.info().points_count
+            return self.shard.count(self._q.CountRequest(exact=True, filter=self._filter(where)))
 
-    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
+    def _scroll(self, batch: int, vectors: bool) -> Iterator[list[Any]]:
+        """Records in id order, one batch per call into the shard (a swap may happen between batches)."""
         offset = None
+        with_vector = [DENSE, SPARSE] if vectors else None
         while True:
-            records, offset = self.shard.scroll(
-                self._q.ScrollRequest(offset=offset, limit=batch, with_payload=True)
-            )
-            for r in records:
-                yield RawHit(str(r.id), 0.0, r.payload or {})
+            with self._guard.shared():
+                records, offset = self.shard.scroll(
+                    self._q.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=with_vector))
+            if records:
+                yield records
             if offset is None or not records:
                 return
+
+    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
+        for records in self._scroll(batch, vectors=False):
+            for r in records:
+                yield RawHit(str(r.id), 0.0, r.payload or {})
+
+    def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:
+        import numpy as np
+
+        for records in self._scroll(batch, vectors=True):
+            sparse = [r.vector.get(SPARSE) for r in records]
+            yield ([str(r.id) for r in records], np.asarray([r.vector[DENSE] for r in records], dtype=np.float32),
+                   [(list(v.indices), list(v.values)) if v is not None else ([], []) for v in sparse],
+                   [r.payload or {} for r in records])
 
     def _request(self, spec: QuerySpec) -> Any:
         q = self._q
@@ -287,7 +344,9 @@ class EdgeStore:
         )
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
-        results = self.shard.query_batch(self._q.QueryBatchRequest([self._request(r) for r in requests]))
+        batch = self._q.QueryBatchRequest([self._request(r) for r in requests])
+        with self._guard.shared():
+            results = self.shard.query_batch(batch)
         out = []
         for points in results:
             hits = []
@@ -297,9 +356,74 @@ class EdgeStore:
             out.append(hits)
         return out
 
-    def optimize(self) -> None:
-        self.shard.optimize()
+    # ------------------------------------------------------------------ the background index
+    def optimize(self, wait: bool = False) -> None:
+        """After writes: start a background index build once the unindexed tail is long enough (~0.1 ms when
+        not). wait: index everything now and return once the new index is in place."""
+        rebuild = self._start_rebuild(force=wait)
+        if wait and rebuild is not None:
+            rebuild.done.wait()
+            if not rebuild.forced_by_wait:  # a build started earlier: index what came after it, too
+                rebuild = self._start_rebuild(force=True)
+                if rebuild is not None:
+                    rebuild.done.wait()
+            if rebuild is not None and rebuild.error:
+                raise RebuildError(rebuild.error)
+
+    def _start_rebuild(self, force: bool) -> Rebuild | None:
+        with self._writing:  # no write in flight: every write from here on is journaled, the scroll starts later
+            if self._rebuild is not None or self.dim is None or self._closed:
+                return self._rebuild
+            tail = self.unindexed()
+            due = tail >= self.indexing.rebuild_after(self.indexed) and tail >= self._retry_above
+            if not (due or (force and tail > 0)):
+                return None
+            self._rebuild = Rebuild(self.path, self.build_config(), forced_by_wait=force)
+            self._rebuild.start(self._points_for_build(), self._swap_in, self._rebuild_ended)
+            return self._rebuild
+
+    def unindexed(self) -> int:
+        """About how many points the indexed segment lacks or holds stale (net growth since the last build, or
+        the points written and deleted since, whichever is more)."""
+        return max(self.shard.info().points_count - self.indexed, self._changed)
+
+    def _swap_in(self, rebuild: Rebuild) -> None:
+        """Apply the last journal entries and replace the shard by the built one (holds every reader and writer)."""
+        with self._writing, self._guard.exclusive():
+            if self._closed:
+                raise RebuildError("the pool closed during the build")
+            expected = self.shard.info().points_count
+            points = rebuild.finish()
+            if points != expected:
+                raise RebuildError(f"the built index holds {points} points, the pool {expected}")
+            self.shard.flush()
+            self.shard.close()
+            swap_directories(self.path)
+            try:
+                self.shard = self._load(self._edge_config())
+            except Exception:
+                undo_swap(self.path)
+                self.shard = self._load(self._edge_config())
+                raise
+            self.indexed = indexed_points(self.path)
+            self._changed = rebuild.journaled_changes()
+            self._rebuild = None
+        shutil.rmtree(replaced_dir(self.path), ignore_errors=True)
+
+    def _rebuild_ended(self, rebuild: Rebuild) -> None:
+        with self._writing:
+            if self._rebuild is rebuild:  # it failed: the pool goes on with its current shard
+                self._rebuild = None
+                # no retry before the tail has grown again: a build that keeps failing must not loop
+                self._retry_above = self.unindexed() + self.indexing.rebuild_min_points
 
     def close(self) -> None:
-        self.shard.flush()
-        self.shard.close()
+        with self._writing:  # never in the middle of a swap
+            rebuild, self._closed = self._rebuild, True
+        if rebuild is not None:
+            rebuild.abort()
+            if rebuild.thread is not None:
+                rebuild.thread.join()
+        with self._guard.exclusive():
+            self.shard.flush()
+            self.shard.close()

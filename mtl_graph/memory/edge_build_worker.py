@@ -1,0 +1,128 @@
+"""Builds a pool's HNSW index in a process of its own (see edge_rebuild.py): ``python edge_build_worker.py DIR``.
+
+Qdrant Edge's `optimize()` holds the GIL for the whole build (~110 s of CPU for 100k memories), so inside the
+agent's process it would stall every thread. This process gets the pool's points over stdin, builds one indexed
+segment in DIR at low priority, then applies the writes the pool took meanwhile, and closes the shard.
+
+Protocol: stdin is a stream of pickled tuples from the parent (our own process, so pickle is safe here):
+  ``("config", {...})`` first; ``("points", ids, dense float32 matrix, sparse [(indices, values)], payloads)``;
+  ``("payload", id, payload)``; ``("delete", ids)``; ``("index",)`` builds the index (reply ``{"indexed": N}``);
+  ``("sync",)`` replies ``{"synced": N}`` once everything before it is applied; ``("finish",)`` flushes and closes
+  (reply ``{"points": N}``). Replies are JSON lines on stdout; any failure is ``{"error": "..."}`` and exit 1.
+Runs as a script (not ``-m``) so that it imports only the standard library, numpy and qdrant_edge.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pickle
+import signal
+import sys
+from typing import Any
+
+INDEX_MARKER = "mtl_index.json"
+"""Written into the built shard: how many points its indexed segment holds (the rest is the unindexed tail)."""
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """A pool process killed mid-build must not leave this one writing into the pool's directory."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the parent died before the line above
+        os._exit(1)
+
+
+def edge_config(q: Any, config: dict[str, Any], building: bool) -> Any:
+    """The shard's EdgeConfig; `building`: optimizer settings that merge everything into one indexed segment."""
+    optimizers = q.EdgeOptimizersConfig(indexing_threshold=1, max_segment_size=2**31 - 1, default_segment_number=1) \
+        if building else q.EdgeOptimizersConfig(indexing_threshold=2**31 - 1, max_segment_size=2**31 - 1)
+    return q.EdgeConfig(
+        vectors={config["dense"]: q.EdgeVectorParams(size=config["dim"], distance=q.Distance.Cosine)},
+        sparse_vectors={config["sparse"]: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+        payload_memory=q.Memory.Cached,
+        hnsw_config=q.HnswIndexConfig(m=config["hnsw_m"], ef_construct=config["ef_construct"],
+                                      full_scan_threshold=config["full_scan_threshold_kb"]),
+        optimizers=optimizers,
+    )
+
+
+def points_of(q: Any, config: dict[str, Any], ids: list[str], dense: Any, sparse: list, payloads: list) -> list:
+    out = []
+    for point_id, vector, (indices, values), payload in zip(ids, dense, sparse, payloads):
+        vectors = {config["dense"]: vector.tolist(), config["sparse"]: q.SparseVector(list(indices), list(values))}
+        out.append(q.Point(point_id, vectors, payload))
+    return out
+
+
+class Builder:
+    def __init__(self, directory: str) -> None:
+        import qdrant_edge as q
+
+        self.q = q
+        self.directory = directory
+        self.shard: Any = None
+        self.config: dict[str, Any] = {}
+
+    def handle(self, message: tuple) -> dict[str, Any] | None:
+        q, kind = self.q, message[0]
+        if kind == "config":
+            self.config = message[1]
+            self.shard = q.EdgeShard.create(self.directory, edge_config(q, self.config, building=True))
+            for name in self.config["fields"]:
+                self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
+        elif kind == "points":
+            self.shard.update(q.UpdateOperation.upsert_points(points_of(q, self.config, *message[1:])))
+        elif kind == "payload":
+            try:
+                self.shard.update(q.UpdateOperation.overwrite_payload([message[1]], message[2]))
+            except Exception:  # the point was deleted after its payload changed: the delete follows in order
+                pass
+        elif kind == "delete":
+            self.shard.update(q.UpdateOperation.delete_points(message[1]))
+        elif kind == "index":
+            self.shard.optimize()
+            indexed = self.shard.info().points_count
+            with open(os.path.join(self.directory, INDEX_MARKER), "w") as fh:
+                json.dump({"indexed_points": indexed}, fh)
+            return {"indexed": indexed}
+        elif kind == "sync":
+            return {"synced": self.shard.info().points_count}
+        elif kind == "finish":
+            points = self.shard.info().points_count
+            self.shard.flush()
+            self.shard.close()
+            self.shard = None
+            return {"points": points}
+        else:
+            raise ValueError(f"unknown message {kind!r}")
+        return None
+
+
+def main() -> int:
+    die_with_parent()
+    os.nice(10)  # the agent's own work comes first; the index can wait
+    builder = Builder(sys.argv[1])
+    stdin, stdout = sys.stdin.buffer, sys.stdout
+    try:
+        while True:
+            try:
+                message = pickle.load(stdin)
+            except EOFError:
+                return 1  # the pool gave up on this build (closed, or failed)
+            reply = builder.handle(message)
+            if reply is not None:
+                stdout.write(json.dumps(reply) + "\n")
+                stdout.flush()
+                if "points" in reply:
+                    return 0
+    except Exception as exc:  # reported to the pool, which keeps its current shard
+        stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        stdout.flush()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Qdrant Edge's HNSW index, built in the background without stalling the pool's process.
+
+Edge builds HNSW only inside `optimize()`, which holds the GIL for the whole build: inside the agent's process a
+build of 10k memories stalled every thread for 2-3 s, and capping segments to bound that left a 100k pool with 13
+segments to search. Instead the pool's own shard never builds an index. It keeps one indexed segment plus an
+unindexed tail that grows with writes (searched exactly: ~1 ms per 10k memories); once the tail passes
+`EdgeIndexConfig.rebuild_after`, a worker process (edge_build_worker.py) gets every point, builds one indexed
+segment beside the pool at low priority, applies the writes the pool took meanwhile (a journal), and the pool
+swaps the new shard in. Reads and writes go on during the build; only the swap (closing one shard, two renames,
+loading the other) holds them, ~0.5 s at 100k memories.
+
+On disk: the live shard in ``edge/``, the build in ``edge.rebuild/``, the old shard in ``edge.replaced/`` between
+the renames. `recover_interrupted_swap` makes a pool killed at any point open complete: the build directory is
+complete before the first rename, so whichever of the two is left holds every write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtl_graph.memory.edge_build_worker import INDEX_MARKER
+
+if TYPE_CHECKING:
+    from mtl_graph.memory.storage import StoredPoint
+
+log = logging.getLogger(__name__)
+WORKER = Path(__file__).with_name("edge_build_worker.py")
+_CATCH_UP_ROUNDS = 8
+_CATCH_UP_LEFT = 64
+"""Journal entries the swap may still have to apply while it holds the pool: the rest is sent before."""
+
+
+class RebuildError(RuntimeError):
+    """The background build failed; the pool keeps its current shard and every write."""
+
+
+def building_dir(live: Path) -> Path:
+    return live.with_name(live.name + ".rebuild")
+
+
+def replaced_dir(live: Path) -> Path:
+    return live.with_name(live.name + ".replaced")
+
+
+def indexed_points(live: Path) -> int:
+    """Points in the shard's indexed segment when it was built (0: never built by us)."""
+    try:
+        return int(json.loads((live / INDEX_MARKER).read_text())["indexed_points"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def _sync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recover_interrupted_swap(live: Path) -> str | None:
+    """Make ``live`` the complete shard again after a process died during a build or a swap; what was done."""
+    build, old = building_dir(live), replaced_dir(live)
+    if live.exists():
+        done = []
+        for leftover in (build, old):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+                done.append(f"removed {leftover.name}")
+        return "; ".join(done) or None
+    if build.exists() and old.exists():  # died between the renames: the build already held every write
+        os.rename(build, live)
+        shutil.rmtree(old)
+        return f"finished the swap to {build.name}"
+    if old.exists():
+        os.rename(old, live)
+        return f"restored {old.name}"
+    return None
+
+
+class SwapGuard:
+    """Many readers and writers at once (`shared`), or the swap alone (`exclusive`). Not reentrant."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._swapping = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._swapping:
+                self._cond.wait()
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                if not self._active:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            while self._swapping:
+                self._cond.wait()
+            self._swapping = True
+            while self._active:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._swapping = False
+                self._cond.notify_all()
+
+
+def journal_entry(points: list["StoredPoint"]) -> tuple:
+    import numpy as np
+
+    return ("points", [p.id for p in points], np.asarray([p.dense for p in points], dtype=np.float32),
+            [p.sparse for p in points], [p.payload for p in points])
+
+
+class Rebuild:
+    """One background build: a worker process fed from the shard, then the journal of writes made meanwhile."""
+
+    def __init__(self, live: Path, config: dict[str, Any], forced_by_wait: bool = False) -> None:
+        self.live = live
+        self.forced_by_wait = forced_by_wait
+        self.build = building_dir(live)
+        self.config = config
+        self.journal: list[tuple] = []
+        """Every write the pool took since the build started, in order (appended by the store's writers)."""
+        self.spawned = threading.Event()
+        """Set once the worker process runs."""
+        self.done = threading.Event()
+        self.error: str | None = None
+        self.aborted = False
+        self._sent = 0
+        self._proc: subprocess.Popen | None = None
+        self._stderr = tempfile.TemporaryFile()
+        self.thread: threading.Thread | None = None
+
+    def start(self, points: Iterator[tuple], swap: Callable[["Rebuild"], None],
+              ended: Callable[["Rebuild"], None]) -> None:
+        """Start the thread that starts the worker, feeds it, calls swap(self) and at last ended(self)."""
+        self.thread = threading.Thread(target=self._run, args=(points, swap, ended), name="mtl-edge-index", daemon=True)
+        self.thread.start()
+
+    def _spawn(self) -> None:
+        # Started from this build's own thread: the worker's death signal follows the thread that forked it.
+        shutil.rmtree(self.build, ignore_errors=True)
+        self.build.mkdir()
+        self._proc = subprocess.Popen([sys.executable, str(WORKER), str(self.build)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self._stderr)
+
+    def _worker_ended(self) -> RebuildError:
+        assert self._proc is not None
+        self._proc.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-400:].decode(errors="replace").strip()
+        return RebuildError(f"index worker ended (exit {self._proc.returncode}){': ' + tail if tail else ''}")
+
+    def _send(self, message: tuple) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            pickle.dump(message, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        except (BrokenPipeError, ValueError) as exc:  # ValueError: the pipe was closed by abort()
+            raise self._worker_ended() from exc
+
+    def _reply(self, key: str) -> int:
+        assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
+        try:
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except (BrokenPipeError, ValueError) as exc:
+            raise self._worker_ended() from exc
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise self._worker_ended() from None
+        if key not in reply:
+            raise RebuildError(f"index worker: {reply.get('error', reply)}")
+        return int(reply[key])
+
+    def journaled_changes(self) -> int:
+        """Points written or deleted while the worker built: the new shard's unindexed tail."""
+        return sum(len(entry[1]) for entry in self.journal if entry[0] in ("points", "delete"))
+
+    def send_journal(self) -> None:
+        entries, self._sent = self.journal[self._sent:], len(self.journal)
+        for entry in entries:
+            self._send(entry)
+
+    def _run(self, points: Iterator[tuple], swap: Callable[["Rebuild"], None],
+             ended: Callable[["Rebuild"], None]) -> None:
+        try:
+            self._spawn()
+            self.spawned.set()
+            self._send(("config", self.config))
+            for chunk in points:
+                if self.aborted:
+                    raise RebuildError("the pool closed during the build")
+                self._send(("points", *chunk))
+            self._send(("index",))
+            self._reply("indexed")
+            for _ in range(_CATCH_UP_ROUNDS):  # the writes taken meanwhile, without holding up the pool
+                if len(self.journal) - self._sent <= _CATCH_UP_LEFT:
+                    break
+                self.send_journal()
+                self._send(("sync",))
+                self._reply("synced")
+            swap(self)
+        except BaseException as exc:  # never raised into the pool: it keeps its shard and every write
+            self.error = str(exc) or type(exc).__name__
+            if not self.aborted:
+                log.warning("background index build of %s failed, the pool keeps its current index: %s",
+                            self.live, self.error)
+            self.abort()
+        finally:
+            self._stderr.close()
+            try:
+                ended(self)
+            finally:
+                self.done.set()
+
+    def finish(self) -> int:
+        """Send what is left of the journal and close the built shard; its point count (under the swap guard)."""
+        self.send_journal()
+        self._send(("finish",))
+        points = self._reply("points")
+        assert self._proc is not None
+        self._proc.wait(timeout=60)
+        return points
+
+    def abort(self) -> None:
+        """Stop the worker and remove its directory (the live shard is untouched)."""
+        self.aborted = True
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc is not None:
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                try:
+                    pipe.close()  # type: ignore[union-attr]
+                except (OSError, AttributeError):
+                    pass
+        if self.build.exists() and self.live.exists():
+            shutil.rmtree(self.build, ignore_errors=True)
+
+
+def swap_directories(live: Path) -> None:
+    """The built shard becomes the live one (both closed): two renames, each made durable."""
+    os.rename(live, replaced_dir(live))
+    os.rename(building_dir(live), live)
+    _sync_dir(live.parent)
+
+
+def undo_swap(live: Path) -> None:
+    """Back to the old shard after the new one failed to load."""
+    os.rename(live, building_dir(live))
+    os.rename(replaced_dir(live), live)
+    _sync_dir(live.parent)
