@@ -14,7 +14,14 @@ import pytest
 
 from mtl_graph.memory.edge_build_worker import INDEX_MARKER
 from mtl_graph.memory.edge_indexing import EdgeIndexConfig
-from mtl_graph.memory.edge_rebuild import building_dir, recover_interrupted_swap, replaced_dir
+from mtl_graph.memory.edge_rebuild import (
+    PENDING_FILE,
+    building_dir,
+    journal_entry,
+    recover_interrupted_swap,
+    replaced_dir,
+    write_pending,
+)
 from mtl_graph.memory.storage import DENSE, Conditions, EdgeStore, QuerySpec, RebuildError, StoredPoint
 
 DIM = 32
@@ -195,17 +202,45 @@ def _built_pool(path, batch):
     store.close()
 
 
-def test_a_kill_between_the_renames_opens_the_complete_build(tmp_path):
+def _pending(batch, late, gone, renamed):
+    """The swap's last writes, as it leaves them beside the built shard: new points, a delete, a payload."""
+    return [journal_entry(late), ("delete", [gone.id]), ("payload", renamed.id, {**renamed.payload, "n": -1}),
+            ("payload", gone.id, {"n": -2})]  # a payload for a point deleted before: skipped, not an error
+
+
+def _after_pending(batch, late, gone, renamed):
+    expected = {p.id: p for p in batch + late if p.id != gone.id}
+    expected[renamed.id] = StoredPoint(renamed.id, renamed.dense, renamed.sparse, {**renamed.payload, "n": -1})
+    return expected
+
+
+def test_a_kill_between_the_renames_opens_the_complete_build_with_its_last_writes(tmp_path):
     live = tmp_path / "edge"
-    batch = points(300, seed=8)
+    batch, late = points(300, seed=8), points(20, seed=9)
     _built_pool(live, batch)
     os.rename(live, replaced_dir(live))  # as the swap's first rename leaves it ...
-    _built_pool(building_dir(live), batch + points(20, seed=9))  # ... beside a finished build
+    _built_pool(building_dir(live), batch)  # ... beside a finished build and the writes it still lacks
+    write_pending(building_dir(live), _pending(batch, late, batch[5], batch[7]))
     assert recover_interrupted_swap(live) == "finished the swap to edge.rebuild"
+    for _ in range(2):  # the second open finds nothing left to do
+        store = EdgeStore(str(live), DIM, SMALL)
+        try:
+            assert_holds(store, _after_pending(batch, late, batch[5], batch[7]))
+            assert no_leftovers(store) and not (live / PENDING_FILE).exists()
+        finally:
+            store.close()
+
+
+def test_a_kill_after_the_renames_applies_the_last_writes_once_even_if_half_applied(tmp_path):
+    live = tmp_path / "edge"
+    batch, late = points(300, seed=12), points(20, seed=13)
+    _built_pool(live, batch + late[:10])  # the first half of the pending writes already made it in
+    write_pending(live, _pending(batch, late, batch[5], batch[7]))
+    _built_pool(replaced_dir(live), points(30, seed=14))  # the old shard, not yet removed
     store = EdgeStore(str(live), DIM, SMALL)
     try:
-        assert_holds(store, {p.id: p for p in batch + points(20, seed=9)})
-        assert no_leftovers(store)
+        assert_holds(store, _after_pending(batch, late, batch[5], batch[7]))
+        assert no_leftovers(store) and not (live / PENDING_FILE).exists()
     finally:
         store.close()
 
