@@ -214,6 +214,15 @@ def _after_pending(batch, late, gone, renamed):
     return expected
 
 
+def assert_opens_with_pending_applied(live, batch, late):
+    store = EdgeStore(str(live), DIM, SMALL)
+    try:
+        assert_holds(store, _after_pending(batch, late, batch[5], batch[7]))
+        assert no_leftovers(store) and not (live / PENDING_FILE).exists()
+    finally:
+        store.close()
+
+
 def test_a_kill_between_the_renames_opens_the_complete_build_with_its_last_writes(tmp_path):
     live = tmp_path / "edge"
     batch, late = points(300, seed=8), points(20, seed=9)
@@ -223,12 +232,7 @@ def test_a_kill_between_the_renames_opens_the_complete_build_with_its_last_write
     write_pending(building_dir(live), _pending(batch, late, batch[5], batch[7]))
     assert recover_interrupted_swap(live) == "finished the swap to edge.rebuild"
     for _ in range(2):  # the second open finds nothing left to do
-        store = EdgeStore(str(live), DIM, SMALL)
-        try:
-            assert_holds(store, _after_pending(batch, late, batch[5], batch[7]))
-            assert no_leftovers(store) and not (live / PENDING_FILE).exists()
-        finally:
-            store.close()
+        assert_opens_with_pending_applied(live, batch, late)
 
 
 def test_a_kill_after_the_renames_applies_the_last_writes_once_even_if_half_applied(tmp_path):
@@ -237,12 +241,7 @@ def test_a_kill_after_the_renames_applies_the_last_writes_once_even_if_half_appl
     _built_pool(live, batch + late[:10])  # the first half of the pending writes already made it in
     write_pending(live, _pending(batch, late, batch[5], batch[7]))
     _built_pool(replaced_dir(live), points(30, seed=14))  # the old shard, not yet removed
-    store = EdgeStore(str(live), DIM, SMALL)
-    try:
-        assert_holds(store, _after_pending(batch, late, batch[5], batch[7]))
-        assert no_leftovers(store) and not (live / PENDING_FILE).exists()
-    finally:
-        store.close()
+    assert_opens_with_pending_applied(live, batch, late)
 
 
 @pytest.mark.parametrize("leftover", ["rebuild", "replaced"])
