@@ -14,14 +14,7 @@ import pytest
 
 from mtl_graph.memory.edge_build_worker import INDEX_MARKER
 from mtl_graph.memory.edge_indexing import EdgeIndexConfig
-from mtl_graph.memory.edge_rebuild import (
-    PENDING_FILE,
-    building_dir,
-    journal_entry,
-    recover_interrupted_swap,
-    replaced_dir,
-    write_pending,
-)
+from mtl_graph.memory.edge_rebuild import generations, next_generation, point_link, recover_interrupted_swap, replaced_dir
 from mtl_graph.memory.storage import DENSE, Conditions, EdgeStore, QuerySpec, RebuildError, StoredPoint
 
 DIM = 32
@@ -57,7 +50,9 @@ def assert_holds(store: EdgeStore, expected: dict[str, StoredPoint]) -> None:
 
 
 def no_leftovers(store: EdgeStore) -> bool:
-    return not building_dir(store.path).exists() and not replaced_dir(store.path).exists()
+    """Nothing beside the live shard but the generation it links to."""
+    linked = [store.path.resolve()] if store.path.is_symlink() else []
+    return list(generations(store.path).values()) == linked and not replaced_dir(store.path).exists()
 
 
 @pytest.fixture
@@ -167,7 +162,7 @@ def test_a_killed_worker_costs_the_build_not_a_write_and_the_next_build_succeeds
 
 def test_a_build_that_cannot_start_is_reported_by_an_explicit_optimize_and_loses_nothing(store):
     store.upsert(points(200, seed=6))
-    blocker = building_dir(store.path)
+    blocker = next_generation(store.path)
     blocker.write_text("in the way")  # where the worker would build (a full disk fails the same way)
     with pytest.raises(RebuildError, match="exists"):
         store.optimize(wait=True)
@@ -194,69 +189,68 @@ def test_closing_during_a_build_stops_the_worker_and_leaves_only_the_pool(tmp_pa
         reopened.close()
 
 
-def _built_pool(path, batch):
-    """A closed shard at path holding batch, indexed."""
+def _shard(path, batch):
+    """A closed shard at path holding batch."""
     store = EdgeStore(str(path), DIM, SMALL)
     store.upsert(batch)
-    store.optimize(wait=True)
     store.close()
 
 
-def _pending(batch, late, gone, renamed):
-    """The swap's last writes, as it leaves them beside the built shard: new points, a delete, a payload."""
-    return [journal_entry(late), ("delete", [gone.id]), ("payload", renamed.id, {**renamed.payload, "n": -1}),
-            ("payload", gone.id, {"n": -2})]  # a payload for a point deleted before: skipped, not an error
-
-
-def _after_pending(batch, late, gone, renamed):
-    expected = {p.id: p for p in batch + late if p.id != gone.id}
-    expected[renamed.id] = StoredPoint(renamed.id, renamed.dense, renamed.sparse, {**renamed.payload, "n": -1})
-    return expected
-
-
-def assert_opens_with_pending_applied(live, batch, late):
+def _opens_with(live, batch):
     store = EdgeStore(str(live), DIM, SMALL)
     try:
-        assert_holds(store, _after_pending(batch, late, batch[5], batch[7]))
-        assert no_leftovers(store) and not (live / PENDING_FILE).exists()
-    finally:
-        store.close()
-
-
-def test_a_kill_between_the_renames_opens_the_complete_build_with_its_last_writes(tmp_path):
-    live = tmp_path / "edge"
-    batch, late = points(300, seed=8), points(20, seed=9)
-    _built_pool(live, batch)
-    os.rename(live, replaced_dir(live))  # as the swap's first rename leaves it ...
-    _built_pool(building_dir(live), batch)  # ... beside a finished build and the writes it still lacks
-    write_pending(building_dir(live), _pending(batch, late, batch[5], batch[7]))
-    assert recover_interrupted_swap(live) == "finished the swap to edge.rebuild"
-    for _ in range(2):  # the second open finds nothing left to do
-        assert_opens_with_pending_applied(live, batch, late)
-
-
-def test_a_kill_after_the_renames_applies_the_last_writes_once_even_if_half_applied(tmp_path):
-    live = tmp_path / "edge"
-    batch, late = points(300, seed=12), points(20, seed=13)
-    _built_pool(live, batch + late[:10])  # the first half of the pending writes already made it in
-    write_pending(live, _pending(batch, late, batch[5], batch[7]))
-    _built_pool(replaced_dir(live), points(30, seed=14))  # the old shard, not yet removed
-    assert_opens_with_pending_applied(live, batch, late)
-
-
-@pytest.mark.parametrize("leftover", ["rebuild", "replaced"])
-def test_a_kill_before_or_after_the_renames_keeps_the_live_shard(tmp_path, leftover):
-    live = tmp_path / "edge"
-    batch = points(300, seed=10)
-    _built_pool(live, batch)
-    stray = building_dir(live) if leftover == "rebuild" else replaced_dir(live)
-    _built_pool(stray, points(30, seed=11))  # a half-made build, or the old shard a swap had not yet removed
-    store = EdgeStore(str(live), DIM, SMALL)
-    try:
-        assert not stray.exists()
         assert_holds(store, {p.id: p for p in batch})
+        assert no_leftovers(store)
     finally:
         store.close()
+
+
+def test_a_swap_links_a_new_generation_and_removes_the_old_one(tmp_path):
+    live = tmp_path / "edge"
+    store = EdgeStore(str(live), DIM, SMALL)
+    batch = points(300, seed=8)
+    store.upsert(batch)
+    store.optimize(wait=True)  # the first swap: the directory is replaced by a link to edge.g1
+    assert live.is_symlink() and live.resolve().name == "edge.g1" and no_leftovers(store)
+    more = points(200, seed=9)
+    store.upsert(more)
+    store.optimize(wait=True)
+    assert live.resolve().name == "edge.g2" and no_leftovers(store) and store.builds == 2
+    store.close()
+    _opens_with(live, batch + more)
+
+
+def test_a_kill_before_the_link_flips_opens_the_linked_generation(tmp_path):
+    live, batch = tmp_path / "edge", points(300, seed=10)
+    _shard(tmp_path / "edge.g1", batch)
+    point_link(live, tmp_path / "edge.g1")
+    _shard(tmp_path / "edge.g2", points(30, seed=11))  # a build the kill interrupted
+    assert recover_interrupted_swap(live) == "removed edge.g2"
+    _opens_with(live, batch)
+
+
+def test_a_kill_after_the_link_flipped_opens_the_new_generation(tmp_path):
+    live, batch = tmp_path / "edge", points(300, seed=12)
+    _shard(tmp_path / "edge.g1", points(30, seed=13))  # the old generation, not yet removed
+    _shard(tmp_path / "edge.g2", batch)
+    point_link(live, tmp_path / "edge.g2")
+    _opens_with(live, batch)
+
+
+def test_a_first_swap_killed_between_moving_the_directory_and_linking_opens_the_build(tmp_path):
+    live, batch = tmp_path / "edge", points(300, seed=14)
+    _shard(replaced_dir(live), batch[:250])  # the old directory, moved aside ...
+    _shard(tmp_path / "edge.g1", batch)  # ... and the build, complete before the move
+    assert recover_interrupted_swap(live) == "linked edge.g1; removed edge.replaced"
+    _opens_with(live, batch)
+
+
+def test_a_first_build_killed_leaves_the_directory_as_it_was(tmp_path):
+    live, batch = tmp_path / "edge", points(300, seed=15)
+    _shard(live, batch)
+    _shard(tmp_path / "edge.g1", points(30, seed=16))
+    _opens_with(live, batch)
+    assert not live.is_symlink()
 
 
 WRITER = """

@@ -57,6 +57,23 @@ def points_of(q: Any, config: dict[str, Any], ids: list[str], dense: Any, sparse
     return out
 
 
+def apply_write(q: Any, shard: Any, config: dict[str, Any], message: tuple) -> bool:
+    """Apply one journaled write (``points``, ``payload`` or ``delete``) to shard; False for any other message."""
+    kind = message[0]
+    if kind == "points":
+        shard.update(q.UpdateOperation.upsert_points(points_of(q, config, *message[1:])))
+    elif kind == "payload":
+        try:
+            shard.update(q.UpdateOperation.overwrite_payload([message[1]], message[2]))
+        except Exception:  # the point was deleted after its payload changed: the delete follows in order
+            pass
+    elif kind == "delete":
+        shard.update(q.UpdateOperation.delete_points(message[1]))
+    else:
+        return False
+    return True
+
+
 class Builder:
     def __init__(self, directory: str) -> None:
         import qdrant_edge as q
@@ -73,15 +90,8 @@ class Builder:
             self.shard = q.EdgeShard.create(self.directory, edge_config(q, self.config, building=True))
             for name in self.config["fields"]:
                 self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
-        elif kind == "points":
-            self.shard.update(q.UpdateOperation.upsert_points(points_of(q, self.config, *message[1:])))
-        elif kind == "payload":
-            try:
-                self.shard.update(q.UpdateOperation.overwrite_payload([message[1]], message[2]))
-            except Exception:  # the point was deleted after its payload changed: the delete follows in order
-                pass
-        elif kind == "delete":
-            self.shard.update(q.UpdateOperation.delete_points(message[1]))
+        elif apply_write(q, self.shard, self.config, message):
+            pass
         elif kind == "index":
             self.shard.optimize()
             indexed = self.shard.info().points_count

@@ -5,13 +5,16 @@ build of 10k memories stalled every thread for 2-3 s, and capping segments to bo
 segments to search. Instead the pool's own shard never builds an index. It keeps one indexed segment plus an
 unindexed tail that grows with writes (searched exactly: ~1 ms per 10k memories); once the tail passes
 `EdgeIndexConfig.rebuild_after`, a worker process (edge_build_worker.py) gets every point, builds one indexed
-segment beside the pool at low priority, applies the writes the pool took meanwhile (a journal), and the pool
-swaps the new shard in. Reads and writes go on during the build; only the swap (closing one shard, two renames,
-loading the other) holds them, ~0.5 s at 100k memories.
+segment in a new directory at low priority, applies the writes the pool took meanwhile (a journal), and closes
+it. The pool opens the new shard beside its own, then holds its readers and writers only to apply the last
+journal entries and flip a symbolic link.
 
-On disk: the live shard in ``edge/``, the build in ``edge.rebuild/``, the old shard in ``edge.replaced/`` between
-the renames. `recover_interrupted_swap` makes a pool killed at any point open complete: the build directory is
-complete before the first rename, so whichever of the two is left holds every write.
+On disk: ``edge`` is the live shard: a directory (a pool never indexed by a build) or a link to a generation
+``edge.g<N>``; a build writes ``edge.g<N+1>``. Every shard is opened by its real path, so the link only says what
+the next open loads. The link flips (atomically) once the new generation holds every write, so a pool killed at
+any point opens complete; `recover_interrupted_swap` removes whatever the link does not point to. The first swap
+of a pool whose ``edge`` is a directory moves it to ``edge.replaced`` before linking (its files must be closed
+first, so that one swap also holds the pool while the old shard closes).
 """
 
 from __future__ import annotations
@@ -37,9 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 WORKER = Path(__file__).with_name("edge_build_worker.py")
-PENDING_FILE = "mtl_pending_writes.json"
-"""In the built shard between the swap's renames and its first load: the last writes, applied then (a replay is
-idempotent: each entry sets a point, a payload or an absence outright)."""
 _CATCH_UP_ROUNDS = 8
 _CATCH_UP_LEFT = 64
 """Journal entries the swap may still have to apply while it holds the pool: the rest is sent before."""
@@ -49,12 +49,24 @@ class RebuildError(RuntimeError):
     """The background build failed; the pool keeps its current shard and every write."""
 
 
-def building_dir(live: Path) -> Path:
-    return live.with_name(live.name + ".rebuild")
-
-
 def replaced_dir(live: Path) -> Path:
     return live.with_name(live.name + ".replaced")
+
+
+def generations(live: Path) -> dict[int, Path]:
+    """The generation directories beside the live one, by number."""
+    found = {}
+    for path in live.parent.glob(f"{live.name}.g*"):
+        suffix = path.name[len(live.name) + 2:]
+        if suffix.isdigit() and path.is_dir() and not path.is_symlink():
+            found[int(suffix)] = path
+    return found
+
+
+def next_generation(live: Path) -> Path:
+    current = live.resolve().name if live.is_symlink() else ""
+    numbers = list(generations(live)) + ([int(current.rsplit(".g", 1)[1])] if ".g" in current else [])
+    return live.with_name(f"{live.name}.g{max(numbers, default=0) + 1}")
 
 
 def indexed_points(live: Path) -> int:
@@ -73,24 +85,34 @@ def _sync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def point_link(live: Path, target: Path) -> None:
+    """Make ``live`` a link to the sibling ``target``, atomically (a new link renamed over the old one)."""
+    tmp = live.with_name(live.name + ".link")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target.name, tmp)
+    os.replace(tmp, live)
+    _sync_dir(live.parent)
+
+
 def recover_interrupted_swap(live: Path) -> str | None:
-    """Make ``live`` the complete shard again after a process died during a build or a swap; what was done."""
-    build, old = building_dir(live), replaced_dir(live)
-    if live.exists():
-        done = []
-        for leftover in (build, old):
-            if leftover.exists():
-                shutil.rmtree(leftover)
-                done.append(f"removed {leftover.name}")
-        return "; ".join(done) or None
-    if build.exists() and old.exists():  # died between the renames: the build already held every write
-        os.rename(build, live)
-        shutil.rmtree(old)
-        return f"finished the swap to {build.name}"
-    if old.exists():
-        os.rename(old, live)
-        return f"restored {old.name}"
-    return None
+    """Remove what a process killed during a build or a swap left beside the live shard; what was done."""
+    gens, old, done = generations(live), replaced_dir(live), []
+    if not live.exists() and not live.is_symlink() and old.exists():
+        # a first swap died between moving the directory and linking: the new generation was already complete
+        if gens:
+            newest = gens[max(gens)]
+            point_link(live, newest)
+            done.append(f"linked {newest.name}")
+        else:
+            os.rename(old, live)
+            done.append(f"restored {old.name}")
+    keep = live.resolve() if live.is_symlink() else None
+    for path in [*gens.values(), old, live.with_name(live.name + ".link")]:
+        if path != keep and (path.exists() or path.is_symlink()):
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            done.append(f"removed {path.name}")
+    return "; ".join(done) or None
 
 
 class SwapGuard:
@@ -144,7 +166,7 @@ class Rebuild:
     def __init__(self, live: Path, config: dict[str, Any], forced_by_wait: bool = False) -> None:
         self.live = live
         self.forced_by_wait = forced_by_wait
-        self.build = building_dir(live)
+        self.build = next_generation(live)
         self.config = config
         self.journal: list[tuple] = []
         """Every write the pool took since the build started, in order (appended by the store's writers)."""
@@ -248,7 +270,7 @@ class Rebuild:
                 self.done.set()
 
     def pending(self) -> list[tuple]:
-        """Journal entries the worker has not applied: the swap writes them beside the built shard."""
+        """Journal entries the worker has not applied: the swap applies them to the new shard."""
         return self.journal[self._sent:]
 
     def abort(self) -> None:
@@ -263,40 +285,5 @@ class Rebuild:
                     pipe.close()  # type: ignore[union-attr]
                 except (OSError, AttributeError):
                     pass
-        if self.build.exists() and self.live.exists():
+        if self.build.exists() and self.live.resolve() != self.build.resolve():
             shutil.rmtree(self.build, ignore_errors=True)
-
-
-def write_pending(directory: Path, entries: list[tuple]) -> None:
-    """The writes the built shard still lacks, kept durably in it until they are applied (JSON, never pickle:
-    the pool's directory is data)."""
-    rows = [[kind, *[a.tolist() if hasattr(a, "tolist") else a for a in args]] for kind, *args in entries]
-    tmp = directory / (PENDING_FILE + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(rows, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, directory / PENDING_FILE)
-    _sync_dir(directory)
-
-
-def read_pending(directory: Path) -> list[list[Any]] | None:
-    """The pending writes of a swap (None when there are none)."""
-    try:
-        return json.loads((directory / PENDING_FILE).read_text())
-    except FileNotFoundError:
-        return None
-
-
-def swap_directories(live: Path) -> None:
-    """The built shard becomes the live one (both closed): two renames, each made durable."""
-    os.rename(live, replaced_dir(live))
-    os.rename(building_dir(live), live)
-    _sync_dir(live.parent)
-
-
-def undo_swap(live: Path) -> None:
-    """Back to the old shard after the new one failed to load."""
-    os.rename(live, building_dir(live))
-    os.rename(replaced_dir(live), live)
-    _sync_dir(live.parent)

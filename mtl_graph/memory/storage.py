@@ -7,29 +7,24 @@ Hybrid fusion (dense + BM25 via RRF) runs inside Qdrant in both: prefetch + fusi
 
 from __future__ import annotations
 
-import contextlib
-import shutil
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
-from mtl_graph.memory.edge_build_worker import edge_config
+from mtl_graph.memory.edge_build_worker import apply_write, edge_config
 from mtl_graph.memory.edge_indexing import EdgeIndexConfig
 from mtl_graph.memory.edge_rebuild import (
-    PENDING_FILE,
     Rebuild,
     RebuildError,
     SwapGuard,
     indexed_points,
     journal_entry,
-    read_pending,
+    point_link,
     recover_interrupted_swap,
     replaced_dir,
-    swap_directories,
-    undo_swap,
-    write_pending,
 )
 
 DENSE = "dense"
@@ -225,7 +220,6 @@ class EdgeStore:
                 self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
         else:
             self.shard = self._load(config)
-        self._apply_pending()
         self.indexed = indexed_points(self.path)
         self._guard = SwapGuard()
         self._writing = threading.Lock()  # one writer at a time: the journal's order is the shard's order
@@ -245,11 +239,12 @@ class EdgeStore:
 
     def _load(self, config: Any) -> Any:
         try:
-            return self._q.EdgeShard.load(str(self.path), config)  # upgrades shards made with Cold payloads
+            # by its real path: a swap relinks self.path while this shard is still open
+            return self._q.EdgeShard.load(str(self.path.resolve()), config)  # upgrades older shards' settings
         except Exception:
             if config is None:
                 raise
-            return self._q.EdgeShard.load(str(self.path))
+            return self._q.EdgeShard.load(str(self.path.resolve()))
 
     def build_config(self) -> dict[str, Any]:
         """What the index worker needs to create a shard like this one."""
@@ -400,56 +395,41 @@ class EdgeStore:
         return max(self.shard.info().points_count - self.indexed, self._changed)
 
     def _swap_in(self, rebuild: Rebuild) -> None:
-        """Replace the shard by the built one (closed by its worker) and apply the writes it lacks; this holds
-        every reader and writer: ~0.1 s to close this shard, the renames, ~0.4 s to load the other at 100k."""
-        with self._guard.shared():
-            self.shard.flush()  # most of the flushing before the pool is held
-        with self._writing, self._guard.exclusive():
-            held = time.perf_counter()
-            if self._closed:
-                raise RebuildError("the pool closed during the build")
-            expected = self.shard.info().points_count
-            write_pending(rebuild.build, rebuild.pending())
-            self.shard.flush()
-            self.shard.close()
-            swap_directories(self.path)
-            try:
-                self.shard = self._load(self._edge_config())
-                self._apply_pending()
-                found = self.shard.info().points_count
-                if found != expected:
-                    raise RebuildError(f"the built index holds {found} points, the pool {expected}")
-            except Exception:
-                with contextlib.suppress(Exception):
-                    self.shard.close()
-                undo_swap(self.path)
-                self.shard = self._load(self._edge_config())
-                raise
-            self.indexed = indexed_points(self.path)
-            self._changed = rebuild.journaled_changes()
-            self._rebuild = None
-            self.builds += 1
-            rebuild.swap_s = time.perf_counter() - held
-        shutil.rmtree(replaced_dir(self.path), ignore_errors=True)
-
-    def _apply_pending(self) -> None:
-        """The writes a swap left beside the built shard (also after a kill mid-swap: a replay is idempotent)."""
-        rows = read_pending(self.path)
-        if rows is None:
-            return
+        """Open the built shard (closed by its worker) beside this one, then hold every reader and writer only to
+        apply the writes it lacks and flip the link (see edge_rebuild.py)."""
         q = self._q
-        for kind, *args in rows:
-            if kind == "points":
-                ids, dense, sparse, payloads = args
-                self.shard.update(q.UpdateOperation.upsert_points([
-                    q.Point(i, {DENSE: d, SPARSE: q.SparseVector(*s)}, p) for i, d, s, p in zip(ids, dense, sparse, payloads)]))
-            elif kind == "payload":
-                with contextlib.suppress(Exception):  # deleted later: its delete follows
-                    self.shard.update(q.UpdateOperation.overwrite_payload([args[0]], args[1]))
-            elif kind == "delete":
-                self.shard.update(q.UpdateOperation.delete_points(args[0]))
-        self.shard.flush()
-        (self.path / PENDING_FILE).unlink()
+        new = q.EdgeShard.load(str(rebuild.build), self._edge_config())
+        old, first = self.shard, not self.path.is_symlink()
+        try:
+            with self._guard.shared():
+                self.shard.flush()  # most of the flushing before the pool is held
+            with self._writing, self._guard.exclusive():
+                held = time.perf_counter()
+                if self._closed:
+                    raise RebuildError("the pool closed during the build")
+                expected = self.shard.info().points_count
+                for entry in rebuild.pending():
+                    apply_write(q, new, self.build_config(), entry)
+                new.flush()
+                if new.info().points_count != expected:
+                    raise RebuildError(f"the built index holds {new.info().points_count} points, the pool {expected}")
+                if first:  # a directory, not a link yet: its files are closed before it moves
+                    old.flush()
+                    old.close()
+                    os.rename(self.path, replaced_dir(self.path))
+                point_link(self.path, rebuild.build)
+                self.shard, new = new, None
+                self.indexed = indexed_points(self.path)
+                self._changed = rebuild.journaled_changes()
+                self._rebuild = None
+                self.builds += 1
+                rebuild.swap_s = time.perf_counter() - held
+        finally:
+            if new is not None:  # not swapped in: the build is dropped, this shard stays
+                new.close()
+        if not first:
+            old.close()  # nobody reads it any more; its directory is no longer linked
+        recover_interrupted_swap(self.path)  # removes the old generation (or the moved directory)
 
     def _rebuild_ended(self, rebuild: Rebuild) -> None:
         with self._writing:
