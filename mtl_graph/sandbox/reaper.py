@@ -9,10 +9,17 @@ Runs as its own small, single-threaded process (``python -I -S reaper.py FD``, s
   inherits them without running Python between fork and exec (a ``preexec_fn`` forbids the fast spawn path and
   costs ~0.5 ms per command; an exec of ``prlimit`` ~0.7 ms).
 
+The same program is the runner inside a persistent bwrap sandbox (``reaper.py FD LIFELINE inside``, see
+persistent.py): there it is pid 1 of the sandbox's pid namespace, unprivileged, and confines itself
+(``confine_pid1``) so the commands it starts, of its own uid, can neither signal, stop nor trace it. LIFELINE is a
+pidfd of the supervisor on the host that holds bwrap: when that one dies, so does the runner, and with it the
+namespace (a parent-death signal cannot do it: bwrap, without capabilities, may not signal another uid).
+
 Protocol on the control socket (newline-delimited JSON; one command at a time):
   host → ``{"op": "run", "argv", "cwd", "env", "uid", "gid", "limits": [[resource, value], ...], "files": [path]}``
   (each file opened read-only and passed to the child, its number replacing ``@mtl-fd:N`` in argv) with the
-  output pipe's write end attached (SCM_RIGHTS); reply ``{"pid": N}`` or ``{"error": "..."}``, later ``{"exit": code}``.
+  output pipe's write end attached (SCM_RIGHTS), then any descriptors to pass on (numbered after the files,
+  followed by a pidfd of this process when ``"lifeline": true``); reply ``{"pid": N}`` or ``{"error": "..."}``, later ``{"exit": code}``.
   host → ``{"op": "kill"}``: kill the running command and everything below; its ``{"exit": ...}`` follows.
 """
 
@@ -29,6 +36,8 @@ import subprocess
 import sys
 import time
 
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _MAX_MSG = 64 * 1024 * 1024
 # Below these limits this process could fail its own allocations, or use up its CPU time, while wearing them.
@@ -36,10 +45,29 @@ _SELF_LIMIT_MIN_AS = 256 * 1024 * 1024
 _SELF_LIMIT_MIN_CPU_S = 60
 
 
-def set_subreaper() -> None:
+def _prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}, {value}) failed")
+
+
+def set_subreaper() -> None:
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def confine_pid1() -> None:
+    """Make the in-sandbox runner untouchable by the commands, which share its uid.
+
+    As pid 1 of its namespace the kernel drops every signal sent from inside for which it has no handler (SIGKILL
+    and SIGSTOP included), so Python's SIGINT handler goes; not dumpable, it cannot be ptraced nor its /proc
+    entries (fds, memory, environment) opened by that uid. The parent-death signal, cleared by the uid switch
+    before it started, is set again: it dies with bwrap.
+    """
+    if os.getpid() != 1:
+        raise OSError("the sandbox runner must be pid 1 of its pid namespace")
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _prctl(PR_SET_DUMPABLE, 0)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _children(pid: int) -> list[int]:
@@ -87,6 +115,11 @@ def kill_all_descendants() -> None:
     """SIGKILL every process below this one until none is left, reaping as they die."""
     me = os.getpid()
     while True:
+        if me == 1:  # the sandbox's init: one call signals every other process of the namespace (all of its uid)
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
         stack, living = [me], []
         while stack:
             for child in _children(stack.pop()):
@@ -117,13 +150,15 @@ def _reap() -> dict[int, int]:
         done[pid] = status
 
 
-def can_wear(limits: list[tuple[int, int]]) -> bool:
+def can_wear(limits: list[tuple[int, int]], inside: bool = False) -> bool:
     """Whether this process may take the commands' limits on itself for the rest of its life: a limit cannot be
     raised again without CAP_SYS_RESOURCE, so it must leave room for this process's own allocations and CPU time
-    (the host restarts it every SUPERVISOR_COMMANDS commands), and only root is exempt from RLIMIT_NPROC when it
-    forks."""
+    (the host restarts it every SUPERVISOR_COMMANDS commands). On the host only root may, being exempt from
+    RLIMIT_NPROC when it forks; the runner inside a sandbox has the commands' uid, so it is one process of theirs
+    (between commands, their only one) and its forks meet the very check theirs do."""
     floor = {resource.RLIMIT_AS: _SELF_LIMIT_MIN_AS, resource.RLIMIT_CPU: _SELF_LIMIT_MIN_CPU_S}
-    return os.geteuid() == 0 and bool(limits) and all(value >= floor.get(res, 0) for res, value in limits)
+    allowed = inside or os.geteuid() == 0
+    return allowed and bool(limits) and all(value >= floor.get(res, 0) for res, value in limits)
 
 
 FD_TOKEN = "@mtl-fd:"
@@ -137,8 +172,11 @@ def with_fds(argv: list[str], fds: list[int]) -> list[str]:
 
 
 class Supervisor:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, lifeline: int | None = None) -> None:
         self.sock = sock
+        self.lifeline = lifeline
+        """Inside a sandbox: a pidfd of the host supervisor, readable once it is dead (then so is the host)."""
+        self.inside = lifeline is not None
         self.buffer = b""
         self.fds: list[int] = []
         self.worn: list[tuple[int, int]] | None = None
@@ -146,7 +184,7 @@ class Supervisor:
 
     def wear(self, limits: list[tuple[int, int]]) -> bool:
         """True when a child forked now starts with exactly limits, inherited from this process."""
-        if self.worn is None and can_wear(limits):
+        if self.worn is None and can_wear(limits, self.inside):
             for res, value in limits:
                 resource.setrlimit(res, (value, value))
             self.worn = limits
@@ -158,7 +196,12 @@ class Supervisor:
     def receive(self) -> dict | None:
         """The next message (None at EOF: the host is gone)."""
         while b"\n" not in self.buffer:
-            data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 4)
+            if self.lifeline is not None and self.lifeline in select.select([self.sock, self.lifeline], [], [])[0]:
+                return None
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 4)
+            except ConnectionResetError:  # the host closed its end without reading our last message
+                return None
             self.fds += fds
             if not data:
                 return None
@@ -170,17 +213,18 @@ class Supervisor:
 
     def spawn(self, request: dict) -> subprocess.Popen | None:
         out = self.fds.pop(0) if self.fds else None
-        for extra in self.fds:
-            os.close(extra)
-        self.fds = []
+        passed, self.fds = self.fds, []
         if out is None:
             self.send(error="no output pipe attached")
             return None
+        if request.get("lifeline"):
+            passed.append(os.pidfd_open(os.getpid()))
         limits = [(int(res), int(value)) for res, value in request.get("limits", [])]
         uid, gid = request.get("uid"), request.get("gid")
         if self.worn is not None and limits != self.worn:  # the host restarts us when a sandbox's limits change
             self.send(error="the supervisor already wears other limits")
-            os.close(out)
+            for fd in (out, *passed):
+                os.close(fd)
             return None
         inherit = self.wear(limits)
 
@@ -192,9 +236,9 @@ class Supervisor:
                 resource.setrlimit(res, (value, value))
 
         switch = {"user": uid, "group": gid, "extra_groups": []} if uid is not None else {}
-        opened: list[int] = []
+        opened: list[int] = passed
         try:
-            opened = [os.open(path, os.O_RDONLY) for path in request.get("files", [])]
+            opened = [*(os.open(path, os.O_RDONLY) for path in request.get("files", [])), *passed]
             proc = subprocess.Popen(
                 with_fds(request["argv"], opened), cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL,
                 stdout=out, stderr=out, start_new_session=True,
@@ -227,7 +271,8 @@ class Supervisor:
         host_alive = True
         try:
             while True:
-                ready, _, _ = select.select([pidfd, self.sock], [], [])
+                watched = [pidfd, self.sock] if self.lifeline is None else [pidfd, self.sock, self.lifeline]
+                ready, _, _ = select.select(watched, [], [])
                 if pidfd in ready:
                     break
                 request = self.receive()
@@ -249,9 +294,12 @@ class Supervisor:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
+    lifeline = int(sys.argv[2]) if sys.argv[3:] == ["inside"] else None
+    if lifeline is not None:
+        confine_pid1()
     set_subreaper()
     try:
-        Supervisor(sock).serve()
+        Supervisor(sock, lifeline).serve()
     finally:
         kill_all_descendants()
 

@@ -1,4 +1,8 @@
-"""The host side of the per-sandbox supervisor (see reaper.py): start it, ask it to run or kill, close it."""
+"""The host side of the per-sandbox supervisor (see reaper.py): start it, ask it to run or kill, close it.
+
+``Channel`` speaks the protocol; ``Supervisor`` starts reaper.py on the host, persistent.py's ``SandboxRunner``
+inside a long-lived bwrap sandbox.
+"""
 
 from __future__ import annotations
 
@@ -25,12 +29,14 @@ class SupervisorGone(SandboxError):
     """The supervisor process ended (killed from outside): the command's fate is unknown."""
 
 
-class Supervisor:
-    """One supervisor process, started lazily and restarted if it dies; one command at a time."""
+class Channel:
+    """The protocol with one supervisor process, started lazily and restarted if it dies; one command at a time."""
+
+    kill_grace_s = 10.0
+    """Seconds a killed command's exit may take to be reported before the whole supervisor is closed."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._buffer = b""
         self.command_pid = 0
@@ -38,36 +44,16 @@ class Supervisor:
         self._commands = 0
 
     @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
     def sock(self) -> socket.socket:
         assert self._sock is not None
         return self._sock
 
     def ensure_started(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            return
-        self.close()
-        host, child = socket.socketpair()
-        try:
-            # -I -S: no site, no user paths, only the standard library; a minimal environment, so a command
-            # reading its parent's /proc/PID/environ finds no secrets of the host.
-            self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(REAPER), str(child.fileno())],
-                pass_fds=[child.fileno()], env={"PATH": os.defpath}, stdin=subprocess.DEVNULL,
-                start_new_session=True,  # the terminal's Ctrl-C reaches the host, which then closes us
-            )  # fmt: skip
-        except OSError as exc:
-            host.close()
-            raise SandboxError(f"could not start the sandbox supervisor: {exc}") from exc
-        finally:
-            child.close()
-        self._sock, self._buffer = host, b""
+        raise NotImplementedError
 
-    def start(self, request: dict) -> int:
-        """Start a command; the read end of its output pipe (the caller closes it)."""
+    def start(self, request: dict, passed: tuple[int, ...] = ()) -> int:
+        """Start a command (passed: descriptors it inherits); the read end of its output pipe (the caller closes
+        it)."""
         limits = [list(pair) for pair in request.get("limits", [])]
         if limits != self._limits or self._commands >= SUPERVISOR_COMMANDS:  # it may wear the previous limits
             self.close()
@@ -77,7 +63,7 @@ class Supervisor:
         read_fd, write_fd = os.pipe()
         data = json.dumps({"op": "run", **request}).encode() + b"\n"
         try:
-            sent = socket.send_fds(self.sock, [data], [write_fd])
+            sent = socket.send_fds(self.sock, [data], [write_fd, *passed])
             self.sock.sendall(data[sent:])
         except OSError as exc:
             os.close(read_fd)
@@ -90,14 +76,6 @@ class Supervisor:
             raise SandboxError(reply["error"] if reply else "sandbox supervisor did not answer")
         self.command_pid = int(reply["pid"])
         return read_fd
-
-    def kill_orphaned_command(self) -> None:
-        """After the supervisor was killed: the best left to do, kill the command's process group."""
-        if self.command_pid:
-            try:
-                os.killpg(self.command_pid, signal.SIGKILL)
-            except OSError:
-                pass
 
     def kill(self) -> None:
         """Ask for the running command and everything below it to be killed (its exit follows)."""
@@ -124,11 +102,57 @@ class Supervisor:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
 
+    def kill_orphaned_command(self) -> None:
+        """After the supervisor was killed: what is left to do about the command it ran."""
+
     def close(self) -> None:
         """Closing the socket makes the supervisor kill everything left and exit."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+class Supervisor(Channel):
+    """reaper.py on the host."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._proc: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def ensure_started(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self.close()
+        host, child = socket.socketpair()
+        try:
+            # -I -S: no site, no user paths, only the standard library; a minimal environment, so a command
+            # reading its parent's /proc/PID/environ finds no secrets of the host.
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(REAPER), str(child.fileno())],
+                pass_fds=[child.fileno()], env={"PATH": os.defpath}, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # the terminal's Ctrl-C reaches the host, which then closes us
+            )  # fmt: skip
+        except OSError as exc:
+            host.close()
+            raise SandboxError(f"could not start the sandbox supervisor: {exc}") from exc
+        finally:
+            child.close()
+        self._sock, self._buffer = host, b""
+
+    def kill_orphaned_command(self) -> None:
+        """The best left to do: kill the command's process group."""
+        if self.command_pid:
+            try:
+                os.killpg(self.command_pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        super().close()
         if self._proc is not None:
             try:
                 self._proc.wait(timeout=10)

@@ -1,0 +1,97 @@
+"""A persistent bwrap sandbox: one bwrap per sandbox, started at its first command, runs all of them.
+
+Building the namespaces and mounts costs bwrap more (6-8 ms) than most commands take, so it is paid once. Inside,
+reaper.py runs as pid 1 of the sandbox's pid namespace (``--as-pid-1``), with the commands' uid and no capability,
+and starts each command the host sends it over a socket: the same supervisor as on the host, so the same
+guarantees per command (every process it leaves killed when it ends or is killed, limits, exit codes).
+
+Process tree: host → reaper.py on the host (outside the namespaces) → bwrap → runner (pid 1) → commands. The host
+talks to the runner directly; the outer reaper holds bwrap, so closing the sandbox, the host's death or a runner
+that stops answering kills the whole namespace from outside, where no command reaches. The runner cannot be
+signalled, stopped or traced by the commands (reaper.confine_pid1); should it die anyway, the command fails and
+the next one gets a fresh sandbox.
+
+What a user sees change: /tmp and /dev/shm (size-limited tmpfs) persist between the commands of one sandbox, like
+a container's; a new sandbox (the judge's, another run's) starts with empty ones.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+
+from mtl_graph.sandbox.base import SandboxError
+from mtl_graph.sandbox.supervisor import Channel, Supervisor, SupervisorGone
+
+RUNNER_PATH = "/run/mtl/reaper.py"
+"""Where reaper.py is bound read-only inside the sandbox (the checkout holding it is not bound)."""
+_LOG_BYTES = 4096
+
+
+class SandboxRunner(Channel):
+    """The runner inside one long-lived bwrap, started by a supervisor on the host."""
+
+    kill_grace_s = 2.0  # the runner answers at once unless the sandbox is beyond saving: then kill it whole
+
+    def __init__(self, launch: dict) -> None:
+        """launch: the outer supervisor's request starting bwrap; its argv takes the socket and the outer
+        supervisor's lifeline as the last two ``@mtl-fd:N`` (numbered after its files)."""
+        super().__init__()
+        self._launch = launch
+        self.outer = Supervisor()
+        self._log: int | None = None
+        self._fresh = False
+        self.last_log = ""
+        """What bwrap and the runner printed before the last sandbox was closed (why it failed to start)."""
+
+    @property
+    def pid(self) -> int | None:
+        """The outer supervisor's pid: killing it kills the whole sandbox."""
+        return self.outer.pid
+
+    def ensure_started(self) -> None:
+        if self._sock is not None and self._answering():
+            return
+        self.close()
+        host, child = socket.socketpair()
+        try:
+            self._log = self.outer.start(self._launch, passed=(child.fileno(),))
+        except BaseException:
+            host.close()
+            raise
+        finally:
+            child.close()
+        os.set_blocking(self._log, False)
+        self._sock, self._buffer, self._fresh = host, b"", True
+
+    def _answering(self) -> bool:
+        """False once the runner's end of the socket is closed: it died between two commands."""
+        ready, _, _ = select.select([self.sock], [], [], 0)
+        if not ready:
+            return True
+        try:
+            return self.sock.recv(1, socket.MSG_PEEK) != b""
+        except OSError:
+            return False
+
+    def start(self, request: dict, passed: tuple[int, ...] = ()) -> int:
+        self._fresh = False
+        try:
+            return super().start(request, passed)
+        except SupervisorGone as exc:
+            if not self._fresh:  # it ran commands before: the caller reports this one as killed
+                raise
+            raise SandboxError(f"the bwrap sandbox did not start: {self.last_log.strip() or exc}") from exc
+
+    def close(self) -> None:
+        """The runner sees its socket close and kills every command; the outer supervisor then kills bwrap."""
+        super().close()
+        if self._log is not None:
+            try:
+                self.last_log = os.read(self._log, _LOG_BYTES).decode(errors="replace")
+            except OSError:  # nothing was printed
+                self.last_log = ""
+            os.close(self._log)
+            self._log = None
+        self.outer.close()
