@@ -22,7 +22,7 @@ import select
 import socket
 
 from mtl_graph.sandbox.base import SandboxError
-from mtl_graph.sandbox.supervisor import Channel, Supervisor, SupervisorGone
+from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, Supervisor, SupervisorGone
 
 RUNNER_PATH = "/run/mtl/reaper.py"
 """Where reaper.py is bound read-only inside the sandbox (the checkout holding it is not bound)."""
@@ -75,23 +75,31 @@ class SandboxRunner(Channel):
         except OSError:
             return False
 
-    def start(self, request: dict, passed: tuple[int, ...] = ()) -> int:
-        self._fresh = False
+    def receive(self, timeout: float | None = 0.0) -> dict | None:
         try:
-            return super().start(request, passed)
+            message = super().receive(timeout)
         except SupervisorGone as exc:
-            if not self._fresh:  # it ran commands before: the caller reports this one as killed
+            if not self._fresh:  # it answered before: the caller reports the command as killed
                 raise
             raise SandboxError(f"the bwrap sandbox did not start: {self.last_log.strip() or exc}") from exc
+        self._fresh = self._fresh and message is None and self.command_pid == 0
+        return message
 
     def close(self) -> None:
         """The runner sees its socket close and kills every command; the outer supervisor then kills bwrap."""
         super().close()
-        if self._log is not None:
-            try:
-                self.last_log = os.read(self._log, _LOG_BYTES).decode(errors="replace")
-            except OSError:  # nothing was printed
-                self.last_log = ""
-            os.close(self._log)
-            self._log = None
+        if self._log is None:
+            return
+        try:
+            self.last_log = os.read(self._log, _LOG_BYTES).decode(errors="replace")
+        except OSError:  # nothing was printed
+            self.last_log = ""
+        os.close(self._log)
+        self._log = None
+        try:
+            self.outer.receive(0.0)  # bwrap's pid, then its exit or why it could not start
+        except CommandNotStarted as exc:
+            self.last_log += str(exc)
+        except SupervisorGone:
+            pass
         self.outer.close()

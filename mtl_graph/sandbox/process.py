@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from mtl_graph.sandbox.base import CommandResult
 from mtl_graph.sandbox.config import SandboxConfig
-from mtl_graph.sandbox.supervisor import Channel, SupervisorGone
+from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, SupervisorGone
 
 TIMEOUT_EXIT_CODE = 124
 CUT_MARKER = "\n... [{n} characters cut] ...\n"
@@ -133,6 +133,8 @@ def run_process(
         fd = supervisor.start(request)
         try:
             status, timed_out, note, out = _follow(supervisor, fd, start + timeout, watchdog, cap)
+        except CommandNotStarted:
+            raise
         except BaseException:
             supervisor.close()  # interrupted while the command runs: closing the supervisor kills it all
             raise

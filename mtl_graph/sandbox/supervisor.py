@@ -19,7 +19,6 @@ from pathlib import Path
 from mtl_graph.sandbox.base import SandboxError
 
 REAPER = Path(__file__).with_name("reaper.py")
-_REPLY_TIMEOUT_S = 30.0
 SUPERVISOR_COMMANDS = 10_000
 """Commands one supervisor process runs before it is replaced: as root it wears the commands' CPU limit itself
 (reaper.can_wear, at least 60 s), and ~0.5 ms of its own CPU per command must stay far below that."""
@@ -27,6 +26,10 @@ SUPERVISOR_COMMANDS = 10_000
 
 class SupervisorGone(SandboxError):
     """The supervisor process ended (killed from outside): the command's fate is unknown."""
+
+
+class CommandNotStarted(SandboxError):
+    """The supervisor could not start the command (its answer says why); it is ready for the next one."""
 
 
 class Channel:
@@ -52,14 +55,15 @@ class Channel:
         raise NotImplementedError
 
     def start(self, request: dict, passed: tuple[int, ...] = ()) -> int:
-        """Start a command (passed: descriptors it inherits); the read end of its output pipe (the caller closes
-        it)."""
+        """Send a command to start (passed: descriptors it inherits); the read end of its output pipe (the caller
+        closes it). Not waiting for the answer saves a round trip; receive() reads it, within the caller's deadline."""
         limits = [list(pair) for pair in request.get("limits", [])]
         if limits != self._limits or self._commands >= SUPERVISOR_COMMANDS:  # it may wear the previous limits
             self.close()
             self._limits, self._commands = limits, 0
         self._commands += 1
         self.ensure_started()
+        self.command_pid = 0
         read_fd, write_fd = os.pipe()
         data = json.dumps({"op": "run", **request}).encode() + b"\n"
         try:
@@ -70,11 +74,6 @@ class Channel:
             raise SupervisorGone(f"sandbox supervisor unreachable: {exc}") from exc
         finally:
             os.close(write_fd)
-        reply = self.receive(_REPLY_TIMEOUT_S)
-        if reply is None or "error" in reply:
-            os.close(read_fd)
-            raise SandboxError(reply["error"] if reply else "sandbox supervisor did not answer")
-        self.command_pid = int(reply["pid"])
         return read_fd
 
     def kill(self) -> None:
@@ -89,12 +88,26 @@ class Channel:
         return b"\n" in self._buffer
 
     def receive(self, timeout: float | None = 0.0) -> dict | None:
-        """The next message, None when none arrived within timeout; SupervisorGone at EOF."""
+        """The next message but the started command's pid (kept as command_pid), None when none arrived within
+        timeout; SupervisorGone at EOF, CommandNotStarted when the command could not start."""
+        while True:
+            message = self._next(timeout)
+            if message is None or "pid" not in message:
+                break
+            self.command_pid, timeout = int(message["pid"]), 0.0
+        if message is not None and "error" in message:
+            raise CommandNotStarted(message["error"])
+        return message
+
+    def _next(self, timeout: float | None) -> dict | None:
         while b"\n" not in self._buffer:
             ready, _, _ = select.select([self.sock], [], [], timeout)
             if not ready:
                 return None
-            chunk = self.sock.recv(1 << 16)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except ConnectionResetError:  # it died with our request unread
+                chunk = b""
             if not chunk:
                 self.close()  # reaps it, so the next command starts a new one
                 raise SupervisorGone("sandbox supervisor ended unexpectedly")
