@@ -252,12 +252,8 @@ class BwrapSandbox(WorkspaceSandbox):
             return super().new_supervisor()
         return SandboxRunner(runner_launch(self.workspace, sandbox_env(self.config, self.workspace), self.config))
 
-    def request(self, command: str, timeout: float) -> dict:
-        if not isinstance(self.supervisor, SandboxRunner):
-            return super().request(command, timeout)
-        # Already inside, as the unprivileged uid: the runner applies the limits to the shell it starts.
-        argv = [SHELL, "-c", command]
-        return {"argv": argv, "env": self._env, "uid": None, "gid": None, "limits": self.limits(), "files": []}
+    def command_env(self) -> dict[str, str]:
+        return self._env
 
     @staticmethod
     def is_available() -> bool:

@@ -2,7 +2,8 @@
 
 It does not isolate the filesystem or the network; prefer the bubblewrap backend where it works. What it does:
 every process a command starts is killed when the command ends (a supervising subreaper, see reaper.py), and
-as root, commands run as an unprivileged uid.
+as root, commands run as an unprivileged uid: started by a runner of that uid, forked once by the root
+supervisor (persistent.py), as a uid switch per command would cost a fork of the supervisor instead of a vfork.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
+from mtl_graph.sandbox.persistent import SandboxRunner
 from mtl_graph.sandbox.supervisor import Channel, Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
 
@@ -60,17 +62,24 @@ class WorkspaceSandbox:
         """The argv that runs command (a shell string) in this backend."""
         raise NotImplementedError
 
+    def command_env(self) -> dict[str, str]:
+        """The environment commands get."""
+        return scrubbed_env(self.config, str(self.workspace))
+
     def request(self, command: str, timeout: float) -> dict:
         """What the supervisor is asked to start for command: argv, env, uid, gid, limits, files."""
+        if isinstance(self.supervisor, SandboxRunner):  # already the commands' uid (and, for bwrap, inside)
+            argv, env, limits = [SHELL, "-c", command], self.command_env(), self.limits()
+            return {"argv": argv, "env": env, "uid": None, "gid": None, "limits": limits, "files": []}
         uid, gid = self.identity()
         limits = self.limits()
         wrapper = limit_wrapper(limits)
         argv = self.argv(command, timeout)
         if wrapper is not None:
             argv, limits = [*wrapper, *argv], []
-        env = scrubbed_env(self.config, str(self.workspace))
         # limits left are applied by the supervisor: as root, or when prlimit is missing
-        return {"argv": argv, "env": env, "uid": uid, "gid": gid, "limits": limits, "files": self.passed_files()}
+        return {"argv": argv, "env": self.command_env(), "uid": uid, "gid": gid, "limits": limits,
+                "files": self.passed_files()}  # fmt: skip
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         limit = timeout if timeout is not None else self.config.timeout
@@ -152,6 +161,12 @@ class LocalSandbox(WorkspaceSandbox):
     @staticmethod
     def is_available() -> bool:
         return True
+
+    def new_supervisor(self) -> Channel:
+        if self.owner is None:  # no uid switch: the supervisor starts commands on the fast path itself
+            return super().new_supervisor()
+        uid, gid = self.owner
+        return SandboxRunner({"runner": True, "uid": uid, "gid": gid, "limits": []})
 
     def argv(self, command: str, timeout: float) -> list[str]:
         return [SHELL, "-c", command]

@@ -9,11 +9,12 @@ Runs as its own small, single-threaded process (``python -I -S reaper.py FD``, s
   inherits them without running Python between fork and exec (a ``preexec_fn`` forbids the fast spawn path and
   costs ~0.5 ms per command; an exec of ``prlimit`` ~0.7 ms).
 
-The same program is the runner inside a persistent bwrap sandbox (``reaper.py FD LIFELINE inside``, see
-persistent.py): there it is pid 1 of the sandbox's pid namespace, unprivileged, and confines itself
-(``confine_pid1``) so the commands it starts, of its own uid, can neither signal, stop nor trace it. LIFELINE is a
-pidfd of the supervisor on the host that holds bwrap: when that one dies, so does the runner, and with it the
-namespace (a parent-death signal cannot do it: bwrap, without capabilities, may not signal another uid).
+The same program is a sandbox's long-lived runner (persistent.py), which has the commands' uid so it starts them
+without a uid switch (the fast spawn path) and confines itself (``confine_runner``). Inside a persistent bwrap
+sandbox it is ``reaper.py FD LIFELINE inside``, pid 1 of the sandbox's pid namespace, so the commands can neither
+signal, stop nor trace it; LIFELINE is a pidfd of the supervisor on the host that holds bwrap: when that one dies,
+so does the runner, and with it the namespace (a parent-death signal cannot do it: bwrap, without capabilities,
+may not signal another uid). For the local backend as root, this supervisor forks it (``"runner": true``).
 
 Protocol on the control socket (newline-delimited JSON; one command at a time):
   host → ``{"op": "run", "argv", "cwd", "env", "uid", "gid", "limits": [[resource, value], ...], "files": [path]}``
@@ -21,6 +22,8 @@ Protocol on the control socket (newline-delimited JSON; one command at a time):
   output pipe's write end attached (SCM_RIGHTS), then any descriptors to pass on (numbered after the files,
   followed by a pidfd of this process when ``"lifeline": true``); reply ``{"pid": N}`` or ``{"error": "..."}``, later ``{"exit": code}``.
   host → ``{"op": "kill"}``: kill the running command and everything below; its ``{"exit": ...}`` follows.
+  host → ``{"op": "run", "runner": true, "uid", "gid"}`` with the output pipe and a socket attached: fork a runner
+  switched to uid:gid, serving that socket (supervised like a command).
 """
 
 from __future__ import annotations
@@ -55,16 +58,14 @@ def set_subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def confine_pid1() -> None:
-    """Make the in-sandbox runner untouchable by the commands, which share its uid.
+def confine_runner() -> None:
+    """Make a runner untouchable by the commands it starts, which share its uid.
 
-    As pid 1 of its namespace the kernel drops every signal sent from inside for which it has no handler (SIGKILL
-    and SIGSTOP included), so Python's SIGINT handler goes; not dumpable, it cannot be ptraced nor its /proc
-    entries (fds, memory, environment) opened by that uid. The parent-death signal, cleared by the uid switch
-    before it started, is set again: it dies with bwrap.
+    Not dumpable, it cannot be ptraced nor its /proc entries (fds, memory, environment) opened by that uid. As pid 1
+    of a pid namespace (bwrap) the kernel also drops every signal sent from inside for which it has no handler,
+    SIGKILL and SIGSTOP included, so Python's SIGINT handler goes. The parent-death signal, cleared by any uid
+    switch before, is set again.
     """
-    if os.getpid() != 1:
-        raise OSError("the sandbox runner must be pid 1 of its pid namespace")
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -171,6 +172,28 @@ def with_fds(argv: list[str], fds: list[int]) -> list[str]:
     return head + argv[-1:]
 
 
+class Forked:
+    """What supervise() uses of a Popen, for a child forked without exec."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
 class Supervisor:
     def __init__(self, sock: socket.socket, lifeline: int | None = None) -> None:
         self.sock = sock
@@ -191,7 +214,10 @@ class Supervisor:
         return self.worn == limits
 
     def send(self, **message: object) -> None:
-        self.sock.sendall(json.dumps(message).encode() + b"\n")
+        try:
+            self.sock.sendall(json.dumps(message).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):  # the host is gone: the next receive() sees it
+            pass
 
     def receive(self) -> dict | None:
         """The next message (None at EOF: the host is gone)."""
@@ -254,6 +280,39 @@ class Supervisor:
         self.send(pid=proc.pid)
         return proc
 
+    def fork_runner(self, request: dict) -> Forked | None:
+        """This process, forked and switched to the request's uid:gid, serving the attached socket as a runner (no
+        exec: the interpreter may live where that uid cannot read)."""
+        attached, self.fds = self.fds, []
+        if len(attached) != 2:
+            for fd in attached:
+                os.close(fd)
+            self.send(error="a runner needs an output pipe and a socket")
+            return None
+        out, channel = attached
+        lifeline = os.pidfd_open(os.getpid())
+        pid = os.fork()
+        if pid == 0:  # safe: this process is single-threaded
+            try:
+                os.dup2(out, 1)  # its errors reach the host's log of it
+                os.dup2(out, 2)
+                self.sock.close()  # the runner must never speak for the host
+                os.setgroups([])
+                os.setresgid(request["gid"], request["gid"], request["gid"])
+                os.setresuid(request["uid"], request["uid"], request["uid"])
+                confine_runner()
+                set_subreaper()  # not inherited across fork
+                Supervisor(socket.socket(fileno=channel), lifeline).serve()
+            except BaseException as exc:
+                os.write(2, f"the runner failed: {exc!r}\n".encode())
+            finally:
+                kill_all_descendants()
+                os._exit(0)
+        for fd in (out, channel, lifeline):
+            os.close(fd)
+        self.send(pid=pid)
+        return Forked(pid)
+
     def serve(self) -> None:
         while True:
             request = self.receive()
@@ -261,11 +320,11 @@ class Supervisor:
                 return
             if request.get("op") != "run":
                 continue  # a kill for a command that already ended
-            proc = self.spawn(request)
+            proc = self.fork_runner(request) if request.get("runner") else self.spawn(request)
             if proc is not None and not self.supervise(proc):
                 return
 
-    def supervise(self, proc: subprocess.Popen) -> bool:
+    def supervise(self, proc: subprocess.Popen | Forked) -> bool:
         """Wait for the command or a kill; kill what is left; report. False when the host is gone."""
         pidfd = os.pidfd_open(proc.pid)
         host_alive = True
@@ -296,7 +355,7 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     lifeline = int(sys.argv[2]) if sys.argv[3:] == ["inside"] else None
     if lifeline is not None:
-        confine_pid1()
+        confine_runner()
     set_subreaper()
     try:
         Supervisor(sock, lifeline).serve()
