@@ -1,8 +1,9 @@
-"""The persistent bwrap sandbox: one bwrap, its runner pid 1 inside, serves every command of a sandbox.
+"""The long-lived runners: one bwrap, its runner pid 1 inside, serves every command of a sandbox; the local
+backend as root has a runner of the commands' uid on the host.
 
-The runner has the commands' uid, so these tests attack it the way a command can (signals, stop, ptrace, its /proc
-entries), and from the host the way nothing inside can (stop or kill it), checking that each command still ends
-within its deadline and that the next one gets a working sandbox.
+A runner has the commands' uid, so these tests attack it the way a command can (signals, stop, ptrace, its /proc
+entries), and from the host the way nothing inside bwrap can (stop or kill it), checking that each command still
+ends within its deadline, leaves nothing behind, and that the next one gets a working sandbox.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
-from sandbox_attack_kit import nobody_workspace, run_unprivileged, unprivileged_python
+from sandbox_attack_kit import kill_leftovers, marker, nobody_workspace, run_unprivileged, unprivileged_python, wait_gone
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:local sandbox"),
-    pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
+needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
 _unpriv = unprivileged_python()
 needs_nobody = pytest.mark.skipif(isinstance(_unpriv, str), reason=str(_unpriv))
 MODES = ["caller", pytest.param("nobody", marks=needs_nobody)]
@@ -49,6 +48,7 @@ def runner_pid(sb: BwrapSandbox) -> int:
     return pid
 
 
+@needs_bwrap
 def test_tmp_persists_between_commands_of_a_sandbox_not_into_another(tmp_path):
     keep = "echo kept > /tmp/note && echo kept > /dev/shm/note"
     read = "cat /tmp/note /dev/shm/note"
@@ -62,6 +62,7 @@ def test_tmp_persists_between_commands_of_a_sandbox_not_into_another(tmp_path):
         assert "No such file" in fresh.run(read).output
 
 
+@needs_bwrap
 @pytest.mark.parametrize("mode", MODES)
 def test_commands_cannot_signal_stop_or_trace_the_runner(mode, tmp_path):
     ptrace = (
@@ -87,6 +88,7 @@ def test_commands_cannot_signal_stop_or_trace_the_runner(mode, tmp_path):
     assert last["exit_code"] == 0 and last["output"] == "mark\n"  # the same runner, /tmp and all, served them all
 
 
+@needs_bwrap
 def test_a_runner_stopped_from_outside_fails_the_command_and_is_replaced(tmp_path):
     with make_sandbox("bwrap", tmp_path / "ws") as sb:
         assert sb.run("echo mark > /tmp/mark").exit_code == 0
@@ -103,6 +105,7 @@ def test_a_runner_stopped_from_outside_fails_the_command_and_is_replaced(tmp_pat
         assert runner_pid(sb) != pid
 
 
+@needs_bwrap
 def test_a_runner_killed_between_commands_is_replaced_transparently(tmp_path):
     with make_sandbox("bwrap", tmp_path / "ws") as sb:
         assert sb.run("echo mark > /tmp/mark").exit_code == 0
@@ -113,6 +116,7 @@ def test_a_runner_killed_between_commands_is_replaced_transparently(tmp_path):
         assert again.exit_code == 0 and again.output.endswith("again\n") and "No such file" in again.output
 
 
+@needs_bwrap
 def test_closing_kills_the_whole_sandbox(tmp_path):
     sb = make_sandbox("bwrap", tmp_path / "ws")
     assert sb.run("true").exit_code == 0
@@ -121,7 +125,7 @@ def test_closing_kills_the_whole_sandbox(tmp_path):
     assert wait_gone_pid(pid)
 
 
-@pytest.mark.parametrize("kind", ["local", "bwrap"])
+@pytest.mark.parametrize("kind", ["local", pytest.param("bwrap", marks=needs_bwrap)])
 def test_cpu_time_is_limited_per_command_not_summed_over_commands(kind, tmp_path):
     burn = "python3 -c 'import time\nwhile time.process_time() < 1.3: pass\nprint(\"burnt\")'"
     with make_sandbox(kind, tmp_path / "ws", SandboxConfig(cpu_seconds=2)) as sb:
@@ -142,3 +146,27 @@ def wait_gone_pid(pid: int, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the local backend has a runner only as root")
+def test_a_command_killing_or_stopping_the_local_runner_leaves_nothing_behind(tmp_path):
+    """On the host the runner shares the commands' uid and no pid namespace protects it: a command may kill or
+    stop it, and must gain nothing: its processes die, the deadline holds, the next command gets a new runner."""
+    tag, stop_tag = marker(), marker()
+    ptrace = "import ctypes, sys; print(ctypes.CDLL(None, use_errno=True).ptrace(16, int(sys.argv[1]), 0, 0))"
+    workspace = nobody_workspace()  # outside pytest's tmp_path, whose 0700 parent another pytest run may restore
+    try:
+        with make_sandbox("local", workspace) as sb:
+            traced = sb.run(f"python3 -c '{ptrace}' $PPID; tr '\\0' ' ' < /proc/$PPID/environ", timeout=10)
+            killed = sb.run(f"sleep {tag} & kill -9 $PPID; sleep 30", timeout=20)
+            stopped = sb.run(f"sleep {stop_tag} & kill -STOP $PPID; sleep 300", timeout=2)
+            again = sb.run("echo again")
+    finally:
+        kill_leftovers(tag)
+        kill_leftovers(stop_tag)
+        shutil.rmtree(workspace.parent, ignore_errors=True)
+    assert traced.output.startswith("-1\n") and "Permission denied" in traced.output, traced.output
+    assert killed.exit_code == 137 and "supervisor was killed" in killed.output
+    assert stopped.timed_out and stopped.exit_code == 124
+    assert again.output == "again\n"
+    assert wait_gone(tag) == [] and wait_gone(stop_tag) == []
