@@ -68,12 +68,7 @@ def _raw_bwrap(sandbox: Any) -> Callable[[], None]:
 
 
 def sandbox_costs(commands: int) -> dict[str, Any]:
-    """Median ms per `true` through each backend beside its raw equivalent, interleaved, in this process.
-
-    bwrap: the persistent sandbox (one bwrap per sandbox, the default) against the raw bwrap argv a new sandbox per
-    command would run, and against `bash -c true`; the per-command design (`bwrap_persistent=False`) against the
-    same raw argv; the first command of a new persistent sandbox (bwrap and its runner starting) apart."""
-    from mtl_graph.sandbox import SandboxConfig
+    """Median ms per `true` through each backend beside its raw equivalent, interleaved, in this process."""
     from mtl_graph.sandbox.bwrap import BwrapSandbox
     from mtl_graph.sandbox.factory import make_sandbox
 
@@ -86,8 +81,23 @@ def sandbox_costs(commands: int) -> dict[str, Any]:
     finally:
         local.close()
     out["local"] = {"ms": m["ours"], "raw_ms": m["bash"], "baseline": "bash -c true via subprocess.run"}
-    if not BwrapSandbox.is_available():
-        return out
+    if BwrapSandbox.is_available():
+        out.update(_bwrap_costs(workspace, bash, commands))
+    try:
+        subprocess.run(["docker", "info"], capture_output=True, timeout=5, check=True)
+        out["docker"] = {"note": "docker present but not benchmarked"}
+    except (OSError, subprocess.SubprocessError):
+        out["docker"] = {"note": "no docker engine on this machine"}
+    return out
+
+
+def _bwrap_costs(workspace: Path, bash: Callable[[], None], commands: int) -> dict[str, Any]:
+    """The persistent sandbox (the default: one bwrap per sandbox) against the raw bwrap argv a new sandbox per
+    command would run and against `bash -c true`; the per-command design (`bwrap_persistent=False`) against the
+    same raw argv; the first command of a new persistent sandbox (bwrap and its runner starting) apart."""
+    from mtl_graph.sandbox import SandboxConfig
+    from mtl_graph.sandbox.factory import make_sandbox
+
     persistent = make_sandbox("bwrap", workspace)
     per_command = make_sandbox("bwrap", workspace, SandboxConfig(bwrap_persistent=False))
     try:
@@ -102,13 +112,9 @@ def sandbox_costs(commands: int) -> dict[str, Any]:
     finally:
         persistent.close()
         per_command.close()
-    out["bwrap"] = {"ms": m["ours"], "raw_ms": m["raw"], "baseline": "a new bwrap per command: the raw bwrap argv via "
-                    "subprocess.run", "bash_ms": m["bash"], "first_ms": statistics.median(firsts) * 1000}  # fmt: skip
-    out["bwrap, a new one per command"] = {"ms": m["per_command"], "raw_ms": m["raw"],
-                                           "baseline": "the same bwrap argv via subprocess.run"}
-    try:
-        subprocess.run(["docker", "info"], capture_output=True, timeout=5, check=True)
-        out["docker"] = {"note": "docker present but not benchmarked"}
-    except (OSError, subprocess.SubprocessError):
-        out["docker"] = {"note": "no docker engine on this machine"}
-    return out
+    return {
+        "bwrap": {"ms": m["ours"], "raw_ms": m["raw"], "bash_ms": m["bash"], "first_ms": statistics.median(firsts) * 1000,
+                  "baseline": "a new bwrap per command (the raw bwrap argv via subprocess.run)"},
+        "bwrap, a new one per command": {"ms": m["per_command"], "raw_ms": m["raw"],
+                                         "baseline": "the same bwrap argv via subprocess.run"},
+    }  # fmt: skip
