@@ -63,6 +63,17 @@ def test_tmp_persists_between_commands_of_a_sandbox_not_into_another(tmp_path):
 
 
 @needs_bwrap
+def test_sysv_ipc_objects_do_not_outlive_their_command(tmp_path):
+    """Unlike /tmp they have no size limit: a persistent sandbox must not keep them from one command to the next."""
+    make = "import ctypes; c = ctypes.CDLL(None); print(c.shmget(0, 1 << 20, 0o1600), c.msgget(0, 0o1600), c.semget(0, 2, 0o1600))"
+    count = "tail -q -n +2 /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem | wc -l"
+    with make_sandbox("bwrap", tmp_path / "ws") as sb:
+        made = sb.run(f"python3 -c '{make}' && {count}")
+        assert made.output.split() == ["0", "0", "0", "3"], made.output  # three objects while it runs
+        assert sb.run(count).output == "0\n"
+
+
+@needs_bwrap
 @pytest.mark.parametrize("mode", MODES)
 def test_commands_cannot_signal_stop_or_trace_the_runner(mode, tmp_path):
     ptrace = (

@@ -112,6 +112,25 @@ def _alive(pid: int) -> bool:
         return False
 
 
+_IPC_RMID = 0
+_SYSV_IPC = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
+
+
+def remove_sysv_ipc() -> None:
+    """Remove the System V IPC objects of this IPC namespace (a persistent sandbox's own): like the processes of
+    a command, and unlike /tmp, they must not outlive it, as no size limit bounds them."""
+    libc = None
+    for kind, ctl in _SYSV_IPC:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                ids = [int(line.split()[1]) for line in fh.readlines()[1:]]
+        except (OSError, ValueError, IndexError):
+            continue
+        for ipc_id in ids:
+            libc = libc or ctypes.CDLL(None, use_errno=True)
+            getattr(libc, ctl)(ipc_id, *((0,) if kind == "sem" else ()), _IPC_RMID, None)
+
+
 def kill_all_descendants() -> None:
     """SIGKILL every process below this one until none is left, reaping as they die."""
     me = os.getpid()
@@ -346,6 +365,8 @@ class Supervisor:
             proc.kill()
         status = proc.wait()  # before anything reaps with waitpid(-1), which would lose the exit status
         kill_all_descendants()
+        if os.getpid() == 1:
+            remove_sysv_ipc()
         if host_alive:
             self.send(exit=status)
         return host_alive
