@@ -29,7 +29,7 @@ from pathlib import Path
 from mtl_graph.sandbox.base import SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
-from mtl_graph.sandbox.persistent import RUNNER_PATH, SandboxRunner
+from mtl_graph.sandbox.persistent import SandboxRunner
 from mtl_graph.sandbox.process import SHELL, scrubbed_env
 from mtl_graph.sandbox.reaper import FD_TOKEN, with_fds
 from mtl_graph.sandbox.seccomp import filter_file
@@ -39,6 +39,8 @@ from mtl_graph.sandbox.workspace import hand_over
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _MIB = 1024 * 1024
 _OWN_MOUNTS = ("/", "/tmp", "/dev", "/dev/shm", "/proc")  # modes set by bwrap's options, never chmod'ed
+RUNNER_PATH = "/run/mtl/reaper.py"
+"""Where reaper.py is bound read-only in a persistent sandbox, to run as its runner (its checkout is not bound)."""
 
 
 def _existing(paths: list[Path]) -> list[Path]:

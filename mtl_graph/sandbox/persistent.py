@@ -1,18 +1,20 @@
-"""A persistent bwrap sandbox: one bwrap per sandbox, started at its first command, runs all of them.
+"""A sandbox's long-lived runner: started once, at the first command, it starts all of them.
 
-Building the namespaces and mounts costs bwrap more (6-8 ms) than most commands take, so it is paid once. Inside,
-reaper.py runs as pid 1 of the sandbox's pid namespace (``--as-pid-1``), with the commands' uid and no capability,
-and starts each command the host sends it over a socket: the same supervisor as on the host, so the same
-guarantees per command (every process it leaves killed when it ends or is killed, limits, exit codes).
+The runner is reaper.py (the same supervisor as on the host, so the same guarantees per command: every process a
+command leaves killed when it ends or is killed, limits, exit codes) with the commands' uid, so it starts each one
+without a uid switch, on the vfork path. The host talks to it directly over a socket; a supervisor on the host
+holds it (process tree: host → reaper.py on the host → [bwrap →] runner → commands), so closing the sandbox, the
+host's death or a runner that stops answering (``kill_grace_s`` after a kill) kills it all from outside. Should
+the runner die, the command fails ("the sandbox supervisor was killed") and the next one gets a new runner.
 
-Process tree: host → reaper.py on the host (outside the namespaces) → bwrap → runner (pid 1) → commands. The host
-talks to the runner directly; the outer reaper holds bwrap, so closing the sandbox, the host's death or a runner
-that stops answering kills the whole namespace from outside, where no command reaches. The runner cannot be
-signalled, stopped or traced by the commands (reaper.confine_pid1); should it die anyway, the command fails and
-the next one gets a fresh sandbox.
-
-What a user sees change: /tmp and /dev/shm (size-limited tmpfs) persist between the commands of one sandbox, like
-a container's; a new sandbox (the judge's, another run's) starts with empty ones.
+- bwrap (bwrap.runner_launch): building the namespaces and mounts costs bwrap more (6-8 ms) than most commands
+  take, so it is paid once. The runner is pid 1 of the sandbox's pid namespace (``--as-pid-1``), without
+  capabilities: the commands can neither signal, stop nor trace it (reaper.confine_runner). What a user sees
+  change: /tmp and /dev/shm (size-limited tmpfs) persist between the commands of one sandbox, like a container's;
+  a new sandbox (the judge's, another run's) starts with empty ones.
+- local as root (local.LocalSandbox): the root supervisor forks the runner and switches it to the unprivileged
+  uid. Nothing protects it from the commands, which share its uid on the host: one that kills or stops it gains
+  nothing, as the root supervisor above kills whatever is left and the deadline still holds.
 """
 
 from __future__ import annotations
@@ -24,19 +26,18 @@ import socket
 from mtl_graph.sandbox.base import SandboxError
 from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, Supervisor, SupervisorGone
 
-RUNNER_PATH = "/run/mtl/reaper.py"
-"""Where reaper.py is bound read-only inside the sandbox (the checkout holding it is not bound)."""
 _LOG_BYTES = 4096
 
 
 class SandboxRunner(Channel):
-    """The runner inside one long-lived bwrap, started by a supervisor on the host."""
+    """The runner of one sandbox, started by a supervisor on the host."""
 
     kill_grace_s = 2.0  # the runner answers at once unless the sandbox is beyond saving: then kill it whole
 
     def __init__(self, launch: dict) -> None:
-        """launch: the outer supervisor's request starting bwrap; its argv takes the socket and the outer
-        supervisor's lifeline as the last two ``@mtl-fd:N`` (numbered after its files)."""
+        """launch: the outer supervisor's request starting the runner, which gets the socket as the first
+        descriptor passed (bwrap's argv names it, then the outer supervisor's lifeline, as ``@mtl-fd:N`` after its
+        files)."""
         super().__init__()
         self._launch = launch
         self.outer = Supervisor()
@@ -81,12 +82,12 @@ class SandboxRunner(Channel):
         except SupervisorGone as exc:
             if not self._fresh:  # it answered before: the caller reports the command as killed
                 raise
-            raise SandboxError(f"the bwrap sandbox did not start: {self.last_log.strip() or exc}") from exc
+            raise SandboxError(f"the sandbox runner did not start: {self.last_log.strip() or exc}") from exc
         self._fresh = self._fresh and message is None and self.command_pid == 0
         return message
 
     def close(self) -> None:
-        """The runner sees its socket close and kills every command; the outer supervisor then kills bwrap."""
+        """The runner sees its socket close and kills every command; the outer supervisor then kills the rest."""
         super().close()
         if self._log is None:
             return
@@ -97,7 +98,7 @@ class SandboxRunner(Channel):
         os.close(self._log)
         self._log = None
         try:
-            self.outer.receive(0.0)  # bwrap's pid, then its exit or why it could not start
+            self.outer.receive(0.0)  # the runner's pid, then its exit or why it could not start
         except CommandNotStarted as exc:
             self.last_log += str(exc)
         except SupervisorGone:

@@ -1,7 +1,7 @@
 """The host side of the per-sandbox supervisor (see reaper.py): start it, ask it to run or kill, close it.
 
-``Channel`` speaks the protocol; ``Supervisor`` starts reaper.py on the host, persistent.py's ``SandboxRunner``
-inside a long-lived bwrap sandbox.
+``Channel`` speaks the protocol; ``Supervisor`` starts reaper.py on the host, persistent.py's ``SandboxRunner`` has
+one start a long-lived runner (inside bwrap, or of the commands' uid for the local backend as root).
 """
 
 from __future__ import annotations
