@@ -113,7 +113,8 @@ def _bwrap_costs(workspace: Path, bash: Callable[[], None], commands: int) -> di
         persistent.close()
         per_command.close()
     return {
-        "bwrap": {"ms": m["ours"], "raw_ms": m["raw"], "bash_ms": m["bash"], "first_ms": statistics.median(firsts) * 1000,
+        "bwrap": {"ms": m["ours"], "raw_ms": m["raw"], "bash_ms": m["bash"],
+                  "first_ms": statistics.median(firsts) * 1000,
                   "baseline": "a new bwrap per command (the raw bwrap argv via subprocess.run)"},
         "bwrap, a new one per command": {"ms": m["per_command"], "raw_ms": m["raw"],
                                          "baseline": "the same bwrap argv via subprocess.run"},

@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
-from sandbox_attack_kit import kill_leftovers, marker, nobody_workspace, run_unprivileged, unprivileged_python, wait_gone
+from sandbox_attack_kit import (
+    kill_leftovers,
+    marker,
+    nobody_workspace,
+    run_unprivileged,
+    unprivileged_python,
+    wait_gone,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
@@ -65,7 +72,10 @@ def test_tmp_persists_between_commands_of_a_sandbox_not_into_another(tmp_path):
 @needs_bwrap
 def test_sysv_ipc_objects_do_not_outlive_their_command(tmp_path):
     """Unlike /tmp they have no size limit: a persistent sandbox must not keep them from one command to the next."""
-    make = "import ctypes; c = ctypes.CDLL(None); print(c.shmget(0, 1 << 20, 0o1600), c.msgget(0, 0o1600), c.semget(0, 2, 0o1600))"
+    make = (
+        "import ctypes; c = ctypes.CDLL(None); "
+        "print(c.shmget(0, 1 << 20, 0o1600), c.msgget(0, 0o1600), c.semget(0, 2, 0o1600))"
+    )
     count = "tail -q -n +2 /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem | wc -l"
     with make_sandbox("bwrap", tmp_path / "ws") as sb:
         made = sb.run(f"python3 -c '{make}' && {count}")

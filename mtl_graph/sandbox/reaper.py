@@ -20,7 +20,8 @@ Protocol on the control socket (newline-delimited JSON; one command at a time):
   host → ``{"op": "run", "argv", "cwd", "env", "uid", "gid", "limits": [[resource, value], ...], "files": [path]}``
   (each file opened read-only and passed to the child, its number replacing ``@mtl-fd:N`` in argv) with the
   output pipe's write end attached (SCM_RIGHTS), then any descriptors to pass on (numbered after the files,
-  followed by a pidfd of this process when ``"lifeline": true``); reply ``{"pid": N}`` or ``{"error": "..."}``, later ``{"exit": code}``.
+  followed by a pidfd of this process when ``"lifeline": true``); reply ``{"pid": N}`` or ``{"error": "..."}``,
+  later ``{"exit": code}``.
   host → ``{"op": "kill"}``: kill the running command and everything below; its ``{"exit": ...}`` follows.
   host → ``{"op": "run", "runner": true, "uid", "gid"}`` with the output pipe and a socket attached: fork a runner
   switched to uid:gid, serving that socket (supervised like a command).
@@ -173,9 +174,9 @@ def _reap() -> dict[int, int]:
 def can_wear(limits: list[tuple[int, int]], inside: bool = False) -> bool:
     """Whether this process may take the commands' limits on itself for the rest of its life: a limit cannot be
     raised again without CAP_SYS_RESOURCE, so it must leave room for this process's own allocations and CPU time
-    (the host restarts it every SUPERVISOR_COMMANDS commands). On the host only root may, being exempt from
-    RLIMIT_NPROC when it forks; the runner inside a sandbox has the commands' uid, so it is one process of theirs
-    (between commands, their only one) and its forks meet the very check theirs do."""
+    (the host restarts it every SUPERVISOR_COMMANDS commands). A supervisor only as root, being exempt from
+    RLIMIT_NPROC when it forks; a runner (``inside``) always, as it has the commands' uid: it is one process of
+    theirs (between commands, their only one) and its forks meet the very check theirs do."""
     floor = {resource.RLIMIT_AS: _SELF_LIMIT_MIN_AS, resource.RLIMIT_CPU: _SELF_LIMIT_MIN_CPU_S}
     allowed = inside or os.geteuid() == 0
     return allowed and bool(limits) and all(value >= floor.get(res, 0) for res, value in limits)
@@ -217,8 +218,9 @@ class Supervisor:
     def __init__(self, sock: socket.socket, lifeline: int | None = None) -> None:
         self.sock = sock
         self.lifeline = lifeline
-        """Inside a sandbox: a pidfd of the host supervisor, readable once it is dead (then so is the host)."""
+        """For a runner: a pidfd of the supervisor holding it, readable once that one is dead."""
         self.inside = lifeline is not None
+        """A runner, of the commands' uid (inside bwrap, or forked for the local backend as root)."""
         self.buffer = b""
         self.fds: list[int] = []
         self.worn: list[tuple[int, int]] | None = None
