@@ -70,6 +70,16 @@ def test_tmp_persists_between_commands_of_a_sandbox_not_into_another(tmp_path):
 
 
 @needs_bwrap
+def test_a_persistent_sandbox_that_cannot_start_falls_back_to_one_bwrap_per_command(tmp_path):
+    with make_sandbox("bwrap", tmp_path / "ws") as sb:
+        sb.supervisor._launch["argv"].insert(1, "--an-option-this-bwrap-lacks")  # what an older bwrap would say
+        with pytest.warns(RuntimeWarning, match="an-option-this-bwrap-lacks.*new bwrap per command"):
+            first = sb.run("echo kept > /tmp/note; echo ran")
+        assert first.exit_code == 0 and first.output == "ran\n"
+        assert "No such file" in sb.run("cat /tmp/note").output  # each command in a fresh sandbox now
+
+
+@needs_bwrap
 def test_sysv_ipc_objects_do_not_outlive_their_command(tmp_path):
     """Unlike /tmp they have no size limit: a persistent sandbox must not keep them from one command to the next."""
     make = (

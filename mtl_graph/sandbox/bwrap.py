@@ -24,16 +24,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
-from mtl_graph.sandbox.base import SandboxError
+from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
-from mtl_graph.sandbox.persistent import SandboxRunner
+from mtl_graph.sandbox.persistent import RunnerNotStarted, SandboxRunner
 from mtl_graph.sandbox.process import SHELL, scrubbed_env
 from mtl_graph.sandbox.reaper import FD_TOKEN, with_fds
 from mtl_graph.sandbox.seccomp import filter_file
-from mtl_graph.sandbox.supervisor import REAPER, Channel
+from mtl_graph.sandbox.supervisor import REAPER, Channel, Supervisor
 from mtl_graph.sandbox.workspace import hand_over
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -256,6 +257,15 @@ class BwrapSandbox(WorkspaceSandbox):
 
     def command_env(self) -> dict[str, str]:
         return self._env
+
+    def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        try:
+            return super().run(command, timeout)
+        except RunnerNotStarted as exc:  # an older bwrap, say: the per-command sandbox passed the probe
+            warnings.warn(f"{exc}; this bwrap sandbox falls back to a new bwrap per command", RuntimeWarning,
+                          stacklevel=2)  # fmt: skip
+            self.replace_supervisor(Supervisor())
+            return super().run(command, timeout)
 
     @staticmethod
     def is_available() -> bool:

@@ -38,6 +38,12 @@ class WorkspaceSandbox:
         self.supervisor = self.new_supervisor()
         self._finalizer = weakref.finalize(self, self.supervisor.close)
 
+    def replace_supervisor(self, supervisor: Channel) -> None:
+        """Close the current supervisor (what it runs dies) and use this one from now on."""
+        self._finalizer()
+        self.supervisor = supervisor
+        self._finalizer = weakref.finalize(self, self.supervisor.close)
+
     def new_supervisor(self) -> Channel:
         """What starts this sandbox's commands: a supervisor process on the host."""
         return Supervisor()

@@ -29,6 +29,10 @@ from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, Supervisor,
 _LOG_BYTES = 4096
 
 
+class RunnerNotStarted(SandboxError):
+    """A new runner ended before it answered: it could not start here (the command never ran)."""
+
+
 class SandboxRunner(Channel):
     """The runner of one sandbox, started by a supervisor on the host."""
 
@@ -82,7 +86,7 @@ class SandboxRunner(Channel):
         except SupervisorGone as exc:
             if not self._fresh:  # it answered before: the caller reports the command as killed
                 raise
-            raise SandboxError(f"the sandbox runner did not start: {self.last_log.strip() or exc}") from exc
+            raise RunnerNotStarted(f"the sandbox runner did not start: {self.last_log.strip() or exc}") from exc
         self._fresh = self._fresh and message is None and self.command_pid == 0
         return message
 
