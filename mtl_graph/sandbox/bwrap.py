@@ -8,6 +8,9 @@ Who it runs as: never with a capability. As root, bwrap keeps the host's user na
 to the unprivileged ``run_as_uid`` before the command starts (so RLIMIT_NPROC counts, and files owned by root
 stay unreadable); otherwise an unprivileged bwrap maps the caller to ``run_as_uid`` in a new user namespace and
 forbids nested ones.
+
+How long it lives: by default one bwrap per sandbox, started at the first command, runs them all (persistent.py);
+with ``bwrap_persistent`` off, each command gets a fresh one.
 """
 
 from __future__ import annotations
@@ -21,19 +24,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
-from mtl_graph.sandbox.base import SandboxError
+from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
+from mtl_graph.sandbox.persistent import RunnerNotStarted, SandboxRunner
 from mtl_graph.sandbox.process import SHELL, scrubbed_env
 from mtl_graph.sandbox.reaper import FD_TOKEN, with_fds
 from mtl_graph.sandbox.seccomp import filter_file
+from mtl_graph.sandbox.supervisor import REAPER, Channel, Supervisor
 from mtl_graph.sandbox.workspace import hand_over
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _MIB = 1024 * 1024
 _OWN_MOUNTS = ("/", "/tmp", "/dev", "/dev/shm", "/proc")  # modes set by bwrap's options, never chmod'ed
+RUNNER_PATH = "/run/mtl/reaper.py"
+"""Where reaper.py is bound read-only in a persistent sandbox, to run as its runner (its checkout is not bound)."""
 
 
 def _existing(paths: list[Path]) -> list[Path]:
@@ -135,8 +143,9 @@ def privilege_drop(config: SandboxConfig) -> list[str]:
     ]  # fmt: skip
 
 
-def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig) -> list[str]:
-    """bwrap options confining a process to workspace (order matters: later mounts cover earlier ones)."""
+def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig, runner: bool = False) -> list[str]:
+    """bwrap options confining a process to workspace (order matters: later mounts cover earlier ones); runner:
+    for the persistent sandbox's runner (pid 1 itself, reaper.py bound at RUNNER_PATH)."""
     ws = str(workspace)
     tmp_size = str(config.tmp_size_mb * _MIB)
     if os.geteuid() == 0:
@@ -155,6 +164,7 @@ def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig) -> l
                     "--uid", str(config.run_as_uid), "--gid", str(config.run_as_gid)]  # fmt: skip
     tools = toolchain_dirs(config)
     read_only = [Path(d) for d in SYSTEM_DIRS] + tools
+    own = ["--as-pid-1", "--ro-bind", str(REAPER), RUNNER_PATH] if runner else []
     argv = [
         "bwrap", *identity, "--new-session", "--die-with-parent",
         *_system_mounts(), "--ro-bind", str(staged_etc(config.etc_allow)), "/etc",
@@ -164,14 +174,31 @@ def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig) -> l
         # Toolchains and the workspace after the tmpfs, so those under /tmp (a venv in a checkout there) stay visible.
         *[arg for tool in tools for arg in ("--ro-bind", str(tool), str(tool))],
         *_masks(config.hidden_paths, tools),
-        "--bind", ws, ws,
-        *_traversable([workspace, *tools], read_only),
+        "--bind", ws, ws, *own,
+        *_traversable([workspace, *tools, *([Path(RUNNER_PATH)] if runner else [])], read_only),
         "--remount-ro", "/",  # the sandbox's own root: nothing but the mounts above is writable
         "--chdir", ws, "--clearenv",
     ]  # fmt: skip
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return argv + ["--", *privilege_drop(config)]
+
+
+def seccomp_files() -> list[str]:
+    """The seccomp filter bwrap reads from an inherited fd (as root only; none on an unknown architecture)."""
+    seccomp = filter_file() if os.geteuid() == 0 else None
+    return [str(seccomp)] if seccomp is not None else []
+
+
+def runner_launch(workspace: Path, env: dict[str, str], config: SandboxConfig) -> dict:
+    """The host supervisor's request starting a persistent sandbox: bwrap, then reaper.py inside as pid 1,
+    unprivileged, on the socket and the lifeline passed after the files (SandboxRunner.ensure_started)."""
+    files = seccomp_files()
+    runner = [sys.executable, "-I", "-S", RUNNER_PATH, f"{FD_TOKEN}{len(files)}", f"{FD_TOKEN}{len(files) + 1}",
+              "inside"]  # fmt: skip
+    argv = bwrap_argv(workspace, env, config, runner=True) + runner
+    return {"argv": argv, "cwd": str(workspace), "env": {"PATH": os.defpath}, "uid": None, "gid": None,
+            "limits": [], "files": files, "lifeline": True}  # fmt: skip
 
 
 def sandbox_env(config: SandboxConfig, workspace: Path) -> dict[str, str]:
@@ -196,8 +223,7 @@ def _probe() -> str | None:
         if os.geteuid() == 0:
             hand_over(ws, config.run_as_uid, config.run_as_gid)
         argv = bwrap_argv(ws, {"PATH": "/usr/bin:/bin"}, config) + [SHELL, "-c", "touch probe"]
-        seccomp = filter_file() if os.geteuid() == 0 else None
-        fds = [os.open(seccomp, os.O_RDONLY)] if seccomp is not None else []
+        fds = [os.open(path, os.O_RDONLY) for path in seccomp_files()]
         try:
             proc = subprocess.run(with_fds(argv, fds), capture_output=True, text=True, timeout=20, pass_fds=fds)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -211,7 +237,8 @@ def _probe() -> str | None:
 
 
 class BwrapSandbox(WorkspaceSandbox):
-    """Each command runs in a fresh bubblewrap sandbox (mount, pid, network, ipc, uts, cgroup namespaces)."""
+    """Commands run in a bubblewrap sandbox (mount, pid, network, ipc, uts, cgroup namespaces): one for all of
+    them by default, a fresh one for each with ``bwrap_persistent`` off."""
 
     kind = "bwrap"
 
@@ -220,7 +247,25 @@ class BwrapSandbox(WorkspaceSandbox):
         if reason is not None:
             raise SandboxError(f"bwrap sandbox unavailable: {reason}")
         super().__init__(workspace, config)
-        self._prefix = bwrap_argv(self.workspace, sandbox_env(self.config, self.workspace), self.config)
+        self._env = sandbox_env(self.config, self.workspace)
+        self._prefix = bwrap_argv(self.workspace, self._env, self.config)
+
+    def new_supervisor(self) -> Channel:
+        if not self.config.bwrap_persistent:
+            return super().new_supervisor()
+        return SandboxRunner(runner_launch(self.workspace, sandbox_env(self.config, self.workspace), self.config))
+
+    def command_env(self) -> dict[str, str]:
+        return self._env
+
+    def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        try:
+            return super().run(command, timeout)
+        except RunnerNotStarted as exc:  # an older bwrap, say: the per-command sandbox passed the probe
+            warnings.warn(f"{exc}; this bwrap sandbox falls back to a new bwrap per command", RuntimeWarning,
+                          stacklevel=2)  # fmt: skip
+            self.replace_supervisor(Supervisor())
+            return super().run(command, timeout)
 
     @staticmethod
     def is_available() -> bool:
@@ -230,8 +275,7 @@ class BwrapSandbox(WorkspaceSandbox):
         return None, None  # bwrap starts as the caller; the switch happens inside (privilege_drop)
 
     def passed_files(self) -> list[str]:
-        seccomp = filter_file() if os.geteuid() == 0 else None
-        return [str(seccomp)] if seccomp is not None else []
+        return seccomp_files()
 
     def argv(self, command: str, timeout: float) -> list[str]:
         return [*self._prefix, SHELL, "-c", command]

@@ -62,6 +62,8 @@ class SandboxConfig(BaseModel):
     """Directories outside /usr bound read-only into bwrap when they exist (per-user toolchains)."""
     etc_allow: tuple[str, ...] = DEFAULT_ETC_ALLOW
     """Entries of /etc (glob patterns) bound read-only into bwrap; nothing else of /etc is visible."""
+    bwrap_persistent: bool = True
+    """One bwrap per sandbox runs all its commands, /tmp kept between them (False: a new bwrap per command)."""
     network: bool = False
     """Whether commands may reach the network; only a task's setup step asks for it (dependencies)."""
     docker_image: str = "python:3.11-slim"

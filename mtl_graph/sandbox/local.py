@@ -2,7 +2,8 @@
 
 It does not isolate the filesystem or the network; prefer the bubblewrap backend where it works. What it does:
 every process a command starts is killed when the command ends (a supervising subreaper, see reaper.py), and
-as root, commands run as an unprivileged uid.
+as root, commands run as an unprivileged uid: started by a runner of that uid, forked once by the root
+supervisor (persistent.py), as a uid switch per command would cost a fork of the supervisor instead of a vfork.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
-from mtl_graph.sandbox.supervisor import Supervisor
+from mtl_graph.sandbox.persistent import SandboxRunner
+from mtl_graph.sandbox.supervisor import Channel, Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
 
 
@@ -33,8 +35,18 @@ class WorkspaceSandbox:
             hand_over(self.workspace, *self.owner)
         quota = self.config.workspace_quota_mb
         self.quota = QuotaWatch(self.workspace, quota) if quota else None
-        self.supervisor = Supervisor()
+        self.supervisor = self.new_supervisor()
         self._finalizer = weakref.finalize(self, self.supervisor.close)
+
+    def replace_supervisor(self, supervisor: Channel) -> None:
+        """Close the current supervisor (what it runs dies) and use this one from now on."""
+        self._finalizer()
+        self.supervisor = supervisor
+        self._finalizer = weakref.finalize(self, self.supervisor.close)
+
+    def new_supervisor(self) -> Channel:
+        """What starts this sandbox's commands: a supervisor process on the host."""
+        return Supervisor()
 
     def workspace_owner(self) -> tuple[int, int] | None:
         """Who must own the workspace for commands to write it: the unprivileged uid when we are root."""
@@ -56,28 +68,37 @@ class WorkspaceSandbox:
         """The argv that runs command (a shell string) in this backend."""
         raise NotImplementedError
 
-    def run(self, command: str, timeout: float | None = None) -> CommandResult:
-        limit = timeout if timeout is not None else self.config.timeout
+    def command_env(self) -> dict[str, str]:
+        """The environment commands get."""
+        return scrubbed_env(self.config, str(self.workspace))
+
+    def request(self, command: str, timeout: float) -> dict:
+        """What the supervisor is asked to start for command: argv, env, uid, gid, limits, files."""
+        if isinstance(self.supervisor, SandboxRunner):  # already the commands' uid (and, for bwrap, inside)
+            argv, env, limits = [SHELL, "-c", command], self.command_env(), self.limits()
+            return {"argv": argv, "env": env, "uid": None, "gid": None, "limits": limits, "files": []}
         uid, gid = self.identity()
         limits = self.limits()
         wrapper = limit_wrapper(limits)
-        argv = self.argv(command, limit)
+        argv = self.argv(command, timeout)
         if wrapper is not None:
             argv, limits = [*wrapper, *argv], []
+        # limits left are applied by the supervisor: as root, or when prlimit is missing
+        return {"argv": argv, "env": self.command_env(), "uid": uid, "gid": gid, "limits": limits,
+                "files": self.passed_files()}  # fmt: skip
+
+    def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        limit = timeout if timeout is not None else self.config.timeout
+        request = self.request(command, limit)
         if self.quota is not None:
             self.quota.begin()
         result = run_process(
             self.supervisor,
-            argv,
             cwd=str(self.workspace),
-            env=scrubbed_env(self.config, str(self.workspace)),
             timeout=limit,
             cap=self.config.output_cap,
-            uid=uid,
-            gid=gid,
-            limits=limits,  # applied by the supervisor: as root, or when prlimit is missing
-            files=self.passed_files(),
             watchdog=self.quota.check if self.quota is not None else None,
+            **request,
         )
         if self.quota is not None and (note := self.quota.check()):  # grown past it faster than one poll
             result = result.model_copy(update={"output": f"{result.output}\n[{note}]\n"})
@@ -146,6 +167,12 @@ class LocalSandbox(WorkspaceSandbox):
     @staticmethod
     def is_available() -> bool:
         return True
+
+    def new_supervisor(self) -> Channel:
+        if self.owner is None:  # no uid switch: the supervisor starts commands on the fast path itself
+            return super().new_supervisor()
+        uid, gid = self.owner
+        return SandboxRunner({"runner": True, "uid": uid, "gid": gid, "limits": []})
 
     def argv(self, command: str, timeout: float) -> list[str]:
         return [SHELL, "-c", command]

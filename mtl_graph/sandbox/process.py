@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from mtl_graph.sandbox.base import CommandResult
 from mtl_graph.sandbox.config import SandboxConfig
-from mtl_graph.sandbox.supervisor import Supervisor, SupervisorGone
+from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, SupervisorGone
 
 TIMEOUT_EXIT_CODE = 124
 CUT_MARKER = "\n... [{n} characters cut] ...\n"
@@ -27,7 +27,6 @@ _POLL_S = 0.05
 # The supervisor kills everything a command leaves, so its output ends with it; a holder of the pipe outside the
 # process tree (handed over a Unix socket, say) would otherwise block until the deadline.
 _LINGER_S = 0.5
-_KILL_GRACE_S = 10.0
 
 
 class CappedOutput:
@@ -109,7 +108,7 @@ def limit_wrapper(limits: Sequence[tuple[int, int]]) -> list[str] | None:
 
 
 def run_process(
-    supervisor: Supervisor,
+    supervisor: Channel,
     argv: Sequence[str],
     *,
     cwd: str,
@@ -134,6 +133,8 @@ def run_process(
         fd = supervisor.start(request)
         try:
             status, timed_out, note, out = _follow(supervisor, fd, start + timeout, watchdog, cap)
+        except CommandNotStarted:
+            raise
         except BaseException:
             supervisor.close()  # interrupted while the command runs: closing the supervisor kills it all
             raise
@@ -158,7 +159,7 @@ def run_process(
 
 
 def _follow(
-    supervisor: Supervisor, fd: int, deadline: float, watchdog: Callable[[], str | None] | None, cap: int
+    supervisor: Channel, fd: int, deadline: float, watchdog: Callable[[], str | None] | None, cap: int
 ) -> tuple[int, bool, str | None, CappedOutput]:
     """Read output and the supervisor's messages until the exit is known and the output drained."""
     out = CappedOutput(cap)
@@ -184,7 +185,7 @@ def _follow(
                 exited_at = exited_at or now
                 if now - exited_at >= _LINGER_S:  # a process outside the tree still holds the pipe
                     break
-            if killing_since is not None and status is None and now - killing_since > _KILL_GRACE_S:
+            if killing_since is not None and status is None and now - killing_since > supervisor.kill_grace_s:
                 supervisor.close()  # unresponsive: closing it kills the whole tree
                 status = -signal.SIGKILL
                 break
