@@ -49,9 +49,10 @@ def test_a_cache_path_that_is_a_file_falls_back_to_the_original_model(tmp_path):
     _assert_reference_vectors(embeddings)
 
 
-def test_a_damaged_cache_entry_falls_back_to_the_original_model(tmp_path):
+def test_a_damaged_cache_entry_is_rebuilt(tmp_path):
     cached = LocalEmbeddings(config=LocalEmbeddingsConfig(model_cache=str(tmp_path)))._model
+    size = (cached.parent / "model.data").stat().st_size
     (cached.parent / "model.data").write_bytes(b"truncated")
     embeddings = LocalEmbeddings(config=LocalEmbeddingsConfig(model_cache=str(tmp_path)))
-    assert embeddings._model == embeddings._onnx
+    assert embeddings._model == cached and (cached.parent / "model.data").stat().st_size == size
     _assert_reference_vectors(embeddings)

@@ -152,19 +152,25 @@ class LocalEmbeddings(Embeddings):
         self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
         self._tokenizer.enable_truncation(config.max_tokens)
         self._tokenizer.no_padding()  # padded per batch below, to the batch's longest text
-        self._model = _optimised(self._onnx, _cache_root(config.model_cache))
-        try:
-            self._query_session = _session(self._model, config.query_threads, config.spinning)
-        except EmbeddingError:
-            if self._model == self._onnx:
-                raise
-            self._model = self._onnx  # a damaged cache entry: the original still loads
-            self._query_session = _session(self._model, config.query_threads, config.spinning)
+        self._model, self._query_session = self._load(_cache_root(config.model_cache))
         self._batch_session: Any = None
         self._inputs = {i.name for i in self._query_session.get_inputs()}
         # A session may run concurrently, but two callers each asking for all cores only slow each other down.
         self._query_lock = threading.Lock()
         self._batch_lock = threading.Lock()
+
+    def _load(self, cache: Path | None) -> tuple[Path, Any]:
+        """The query session, on the cached pre-optimised model when it loads; a damaged cache entry is rebuilt
+        once, and the original file is the last resort."""
+        for _ in range(2):
+            model = _optimised(self._onnx, cache)
+            try:
+                return model, _session(model, self.config.query_threads, self.config.spinning)
+            except EmbeddingError:
+                if model == self._onnx:
+                    raise
+                shutil.rmtree(model.parent, ignore_errors=True)
+        return self._onnx, _session(self._onnx, self.config.query_threads, self.config.spinning)
 
     def _run(self, session: Any, encodings: list[Any]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
