@@ -42,7 +42,10 @@ def edge_config(q: Any, config: dict[str, Any], building: bool) -> Any:
     return q.EdgeConfig(
         vectors={config["dense"]: q.EdgeVectorParams(size=config["dim"], distance=q.Distance.Cosine)},
         sparse_vectors={config["sparse"]: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
-        payload_memory=q.Memory.Cached,
+        # Mapped on demand, not loaded whole: a search reads its top k payloads only (filters use the payload
+        # indexes), and Cached kept every 32 MB payload page resident, holes included (430 MB of a 1.09 GB peak
+        # with 13 segments at 100k) for no faster search (docs/benchmarks.md, "Peak RSS").
+        payload_memory=q.Memory.Cold,
         hnsw_config=q.HnswIndexConfig(m=config["hnsw_m"], ef_construct=config["ef_construct"],
                                       full_scan_threshold=config["full_scan_threshold_kb"]),
         optimizers=optimizers,

@@ -233,9 +233,9 @@ class EdgeStore:
         self._closed = False
 
     def _edge_config(self) -> Any:
-        # Payloads in the page cache ("Cached"), not read from disk per query ("Cold", Edge's default): with
-        # Cold payloads a filtered top-20 query spends most of its time in I/O (measured in benchmarks/).
-        # Applied to older shards too when they are loaded.
+        # Payloads mapped on demand ("Cold", Edge's default; see edge_build_worker.edge_config), not loaded whole
+        # ("Cached"): a search reads the payloads of its top k only. Applied to older shards too when they are
+        # loaded (segments written with Cached keep it until rewritten).
         return edge_config(self._q, self.build_config(), building=False)
 
     def _load(self, config: Any) -> Any:
