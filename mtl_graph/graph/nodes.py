@@ -35,6 +35,7 @@ from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.graph.retry import describe, provider_errors, retry_now
 from mtl_graph.sandbox import registry
+from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.tasks import Task
 
@@ -82,8 +83,11 @@ class MTLNodes:
         """A transient provider error with an attempt left is raised for the node's RetryPolicy."""
         return retry_now(exc, runtime, self.retry_attempts)
 
-    def _sandbox(self, workspace: str):
-        return make_sandbox(self.config.sandbox, Path(workspace))
+    def _sandbox(self, workspace: str, persistent: bool = True):
+        """persistent=False for a sandbox that runs a command or two (the check): a persistent bwrap's first
+        command costs ~145 ms (bwrap and its runner starting), one bwrap per command ~12 ms."""
+        config = None if persistent else SandboxConfig(bwrap_persistent=False)
+        return make_sandbox(self.config.sandbox, Path(workspace), config)
 
     def new_workspace(self, task: Task) -> Path:
         """A fresh directory for one run (removed after write back unless keep_workspaces)."""
@@ -151,7 +155,7 @@ class MTLNodes:
         update: dict[str, Any] = {}
         if task.check and state.get("workspace"):
             try:
-                sandbox = self._sandbox(state["workspace"])
+                sandbox = self._sandbox(state["workspace"], persistent=False)
                 try:
                     verdict = CheckJudge(task, sandbox, state.get("check_baseline")).judge(trajectory)
                 finally:

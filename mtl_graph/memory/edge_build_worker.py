@@ -5,7 +5,7 @@ agent's process it would stall every thread. This process gets the pool's points
 segment in DIR at low priority, then applies the writes the pool took meanwhile, and closes the shard.
 
 Protocol: stdin is a stream of pickled tuples from the parent (our own process, so pickle is safe here):
-  ``("config", {...})`` first; ``("points", ids, dense float32 matrix, sparse [(indices, values)], payloads)``;
+  ``("config", {...})`` first; ``("points", ids, dense float32 matrix, sparse [(indices, values)], payloads)`` (see `points_of`);
   ``("payload", id, payload)``; ``("delete", ids)``; ``("index",)`` builds the index (reply ``{"indexed": N}``);
   ``("sync",)`` replies ``{"synced": N}`` once everything before it is applied; ``("finish",)`` flushes and closes
   (reply ``{"points": N}``). Replies are JSON lines on stdout; any failure is ``{"error": "..."}`` and exit 1.
@@ -52,9 +52,15 @@ def edge_config(q: Any, config: dict[str, Any], building: bool) -> Any:
     )
 
 
-def points_of(q: Any, config: dict[str, Any], ids: list[str], dense: Any, sparse: list, payloads: list) -> list:
+def points_of(q: Any, config: dict[str, Any], ids: str, dense: Any, sparse: str, payloads: str) -> list:
+    """Points from a ``points`` message: ids, sparse vectors and payloads as JSON text, dense as a float32 matrix.
+
+    Text and an array, not lists of dicts: the pool's process holds a batch while the pipe is full, and thousands
+    of live containers per batch would be promoted to the collector's oldest generation and trigger full
+    collections (seconds in a process holding a large heap) in whatever thread allocates next."""
     out = []
-    for point_id, vector, (indices, values), payload in zip(ids, dense, sparse, payloads):
+    for point_id, vector, (indices, values), payload in zip(json.loads(ids), dense, json.loads(sparse),
+                                                           json.loads(payloads)):
         vectors = {config["dense"]: vector.tolist(), config["sparse"]: q.SparseVector(list(indices), list(values))}
         out.append(q.Point(point_id, vectors, payload))
     return out

@@ -153,11 +153,16 @@ class SwapGuard:
                 self._cond.notify_all()
 
 
-def journal_entry(points: list["StoredPoint"]) -> tuple:
+def points_message(ids: list[str], dense: Any, sparse: list, payloads: list) -> tuple:
+    """A ``points`` message for the worker (the format of edge_build_worker.points_of)."""
     import numpy as np
 
-    return ("points", [p.id for p in points], np.asarray([p.dense for p in points], dtype=np.float32),
-            [p.sparse for p in points], [p.payload for p in points])
+    return ("points", json.dumps(ids), np.asarray(dense, dtype=np.float32), json.dumps(sparse), json.dumps(payloads))
+
+
+def journal_entry(points: list["StoredPoint"]) -> tuple:
+    return points_message([p.id for p in points], [p.dense for p in points], [p.sparse for p in points],
+                          [p.payload for p in points])
 
 
 class Rebuild:
@@ -226,7 +231,8 @@ class Rebuild:
 
     def journaled_changes(self) -> int:
         """Points written or deleted while the worker built: the new shard's unindexed tail."""
-        return sum(len(entry[1]) for entry in self.journal if entry[0] in ("points", "delete"))
+        return sum(len(entry[2]) if entry[0] == "points" else len(entry[1]) if entry[0] == "delete" else 0
+                   for entry in self.journal)
 
     def send_journal(self) -> None:
         entries, self._sent = self.journal[self._sent:], len(self.journal)
@@ -242,7 +248,7 @@ class Rebuild:
             for chunk in points:
                 if self.aborted:
                     raise RebuildError("the pool closed during the build")
-                self._send(("points", *chunk))
+                self._send(chunk)
             self._send(("index",))
             self._reply("indexed")
             for _ in range(_CATCH_UP_ROUNDS):  # the writes taken meanwhile, without holding up the pool

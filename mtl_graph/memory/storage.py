@@ -23,6 +23,7 @@ from mtl_graph.memory.edge_rebuild import (
     indexed_points,
     journal_entry,
     point_link,
+    points_message,
     recover_interrupted_swap,
     replaced_dir,
 )
@@ -317,13 +318,11 @@ class EdgeStore:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
 
     def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:
-        import numpy as np
-
         for records in self._scroll(batch, vectors=True):
             sparse = [r.vector.get(SPARSE) for r in records]
-            yield ([str(r.id) for r in records], np.asarray([r.vector[DENSE] for r in records], dtype=np.float32),
-                   [(list(v.indices), list(v.values)) if v is not None else ([], []) for v in sparse],
-                   [r.payload or {} for r in records])
+            yield points_message([str(r.id) for r in records], [r.vector[DENSE] for r in records],
+                                 [(list(v.indices), list(v.values)) if v is not None else ([], []) for v in sparse],
+                                 [r.payload or {} for r in records])
 
     def _request(self, spec: QuerySpec) -> Any:
         q = self._q
