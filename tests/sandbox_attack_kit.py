@@ -15,7 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 import mtl_graph
+from mtl_graph.sandbox import BwrapSandbox
 
 NOBODY = 65534
 # Imported by mtl_graph.sandbox: copied next to it for an interpreter that cannot read this checkout's venv.
@@ -146,3 +149,6 @@ def run_unprivileged(kind: str, workspace: Path, commands: list[str], **kwargs) 
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
     return json.loads(out.splitlines()[-1])
+
+
+needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")

@@ -20,11 +20,10 @@ from mtl_graph.sandbox import (
     make_sandbox,
 )
 from mtl_graph.sandbox.docker import docker_available
-from sandbox_attack_kit import wait_gone
+from sandbox_attack_kit import needs_bwrap, wait_gone
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 
-needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
 KINDS = ["local", pytest.param("bwrap", marks=needs_bwrap)]
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
+from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.workspace import disk_usage
 from sandbox_attack_kit import (
+    needs_bwrap,
     NOBODY,
     kill_leftovers,
     marker,
@@ -35,7 +36,6 @@ from sandbox_attack_kit import (
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 
 ROOT = os.geteuid() == 0
-needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
 _unpriv = unprivileged_python()
 needs_nobody = pytest.mark.skipif(isinstance(_unpriv, str), reason=str(_unpriv))
 CASES = [

@@ -11,15 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_attack_kit import needs_bwrap
 
-from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
+from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.docker import docker_exec_argv, docker_run_argv
 from mtl_graph.sandbox.workspace import hand_over
 from mtl_graph.tasks import Task, TaskError
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 ROOT = os.geteuid() == 0
-needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
 needs_root = pytest.mark.skipif(not ROOT, reason="the uid switch happens only when running as root")
 KINDS = ["local", pytest.param("bwrap", marks=needs_bwrap)]
 

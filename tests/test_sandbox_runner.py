@@ -19,6 +19,7 @@ import pytest
 
 from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
 from sandbox_attack_kit import (
+    needs_bwrap,
     kill_leftovers,
     marker,
     nobody_workspace,
@@ -28,7 +29,6 @@ from sandbox_attack_kit import (
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
-needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap cannot run here")
 _unpriv = unprivileged_python()
 needs_nobody = pytest.mark.skipif(isinstance(_unpriv, str), reason=str(_unpriv))
 MODES = ["caller", pytest.param("nobody", marks=needs_nobody)]

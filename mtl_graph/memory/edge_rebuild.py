@@ -64,9 +64,12 @@ def generations(live: Path) -> dict[int, Path]:
 
 
 def next_generation(live: Path) -> Path:
-    current = live.resolve().name if live.is_symlink() else ""
-    numbers = list(generations(live)) + ([int(current.rsplit(".g", 1)[1])] if ".g" in current else [])
-    return live.with_name(f"{live.name}.g{max(numbers, default=0) + 1}")
+    """Where the next build goes (the generation the link points to is among `generations`)."""
+    return live.with_name(f"{live.name}.g{max(generations(live), default=0) + 1}")
+
+
+def _link_staging(live: Path) -> Path:
+    return live.with_name(live.name + ".link")
 
 
 def indexed_points(live: Path) -> int:
@@ -87,7 +90,7 @@ def _sync_dir(path: Path) -> None:
 
 def point_link(live: Path, target: Path) -> None:
     """Make ``live`` a link to the sibling ``target``, atomically (a new link renamed over the old one)."""
-    tmp = live.with_name(live.name + ".link")
+    tmp = _link_staging(live)
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
     os.symlink(target.name, tmp)
@@ -108,7 +111,7 @@ def recover_interrupted_swap(live: Path) -> str | None:
             os.rename(old, live)
             done.append(f"restored {old.name}")
     keep = live.resolve() if live.is_symlink() else None
-    for path in [*gens.values(), old, live.with_name(live.name + ".link")]:
+    for path in [*gens.values(), old, _link_staging(live)]:
         if path != keep and (path.exists() or path.is_symlink()):
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
             done.append(f"removed {path.name}")
