@@ -325,3 +325,38 @@ def test_bad_index_settings_are_refused_with_the_field_named():
         EdgeIndexConfig(rebuild_min_points=0)
     with pytest.raises(ValueError, match="rebuild_ratio"):
         EdgeIndexConfig(rebuild_ratio=0)
+
+
+def test_a_corrupt_index_marker_only_costs_a_rebuild(tmp_path):
+    live, batch = tmp_path / "edge", points(300, seed=17)
+    store = EdgeStore(str(live), DIM, SMALL)
+    store.upsert(batch)
+    store.optimize(wait=True)
+    store.close()
+    (live / INDEX_MARKER).write_text("{not json")
+    store = EdgeStore(str(live), DIM, SMALL)
+    try:
+        assert store.indexed == 0  # unknown: treated as never indexed
+        assert_holds(store, {p.id: p for p in batch})
+        store.optimize(wait=True)
+        assert store.indexed == 300
+    finally:
+        store.close()
+
+
+def test_a_pool_whose_index_link_points_nowhere_is_refused_not_opened_empty(tmp_path, embeddings):
+    from mtl_graph.memory.errors import PoolError
+    from mtl_graph.memory.models import InsightMemory
+    from mtl_graph.memory.pool import MemoryPool
+
+    path = tmp_path / "pool"
+    with MemoryPool.open(path, embeddings) as pool:
+        pool.add(InsightMemory(title="verify with tests", description="run the tests after each edit",
+                               content="run the tests after each edit"))
+        pool.optimize()
+    assert (path / "edge").is_symlink()
+    import shutil
+
+    shutil.rmtree((path / "edge").resolve())  # the generation it links to deleted by hand
+    with pytest.raises(PoolError, match="missing"):
+        MemoryPool.open(path, embeddings)
