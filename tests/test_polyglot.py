@@ -15,6 +15,7 @@ import pytest
 from mtl_graph.bench.models import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import SuiteError, filter_languages, load_suite, normalize_spec
+from mtl_graph.bench.suites.exercism import read_exercise
 from mtl_graph.bench.suites.exercism import languages as langs
 from mtl_graph.experience.checks import run_setup
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
@@ -148,16 +149,31 @@ def test_missing_toolchain_and_unreachable_dependencies_are_skips(tmp_path, monk
     assert task.setup_network and task.setup.startswith("npm install") and task.setup.endswith("rm -rf .meta")
 
 
-def test_java_exercise_needing_another_library_is_skipped(tmp_path):
+@pytest.mark.parametrize("jars", [True, False], ids=["with-jars", "without-jars"])
+def test_java_exercise_needing_another_library_is_skipped(tmp_path, monkeypatch, jars):
+    # Debian's jars may or may not be installed here: both machines are made, so both hold on any machine.
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for jar in langs.JAVA_JARS if jars else ():
+        (lib / jar).touch()
+    monkeypatch.setattr(langs, "JAVA_LIB_DIR", lib)
     root = tmp_path / "ex"
     shutil.copytree(POLYGLOT / "java", root / "java")
     gradle = root / "java/exercises/practice/two-fer/build.gradle"
     extra = 'dependencies {\n    implementation "org.json:json:20190722"'
     gradle.write_text(gradle.read_text().replace("dependencies {", extra))
+    java = langs.LANGUAGES["java"]
+    # The build file alone decides this, so it holds without javac or the jars too.
+    assert java.problem(read_exercise(gradle.parent, "java")).startswith("needs org.json:json:20190722")
     suite = load_suite(f"exercism:{root}")
-    if suite.skipped and "toolchain" in suite.skipped[0].reason:
-        pytest.skip(suite.skipped[0].reason)
-    assert suite.skipped[0].reason.startswith("needs org.json:json:20190722")
+    track = java.unavailable()  # None only where javac is on PATH and the jars are there
+    if track is None:
+        assert jars
+        expected = "needs org.json:json:20190722"
+    else:  # a machine that cannot grade Java at all skips the track for that reason, with a way to fix it
+        assert "toolchain not found" in track or (not jars and "jars are missing" in track), track
+        expected = track
+    assert suite.tasks == [] and suite.skipped[0].reason.startswith(expected), suite.skipped
 
 
 def test_setup_with_network_runs_in_a_networked_twin(tmp_path):
