@@ -1,14 +1,14 @@
-"""Helpers of the sandbox attack tests: run a sandbox as an unprivileged user, find leftover processes."""
+"""Helpers of the sandbox attack tests: run a sandbox (or the CLI) as an unprivileged user, find leftover processes."""
 
 from __future__ import annotations
 
 import atexit
 import functools
-import importlib
 import json
 import os
 import random
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -21,8 +21,6 @@ import mtl_graph
 from mtl_graph.sandbox import BwrapSandbox
 
 NOBODY = 65534
-# Imported by mtl_graph.sandbox: copied next to it for an interpreter that cannot read this checkout's venv.
-_DEPENDENCIES = ("pydantic", "pydantic_core", "typing_extensions", "annotated_types", "typing_inspection")
 
 CHILD = r"""
 import json, sys, warnings
@@ -74,44 +72,74 @@ def kill_leftovers(text: str) -> None:
             pass
 
 
+def _stage(src: Path, dst: Path) -> None:
+    """A tree uid 65534 can read at dst: world-readable files hard-linked where the filesystem allows (the
+    venv is large), the rest copied and opened up (a link shares its inode, so its mode is never touched)."""
+
+    def place(a: str, b: str) -> None:
+        if os.stat(a).st_mode & 0o004:
+            try:
+                return os.link(a, b)
+            except OSError:  # another filesystem, or links refused
+                pass
+        shutil.copy2(a, b)
+        mode = os.stat(b).st_mode
+        os.chmod(b, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+
+    shutil.copytree(src, dst, copy_function=place, ignore=shutil.ignore_patterns("__pycache__"), symlinks=False)
+    for root, dirs, _ in os.walk(dst):
+        for d in [root, *(os.path.join(root, d) for d in dirs)]:
+            os.chmod(d, 0o755)
+
+
+def public_tmp(near: Path | None = None) -> str:
+    """A temp directory every user can reach (TMPDIR may be private), on near's filesystem if one is (links)."""
+    found = [c for c in dict.fromkeys([tempfile.gettempdir(), "/var/tmp", "/tmp"]) if os.path.isdir(c)
+             and all(os.stat(p).st_mode & 0o001 for p in [c, *Path(c).parents])]
+    assert found, "no temp directory that another user can reach"
+    same = [c for c in found if near is not None and os.stat(c).st_dev == near.stat().st_dev]
+    return (same or found)[0]
+
+
 @functools.cache
 def unprivileged_python() -> tuple[str, str] | str:
-    """(interpreter, PYTHONPATH) with which uid 65534 can import mtl_graph.sandbox, or why there is none."""
+    """(interpreter, PYTHONPATH) with which uid 65534 can import mtl_graph and all it depends on, or why not.
+
+    The checkout and its venv may lie under a directory that uid cannot enter (root's home, any 0700 directory),
+    so the package and every site directory are staged in one it can; a staged PYTHONPATH ignores ``.pth``
+    files, which is why the package itself is staged first even when it is installed in editable mode."""
     if os.geteuid() != 0:
         return "not root: cannot switch to another uid"
-    stage = Path(tempfile.mkdtemp(prefix="mtl-unpriv-"))
+    found = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    sites = [Path(p) for p in dict.fromkeys(map(os.path.realpath, found)) if os.path.isdir(p)]
+    stage = Path(tempfile.mkdtemp(prefix="mtl-unpriv-", dir=public_tmp(sites[0] if sites else None)))
     atexit.register(shutil.rmtree, stage, ignore_errors=True)
     os.chmod(stage, 0o755)
-    shutil.copytree(Path(mtl_graph.__file__).parent, stage / "mtl_graph", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in _DEPENDENCIES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        path = Path(module.__file__)
-        if path.name == "__init__.py":
-            shutil.copytree(path.parent, stage / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(path, stage / path.name)
-    subprocess.run(["chmod", "-R", "a+rX", str(stage)], check=True)
+    _stage(Path(mtl_graph.__file__).parent, stage / "pkg" / "mtl_graph")
+    for i, path in enumerate(sites):
+        _stage(path, stage / f"site-{i}")
+    pythonpath = os.pathsep.join([str(stage / "pkg"), *(str(stage / f"site-{i}") for i in range(len(sites)))])
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     candidates = [os.path.realpath(sys.executable), f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    why = f"no Python {version} that uid {NOBODY} may run (the venv's interpreter lives in a private directory)"
     for exe in dict.fromkeys(candidates):
         try:
             probe = subprocess.run(
-                [exe, "-s", "-c", "import mtl_graph.sandbox"], env={"PYTHONPATH": str(stage), "PATH": os.defpath},
-                user=NOBODY, group=NOBODY, extra_groups=[], capture_output=True, cwd="/",
+                [exe, "-s", "-c", "import mtl_graph.sandbox, mtl_graph.cli"],
+                env={"PYTHONPATH": pythonpath, "PATH": os.defpath},
+                user=NOBODY, group=NOBODY, extra_groups=[], capture_output=True, text=True, cwd="/",
             )  # fmt: skip
         except OSError:  # not executable by that uid
             continue
         if probe.returncode == 0:
-            return exe, str(stage)
-    return f"no Python {version} that uid {NOBODY} may run (the venv's interpreter lives in a private directory)"
+            return exe, pythonpath
+        why = f"{exe} as uid {NOBODY} cannot import mtl_graph: {(probe.stderr.strip().splitlines() or ['?'])[-1]}"
+    return why
 
 
 def nobody_workspace() -> Path:
     """A workspace the unprivileged user owns, reachable by it (pytest's tmp_path under root's 0700 is not)."""
-    base = Path(tempfile.mkdtemp(prefix="mtl-unpriv-ws-"))
+    base = Path(tempfile.mkdtemp(prefix="mtl-unpriv-ws-", dir=public_tmp()))
     os.chmod(base, 0o755)
     ws = base / "ws"
     ws.mkdir()

@@ -443,26 +443,31 @@ def test_a_truncated_edge_wal_after_a_crash_is_refused(tmp_path, embeddings):
 
 def test_another_users_pool_is_one_clear_line_for_an_unprivileged_user(built):
     """Run as nobody (CI runs as root; this switches where it can): a pool it may not write is refused in one line,
-    by the memory commands and by the check, and left as it was."""
+    by the memory commands and by the check, and left as it was. The CLI runs from a staged copy that uid can
+    read, so the test holds wherever the project was cloned (a venv under a 0700 directory included)."""
     import subprocess
     import tempfile
 
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        pytest.skip("switching to an unprivileged user needs root and setpriv")
-    parent = Path(tempfile.mkdtemp(prefix="mtl-perm-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    from sandbox_attack_kit import NOBODY, public_tmp, unprivileged_python
+
+    found = unprivileged_python()
+    if isinstance(found, str):
+        pytest.skip(found)
+    exe, pythonpath = found
+    parent = Path(tempfile.mkdtemp(prefix="mtl-perm-", dir=public_tmp()))
     try:
         parent.chmod(0o755)
         path = parent / "pool"
         copy_tree_sparse(built["edge"], path)
         before = fingerprint(path)
-        mtl = str(Path(__import__("sys").executable).with_name("mtl"))
         own_tmp = parent / "tmp"  # the embedder stages its model files in the temp dir: nobody needs its own
         own_tmp.mkdir()
-        os.chown(own_tmp, 65534, 65534)
-        env = {"PATH": os.environ["PATH"], "HOME": str(own_tmp), "HF_HUB_OFFLINE": "1", "TMPDIR": str(own_tmp)}
+        os.chown(own_tmp, NOBODY, NOBODY)
+        env = {"PATH": os.environ["PATH"], "HOME": str(own_tmp), "HF_HUB_OFFLINE": "1", "TMPDIR": str(own_tmp),
+               "PYTHONPATH": pythonpath}
         for args in (["memories", "list", "--pool", str(path)], ["pool", "check", str(path)]):
-            proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", mtl, *args],
-                                  capture_output=True, text=True, env=env, timeout=300)
+            proc = subprocess.run([exe, "-s", "-m", "mtl_graph.cli", *args], capture_output=True, text=True,
+                                  env=env, timeout=300, user=NOBODY, group=NOBODY, extra_groups=[], cwd="/")
             assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
             assert proc.stderr.strip() == f"error: cannot open pool {path}: Permission denied ({path / '.lock'})"
         assert fingerprint(path) == before
