@@ -15,6 +15,7 @@ from langgraph.config import get_stream_writer
 
 from mtl_graph.experience.redact import redact_value
 from mtl_graph.experience.trajectory import Step, Verdict
+from mtl_graph.safe_text import safe_value
 
 
 # The writer of the node that runs a nested graph (the execute subgraph, an agent's own graph): a parent streams
@@ -33,7 +34,7 @@ def emit(kind: str, **fields: Any) -> None:
             writer = get_stream_writer()
         except RuntimeError:  # called outside a runnable context (e.g. an agent run directly, not in the graph)
             return
-    writer(redact_value({"kind": kind, **fields}))
+    writer(safe_value(redact_value({"kind": kind, **fields})))  # agent-made names may not be UTF-8 (safe_text.py)
 
 
 @contextmanager

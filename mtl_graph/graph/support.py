@@ -12,6 +12,7 @@ from typing import Any, Callable
 from langgraph.types import Overwrite
 
 from mtl_graph.chat import model_label
+from mtl_graph.safe_text import safe_json_text, safe_value
 from mtl_graph.tasks import Task
 from mtl_graph.templates import render_template
 
@@ -52,13 +53,16 @@ def open_default_pool() -> Any:
 
 
 def timed(name: str, starts_run: bool = False) -> Callable:
-    """Record a node's wall time in state['timings'][name]; the run's first node replaces the previous run's."""
+    """Record a node's wall time in state['timings'][name]; the run's first node replaces the previous run's.
+
+    The update is made safe to serialise (`safe_value`): a file name of the agent's that is not UTF-8 must not
+    make a checkpoint, the stream or the run log fail."""
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
         def node(*args: Any, **kwargs: Any) -> dict[str, Any]:
             start = time.perf_counter()
-            update = fn(*args, **kwargs) or {}
+            update = safe_value(fn(*args, **kwargs) or {})
             timing = {name: round(time.perf_counter() - start, 4)}
             return {**update, "timings": Overwrite(timing) if starts_run else timing}
 
@@ -74,7 +78,7 @@ def append_run_log(path: Path, record: dict[str, Any]) -> None:
     """Redact secrets, then append one JSON line (safe across threads of one process); importers read it back."""
     from mtl_graph.experience.redact import redact_value
 
-    line = json.dumps(redact_value(record), ensure_ascii=False, default=str)
+    line = safe_json_text(json.dumps(redact_value(record), ensure_ascii=False, default=str))
     path.parent.mkdir(parents=True, exist_ok=True)
     with _RUN_LOG_LOCK, open(path, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")

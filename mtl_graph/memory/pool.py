@@ -368,7 +368,8 @@ class MemoryPool:
         with fh:
             for lineno, raw in enumerate(fh, 1):
                 try:
-                    line = raw.decode("utf-8")
+                    # an editor's BOM, as ingest allows (on any line: exports joined with cat keep theirs)
+                    line = raw.decode("utf-8").removeprefix("\ufeff")
                     if not line.strip():
                         continue
                     batch.append(parse_memory(json.loads(line)))  # add_many redacts it
@@ -376,6 +377,8 @@ class MemoryPool:
                     report.errors.append(f"{path}:{lineno}: not UTF-8 text")
                 except json.JSONDecodeError as exc:
                     report.errors.append(f"{path}:{lineno}: malformed JSON ({exc.msg})")
+                except RecursionError:  # the decoder's own limit: no memory nests that deep
+                    report.errors.append(f"{path}:{lineno}: malformed JSON (nested too deeply)")
                 except ValidationError as exc:
                     report.errors.append(f"{path}:{lineno}: invalid memory ({first_validation_error(exc)})")
                 if len(batch) >= batch_size:
