@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Protocol, runtime_checkable
 
 from mtl_graph.experience.checks import run_check, run_setup
-from mtl_graph.experience.planted import hijack_candidates
-from mtl_graph.sandbox import make_sandbox
+from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
+from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_UNAVAILABLE_KEY
 from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
@@ -60,6 +60,10 @@ class ReferenceRunner:
         self.pool = pool
         self.workdir = workdir
 
+    def check_sandbox(self, room: Path):
+        """The sandbox of a check: one bwrap per command (the check runs one or two)."""
+        return make_sandbox(self.sandbox_kind, room, SandboxConfig(bwrap_persistent=False))
+
     def retrieve(self, scope: MemoryScope | None) -> list[RetrievedMemory]:
         if scope is None or self.pool is None:
             return []
@@ -73,12 +77,13 @@ class ReferenceRunner:
         retrieved = self.retrieve(scope)
         steps: list[Step] = []
         with tempfile.TemporaryDirectory(prefix="mtl-bench-", dir=self.workdir) as tmp:
-            sandbox = make_sandbox(self.sandbox_kind, task.materialize(Path(tmp) / "workspace"))
+            workspace = task.materialize(Path(tmp) / "workspace")
+            sandbox = make_sandbox(self.sandbox_kind, workspace)
             try:
                 if setup := run_setup(task, sandbox):
                     steps.append(Step(action=task.setup or "", observation=setup.output, exit_code=setup.exit_code,
                                       duration_s=setup.duration_s))
-                baseline = hijack_candidates(sandbox.workspace)
+                take_snapshot(workspace)
                 if self.solve(task, condition, attempt):
                     reference = task.metadata.get(REFERENCE_KEY)
                     if not reference:
@@ -88,11 +93,13 @@ class ReferenceRunner:
                         sandbox.write_file(path, content)
                         steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},
                                           observation=f"wrote {len(content)} chars"))
-                verdict = run_check(task, sandbox, baseline)
+                sandbox.close()
+                verdict = run_check(task, workspace, self.check_sandbox)
             except RuntimeError as exc:
                 return RunOutcome(error=str(exc), retrieved=retrieved, duration_s=time.monotonic() - start)
             finally:
                 sandbox.close()
+                discard_snapshot(workspace)
         trajectory = Trajectory(task=task.ref(), steps=steps, verdict=verdict, model=self.name,
                                 submission="reference solution" if any(s.tool == "write_file" for s in steps) else None,
                                 exit_status="submitted")

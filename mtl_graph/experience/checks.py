@@ -1,19 +1,26 @@
 """Ground truth: a task's setup and check commands, run in the task's sandbox (the test-based judge).
 
-The check judges the solution, never the agent's edits to the tests: before it runs, the task's test files
-(and a check script inside the workspace) are put back from their pristine copies in the task's source, and
-whatever the agent did to them is recorded in the verdict's ``tests_modified``. A check that ran no test fails.
+The check judges the solution, never the agent's workspace: it runs in a clean room (clean_room.py) holding the
+pristine task and only the solution, in an environment of its own (check_env.py); the solution is scanned for
+code that reaches the test runner (tamper_scan.py) and the runner's own report is held against the tests the
+pristine files define (accounting.py). What the agent did to the tests is recorded in ``tests_modified``, what
+was not carried in ``dropped``; a suspect run is a fail whose reason starts with ``suspect:``. A check that ran
+no test fails.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import stat
-from collections.abc import Collection
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from mtl_graph.experience.accounting import MAX_REPORT_BYTES, suspicions
+from mtl_graph.experience.check_env import graded_command
+from mtl_graph.experience.clean_room import Room, build_room, pristine_path
 from mtl_graph.experience.no_tests import no_test_reason
-from mtl_graph.experience.planted import remove_entry, remove_planted
+from mtl_graph.experience.tamper_scan import scan_file
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
 from mtl_graph.sandbox.factory import make_sandbox
@@ -70,51 +77,38 @@ def pristine_tests(task: Task) -> dict[str, tuple[bytes, int]]:
     return out
 
 
-def restore_tests(task: Task, workspace: str | Path, baseline: Collection[str] | None = None) -> dict[str, str]:
-    """Put the pristine test files back into workspace, remove modules planted to hijack a Python check;
-    return {path: "modified" | "deleted" | "replaced" | "planted"}. baseline: `hijack_candidates` taken before the
-    agent ran (None: only the task's own files are legitimate).
-
-    Never follows a link the agent planted: every directory on the way is opened without following links
-    (a link, file or anything else where a directory belongs is removed and a real directory made), and each
-    file is written next to its place and renamed over it, which also breaks hard links to the agent's files."""
+def test_changes(task: Task, workspace: str | Path) -> dict[str, str]:
+    """What the agent did to the task's test files: {path: "modified" | "deleted" | "replaced"} (read-only: the
+    check never reads them from the workspace). Never follows a link: a link where a file or directory belongs
+    is a replacement."""
     changes: dict[str, str] = {}
-    pristine = pristine_tests(task)
     root = os.open(Path(workspace), _OPEN_DIR)
     try:
-        for rel, (content, mode) in pristine.items():
-            how = _restore_one(root, PurePosixPath(rel).parts, content, mode)
+        for rel, (content, _mode) in pristine_tests(task).items():
+            how = _classify(root, PurePosixPath(rel).parts, content)
             if how is not None:
                 changes[rel] = how
-        changes.update(remove_planted(task, root, baseline))
     finally:
         os.close(root)
     return changes
 
 
-def _restore_one(root: int, parts: tuple[str, ...], content: bytes, mode: int) -> str | None:
-    dir_fd, how = os.dup(root), None
+def _classify(root: int, parts: tuple[str, ...], content: bytes) -> str | None:
+    dir_fd = os.dup(root)
     try:
         for name in parts[:-1]:
-            if _kind(name, dir_fd) != "dir":
-                how = how or ("deleted" if _kind(name, dir_fd) is None else "replaced")
-                remove_entry(name, dir_fd)
-                os.mkdir(name, 0o755, dir_fd=dir_fd)
+            kind = _kind(name, dir_fd)
+            if kind != "dir":
+                return "deleted" if kind is None else "replaced"
             child = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
             os.close(dir_fd)
             dir_fd = child
-        name = parts[-1]
-        kind = _kind(name, dir_fd)
-        if how is None and kind is None:
-            how = "deleted"
-        elif how is None and kind == "file":
-            how = None if _same(name, dir_fd, content) else "modified"
-        elif how is None:
-            how = "replaced"
-        if kind == "dir":
-            remove_entry(name, dir_fd)
-        _write_replacing(name, dir_fd, content, mode)
-        return how
+        kind = _kind(parts[-1], dir_fd)
+        if kind is None:
+            return "deleted"
+        if kind != "file":
+            return "replaced"
+        return None if _same(parts[-1], dir_fd, content) else "modified"
     finally:
         os.close(dir_fd)
 
@@ -135,45 +129,95 @@ def _same(name: str, dir_fd: int, content: bytes) -> bool:
         return fh.read(len(content) + 1) == content
 
 
-def _write_replacing(name: str, dir_fd: int, content: bytes, mode: int) -> None:
-    tmp = f".{name}.mtl-pristine"
-    remove_entry(tmp, dir_fd)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(content)
-        os.fchmod(fh.fileno(), mode)  # the mode of the pristine copy, whatever the umask
-    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+SandboxFor = Callable[[Path], Sandbox]
+"""Makes the sandbox a check runs in, over the clean room's directory."""
 
 
-def run_check(task: Task, sandbox: Sandbox, baseline: Collection[str] | None = None) -> Verdict:
-    """Restore the test files, run the task's check: exit code 0 with tests run is a pass.
+def _setup_in(task: Task, sandbox_for: SandboxFor) -> Callable[[Path], None]:
+    """Run the task's setup in a room built without a snapshot (a run prepared before snapshots existed)."""
 
-    The reason keeps the output's tail, and names the test files the agent had changed."""
+    def prepare(room: Path) -> None:
+        sandbox = sandbox_for(room)
+        try:
+            run_setup(task, sandbox)
+        finally:
+            sandbox.close()
+
+    return prepare
+
+
+def _read_report(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, _OPEN_READ)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(MAX_REPORT_BYTES) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
+
+
+def _scan(room: Room) -> list[str]:
+    found: list[str] = []
+    for rel in room.carried:
+        path = room.path / rel
+        found += scan_file(rel, path.read_bytes().decode("utf-8", "replace"))
+    return found
+
+
+def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapshot: Path | None = None) -> Verdict:
+    """Run the task's check in a clean room holding the pristine task and the solution (clean_room.py): exit code
+    0 with tests run, nothing suspect in the solution and the runner's accounting complete is a pass.
+
+    snapshot: the workspace as it was after setup (default: the one `take_snapshot` made, if any)."""
     if not task.check:
         return Verdict(status=VerdictStatus.UNCERTAIN, reason="task has no check command", source="tests")
-    changes = restore_tests(task, sandbox.workspace, baseline)
-    tampered = sorted(changes)
-    note = ("tests modified by the agent (pristine copies restored before the check): "
+    changes = test_changes(task, workspace)
+    if snapshot is None and pristine_path(workspace).is_dir():
+        snapshot = pristine_path(workspace)
+    room = build_room(task, workspace, snapshot, prepare=None if snapshot else _setup_in(task, sandbox_for))
+    try:
+        suspect = _scan(room)  # before the check: the solution runs in it and could rewrite itself
+        report = room.path / f".mtl-report-{secrets.token_hex(8)}" / "report.jsonl"
+        report.parent.mkdir()
+        sandbox = sandbox_for(room.path)
+        try:
+            result = sandbox.run(graded_command(task.check, report), timeout=task.check_timeout)
+        finally:
+            sandbox.close()
+        tests = {rel: content.decode("utf-8", "replace") for rel, (content, _) in pristine_tests(task).items()}
+        suspect += suspicions(tests, _read_report(report), result.exit_code)
+    finally:
+        room.close()
+    return _verdict(task, result, sorted(changes), changes, room.dropped_list(), suspect)
+
+
+def _verdict(task: Task, result: CommandResult, tampered: list[str], changes: dict[str, str], dropped: list[str],
+             suspect: list[str]) -> Verdict:
+    note = ("tests modified by the agent (the check used the pristine copies): "
             + ", ".join(f"{p} ({changes[p]})" for p in tampered) + "\n") if tampered else ""
-    result = sandbox.run(task.check, timeout=task.check_timeout)
+    if dropped:
+        note += f"not carried into the check ({len(dropped)}): " + ", ".join(dropped[:10]) + "\n"
     tail = result.output[-REASON_TAIL:]
+    fields = {"source": "tests", "tests_modified": tampered, "dropped": dropped, "suspicions": suspect}
+    if suspect:
+        return Verdict(status=VerdictStatus.FAIL, **fields,
+                       reason=f"suspect: {'; '.join(suspect[:5])}\n{note}check exit code {result.exit_code}\n{tail}")
     if result.timed_out:
-        return Verdict(status=VerdictStatus.FAIL, source="tests", tests_modified=tampered,
+        return Verdict(status=VerdictStatus.FAIL, **fields,
                        reason=f"{note}check timed out after {task.check_timeout:.0f}s\n{tail}")
-    empty = no_test_reason(task.check, result.exit_code, result.output)
+    empty = no_test_reason(task.check or "", result.exit_code, result.output)
     if empty is not None:
-        return Verdict(status=VerdictStatus.FAIL, source="tests", tests_modified=tampered,
+        return Verdict(status=VerdictStatus.FAIL, **fields,
                        reason=f"{note}the check ran no test ({empty}); exit code {result.exit_code}\n{tail}")
     status = VerdictStatus.PASS if result.exit_code == 0 else VerdictStatus.FAIL
-    return Verdict(status=status, source="tests", tests_modified=tampered,
-                   reason=f"{note}check exit code {result.exit_code}\n{tail}")
+    return Verdict(status=status, **fields, reason=f"{note}check exit code {result.exit_code}\n{tail}")
 
 
 class CheckJudge:
     """The `Judge` protocol over a task's check command: prefer it to an LLM judge whenever a task has one."""
 
-    def __init__(self, task: Task, sandbox: Sandbox, baseline: Collection[str] | None = None) -> None:
-        self.task, self.sandbox, self.baseline = task, sandbox, baseline
+    def __init__(self, task: Task, workspace: str | Path, sandbox_for: SandboxFor,
+                 snapshot: Path | None = None) -> None:
+        self.task, self.workspace, self.sandbox_for, self.snapshot = task, workspace, sandbox_for, snapshot
 
     def judge(self, trajectory: Trajectory) -> Verdict:
-        return run_check(self.task, self.sandbox, self.baseline)
+        return run_check(self.task, self.workspace, self.sandbox_for, self.snapshot)

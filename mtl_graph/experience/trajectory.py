@@ -56,7 +56,12 @@ class Verdict(BaseModel):
     source: Literal["tests", "judge", "given", "infrastructure"] = "given"
     """Who decided: the task's tests, an LLM judge, a label that came with the log, or an infrastructure error."""
     tests_modified: list[str] = Field(default_factory=list)
-    """Test or check files the agent changed, deleted or replaced (restored from pristine copies before the check)."""
+    """Test or check files the agent changed, deleted or replaced (the check used the pristine copies)."""
+    dropped: list[str] = Field(default_factory=list)
+    """Files the agent created or changed that were not carried into the check's clean room, each with why."""
+    suspicions: list[str] = Field(default_factory=list)
+    """Why the check's result cannot be trusted (code reaching the test runner, tests that never reported):
+    a suspect run is a fail, never a success memory, never credited."""
 
     @classmethod
     def infrastructure_error(cls, reason: str) -> "Verdict":
@@ -67,6 +72,11 @@ class Verdict(BaseModel):
     def is_error(self) -> bool:
         """True when the run ended in an infrastructure error (not a judgement of the agent's work)."""
         return self.status == VerdictStatus.ERROR
+
+    @property
+    def is_suspect(self) -> bool:
+        """True when the check found the solution reaching into the test run (the run is a fail)."""
+        return bool(self.suspicions)
 
     @property
     def outcome(self) -> Outcome:

@@ -33,13 +33,14 @@ from mtl_graph.graph.state import merge_dicts
 from mtl_graph.graph.support import as_task
 from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.sandbox.registry import release
 from mtl_graph.tasks import Task
 
 RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
               "new_memory_ids", "memories_written", "distill_failures", "error")
 """What the middleware keeps of its MTL run under the agent state's `mtl` key."""
-DURING_RUN = ("task", "check_baseline", "first_message", "workspace", "own_workspace")
+DURING_RUN = ("task", "first_message", "workspace", "own_workspace")
 """What the agent's run carries from `before_agent` to `after_agent`, besides the run fields."""
 
 
@@ -142,7 +143,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
     def after_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         run = dict(state.get("mtl") or {})
         ctx = _mtl_runtime(runtime)
-        release(run.get("workspace"))  # the agent is done: what it left running dies before the tests are restored
+        release(run.get("workspace"))  # the agent is done: what it left running dies before the check
         self._refreshed.discard(run.get("run_id"))
         if (state.get("mtl_refresh") or {}).get("hits"):
             run["re_retrieved"] = state["mtl_refresh"]["hits"]
@@ -156,6 +157,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         own = run.get("own_workspace")
         # write back removes a workspace it is given: only ever the run's own, never the caller's directory
         run.update(self.nodes.write_back({**run, "workspace": run.get("workspace") if own else None}, ctx))
+        discard_snapshot(run.get("workspace"))  # the check has run: its clean room's source goes, whoever's workspace
         return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None,  # a task is one run's
                 "workspace": None if own else run.get("workspace")}
 

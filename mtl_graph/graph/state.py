@@ -30,7 +30,6 @@ class MTLState(TypedDict):
     re_retrieved: NotRequired[list[dict[str, Any]]]
     memory_block: NotRequired[str]
     workspace: NotRequired[str]
-    check_baseline: NotRequired[list[str] | None]
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     trajectory: NotRequired[dict[str, Any]]
     verdict: NotRequired[dict[str, Any]]
@@ -79,7 +78,6 @@ def fresh_run_state() -> dict[str, Any]:
     Reducer fields are cleared past their reducers (RemoveMessage for messages, Overwrite for timings)."""
     return {
         "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "memory_block": "", "workspace": None,
-        "check_baseline": None,
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
         "judge_verdict": None, "distilled": [], "distill_failures": [], "reviewed": None, "new_memory_ids": [],
         "error": None,

@@ -290,7 +290,7 @@ class WrappedExecute:
 
     @staticmethod
     def _end(workspace: str) -> None:
-        """The agent is done: its sandbox closes (whatever it left running dies) before the check restores tests."""
+        """The agent is done: its sandbox closes (whatever it left running dies) before the check runs."""
         release(workspace)
         _LIVE_RUNS.drop(workspace)
 

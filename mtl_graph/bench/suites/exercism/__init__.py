@@ -120,6 +120,7 @@ def exercise_task(ex: Exercise, lang: Language) -> Task:
         check=lang.check(ex),
         check_timeout=lang.check_timeout,
         test_files=lang.test_files(ex),
+        solution_files=list(ex.solution),
         metadata={"suite": DOMAIN, "language": ex.language, "exercise": ex.name, REFERENCE_KEY: reference,
                   **({REFERENCE_UNAVAILABLE_KEY: unusable} if unusable else {})},
     )
