@@ -15,6 +15,8 @@ METADATA_FILE = "task.json"
 FILES_DIR = "files"
 TESTS_KEY = "tests"
 """task.json key listing the files the check depends on."""
+SOLUTION_KEY = "solution"
+"""task.json key listing the files that are the solution (the only ones carried into the check's clean room)."""
 
 
 class TaskError(ValueError):
@@ -45,11 +47,13 @@ class Task(BaseModel):
     check_timeout: float = 120.0
     """Seconds the check may take."""
     test_files: list[str] = Field(default_factory=list)
-    """Workspace-relative files the check depends on (tests, a check script); restored pristine before the check."""
+    """Workspace-relative files the check depends on (tests, a check script); always the pristine copies."""
+    solution_files: list[str] = Field(default_factory=list)
+    """Workspace-relative files that are the solution: the only agent files the check sees (none: see clean_room)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else (suite name, difficulty, ...)."""
 
-    @field_validator("test_files")
+    @field_validator("test_files", "solution_files")
     @classmethod
     def _relative_test_files(cls, paths: list[str]) -> list[str]:
         for rel in paths:
@@ -83,8 +87,9 @@ class Task(BaseModel):
             if not isinstance(meta, dict):
                 raise TaskError(f"{meta_path}: expected a JSON object")
         files_dir = root / FILES_DIR
-        known = {"id", "domain", "check", "setup", "check_timeout", TESTS_KEY}
+        known = {"id", "domain", "check", "setup", "check_timeout", TESTS_KEY, SOLUTION_KEY}
         tests = _test_list(meta.get(TESTS_KEY, []), meta_path, files_dir)
+        solution = _path_list(meta.get(SOLUTION_KEY, []), meta_path, SOLUTION_KEY)
         try:
             return cls(
                 id=str(meta.get("id") or root.resolve().name),
@@ -95,6 +100,7 @@ class Task(BaseModel):
                 check=meta.get("check"),
                 check_timeout=float(meta.get("check_timeout", 120.0)),
                 test_files=tests,
+                solution_files=solution,
                 metadata={k: v for k, v in meta.items() if k not in known},
             )
         except (ValueError, TypeError) as exc:
@@ -131,17 +137,23 @@ def check_relative(rel: str) -> PurePosixPath:
     return path
 
 
-def _test_list(value: Any, meta_path: Path, files_dir: Path) -> list[str]:
+def _path_list(value: Any, meta_path: Path, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TaskError(f"{meta_path}: '{TESTS_KEY}' must be a list of workspace-relative paths")
+        raise TaskError(f"{meta_path}: '{key}' must be a list of workspace-relative paths")
     for rel in value:
         try:
             check_relative(rel)
         except TaskError as exc:
             raise TaskError(f"{meta_path}: {exc}") from None
+    return value
+
+
+def _test_list(value: Any, meta_path: Path, files_dir: Path) -> list[str]:
+    for rel in _path_list(value, meta_path, TESTS_KEY):
         if not (files_dir / rel).is_file():
             raise TaskError(f"{meta_path}: test file {rel!r} is not in {FILES_DIR}/ (its pristine copy)")
     return value
+
 
 def _copy_task_dir(source: Path, workspace: Path, task_id: str) -> None:
     """Copy source into workspace: regular files and directories, and links that stay inside source."""
