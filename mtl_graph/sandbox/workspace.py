@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from mtl_graph.sandbox.tree import TreeMoved, Visit, walk
+
 _MIB = 1024 * 1024
 
 
@@ -22,15 +24,26 @@ def hand_over(workspace: Path, uid: int, gid: int) -> None:
         os.chown(workspace, uid, gid, follow_symlinks=False)
     # Root without capabilities (bwrap before setpriv) must still enter it; mkdtemp made it 0700.
     os.chmod(workspace, stat.S_IMODE(top.st_mode) | 0o711)
-    for _, dirs, files, dir_fd in os.fwalk(workspace):
-        for name in dirs + files:
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if st.st_uid != me or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
-                    continue
-                os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
+
+    def give(dir_fd: int, name: str, st: os.stat_result) -> None:
+        if st.st_uid != me or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+            return
+        try:
+            os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+
+    _walk_workspace(workspace, give)
+
+
+def _walk_workspace(workspace: Path, visit: Visit) -> None:
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        walk(fd, visit)  # any depth, never through a link (tree.py)
+    except TreeMoved:  # a command moving directories while it is measured: what was seen counts
+        pass
+    finally:
+        os.close(fd)
 
 
 def make_reachable(workspace: Path) -> list[Path]:
@@ -48,12 +61,12 @@ def make_reachable(workspace: Path) -> list[Path]:
 def disk_usage(workspace: Path) -> int:
     """Bytes of disk the workspace's files occupy (allocated blocks, symlinks not followed)."""
     total = 0
-    for _, dirs, files, dir_fd in os.fwalk(workspace):
-        for name in dirs + files:
-            try:
-                total += os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_blocks * 512
-            except FileNotFoundError:
-                continue
+
+    def add(_fd: int, _name: str, st: os.stat_result) -> None:
+        nonlocal total
+        total += st.st_blocks * 512
+
+    _walk_workspace(workspace, add)
     return total
 
 
