@@ -9,7 +9,6 @@ so the run fails where LangGraph and LangSmith can see it."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -37,6 +36,7 @@ from mtl_graph.graph.retry import describe, provider_errors, retry_now
 from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
+from mtl_graph.sandbox.tree import remove_tree
 from mtl_graph.tasks import Task
 
 
@@ -293,7 +293,7 @@ class MTLNodes:
     def _cleanup(self, state: MTLState) -> None:
         registry.release(state.get("workspace"))  # whatever still runs in the run's sandbox ends with the run
         if state.get("workspace") and not self.config.keep_workspaces:
-            shutil.rmtree(state["workspace"], ignore_errors=True)
+            remove_tree(state["workspace"])  # at any depth the agent made it (rmtree recurses)
 
 
 def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
