@@ -228,8 +228,11 @@ def test_a_workspace_over_quota_may_still_delete_files(kind, tmp_path):
     (ws / "blob").write_bytes(b"x" * (3 * 2**20))
     with make_sandbox(kind, ws, SandboxConfig(workspace_quota_mb=1)) as sb:
         result = sb.run("rm blob && echo cleaned")
-    assert result.output.startswith("cleaned") and "quota" not in result.output
+        after = sb.run("echo normal > f && cat f")
+    first, *rest = result.output.splitlines()
+    assert "file writes refused" in first and "cleaned" in rest and rest[-1] == "[the workspace is back under its quota]"
     assert not (ws / "blob").exists()
+    assert after.output == "normal\n"  # back under: commands write again
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -45,7 +45,8 @@ class SandboxConfig(BaseModel):
     max_file_size_mb: int | None = Field(default=1024, ge=1)
     """Largest file a command may write, in MiB (None: no limit)."""
     workspace_quota_mb: int | None = Field(default=4096, ge=1)
-    """Disk the workspace may use, in MiB: a command growing it past this is killed (None: no quota)."""
+    """Disk the workspace may use, in MiB: a command growing it past this is killed, and once over it commands run
+    shrink-only until it is back under (see workspace.QuotaWatch; None: no quota)."""
     tmp_size_mb: int = Field(default=512, ge=1)
     """Size of the private /tmp (and of /dev/shm) of a bwrap sandbox, in MiB: memory-backed, so bounded."""
     run_as_uid: int = Field(default=NOBODY, ge=1)

@@ -9,6 +9,7 @@ supervisor (persistent.py), as a uid switch per command would cost a fork of the
 from __future__ import annotations
 
 import os
+import shlex
 import warnings
 import weakref
 from pathlib import Path
@@ -19,6 +20,10 @@ from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process
 from mtl_graph.sandbox.persistent import SandboxRunner
 from mtl_graph.sandbox.supervisor import Channel, Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
+
+
+QUOTA_REFUSED_EXIT_CODE = 126
+"""Exit code of a command the sandbox refused to run (its workspace over quota; see workspace.QuotaWatch)."""
 
 
 class WorkspaceSandbox:
@@ -89,19 +94,24 @@ class WorkspaceSandbox:
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         limit = timeout if timeout is not None else self.config.timeout
-        request = self.request(command, limit)
-        if self.quota is not None:
-            self.quota.begin()
+        quota = self.quota
+        if quota is not None and (refusal := quota.begin()):
+            return CommandResult(exit_code=QUOTA_REFUSED_EXIT_CODE, output=f"[{refusal}]\n")
+        shrink = quota.shrink_note() if quota is not None and quota.shrink_only else None
+        if shrink:  # the shell lowers its own file-size limit (soft and hard) before the command runs in it
+            command = f'ulimit -f 0 || exit {QUOTA_REFUSED_EXIT_CODE}; exec "$0" -c {shlex.quote(command)}'
         result = run_process(
             self.supervisor,
             cwd=str(self.workspace),
             timeout=limit,
             cap=self.config.output_cap,
-            watchdog=self.quota.check if self.quota is not None else None,
-            **request,
+            watchdog=quota.check if quota is not None else None,
+            **self.request(command, limit),
         )
-        if self.quota is not None and (note := self.quota.check()):  # grown past it faster than one poll
+        if quota is not None and (note := quota.end()):  # grown past it faster than one poll, or shrunk back
             result = result.model_copy(update={"output": f"{result.output}\n[{note}]\n"})
+        if shrink:
+            result = result.model_copy(update={"output": f"[{shrink}]\n{result.output}"})
         return result
 
     def resolve(self, path: str | Path) -> Path:

@@ -75,13 +75,26 @@ def _free_bytes(path: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
-class QuotaWatch:
-    """Kills a command that grows the workspace past its quota.
+SHRINK_ONLY_SLACK = _MIB
+"""Bytes commands of a workspace over its quota may still add in all (directories, empty files) before the
+sandbox refuses every command."""
 
-    Walking the workspace on every poll would cost too much for large trees: the free space of its filesystem
-    (one statvfs) is polled instead, and the workspace is measured only once the space lost since the last
-    measurement could have taken it past the quota. The overshoot is what a command writes in one poll
-    interval, plus at most one file of the size limit.
+
+class QuotaWatch:
+    """Keeps the workspace within its quota across commands, not only within one.
+
+    While a command runs, one that grows the workspace past the quota is killed. Walking the workspace on every
+    poll would cost too much for large trees: the free space of its filesystem (one statvfs) is polled instead,
+    and the workspace is measured only once the space lost since the last measurement could have taken it past
+    the quota. So a command may overshoot by what it writes in one poll interval (or finishing before a poll).
+
+    Between commands, a workspace left over its quota puts the sandbox in shrink-only mode until it is back
+    under: every command then runs with a file-size limit of 0 (writing any byte to a file fails, "File too
+    large"), so the agent may still list, read and delete (``rm``) but not grow it again; the observation says
+    so. Directories and empty files do not need that limit: shrink-only commands may grow the workspace by
+    ``SHRINK_ONLY_SLACK`` in all (a few directories), and once they grew it by more the sandbox is locked: every
+    later command is refused. The total is so bounded by the quota, one command's overshoot and that slack,
+    however many commands follow.
     """
 
     def __init__(self, workspace: Path, quota_mb: int) -> None:
@@ -90,11 +103,32 @@ class QuotaWatch:
         self.used = disk_usage(workspace)
         self.free = _free_bytes(workspace)
         self.used_at_begin = self.used
+        self.shrink_only = False
+        """The running command started over the quota: it may not write to files."""
+        self.grown_while_over = 0
+        """Bytes shrink-only commands added to the workspace, in all."""
+        self.locked = False
+        """Shrink-only commands grew the workspace past the slack: no command runs in this sandbox any more."""
 
-    def begin(self) -> None:
-        """Called when a command starts."""
+    def _usage(self) -> str:
+        return f"the workspace uses {self.used / _MIB:.1f} MiB, over its quota of {self.quota / _MIB:.0f} MiB"
+
+    def begin(self) -> str | None:
+        """Called when a command starts: why it is refused (None: it may run; see shrink_only)."""
+        if self.locked:
+            return (f"refused: {self._usage()}, and commands grew it further while writes were refused; this "
+                    "sandbox runs no more commands")
         self.free = _free_bytes(self.workspace)
+        if self.used > self.quota:  # measured again: the host or the last command may have shrunk it
+            self.used = disk_usage(self.workspace)
         self.used_at_begin = self.used
+        self.shrink_only = self.used > self.quota
+        return None
+
+    def shrink_note(self) -> str:
+        """What a shrink-only command's observation starts with."""
+        return (f"{self._usage()}: this command ran with file writes refused (File too large) until it is back "
+                "under; delete files to continue")
 
     def check(self) -> str | None:
         """Why the command must stop (it grew the workspace past the quota), or None."""
@@ -103,9 +137,24 @@ class QuotaWatch:
             return None
         self.used = disk_usage(self.workspace)
         self.free = _free_bytes(self.workspace)
-        if self.used <= self.quota or self.used <= self.used_at_begin:
+        if self.used <= self.quota or self.used <= self.used_at_begin + self._slack_left():
             return None  # a command deleting files of a workspace already over quota may run
-        return (
-            f"killed: the workspace uses {self.used / _MIB:.1f} MiB, over its quota of {self.quota / _MIB:.0f} MiB; "
-            "delete files to continue"
-        )
+        return f"killed: {self._usage()}"
+
+    def _slack_left(self) -> int:
+        return max(0, SHRINK_ONLY_SLACK - self.grown_while_over) if self.shrink_only else 0
+
+    def end(self) -> str | None:
+        """Called when a command ended: a note for its output when it left the workspace over the quota."""
+        if self.shrink_only:  # measured whatever the free space says: other writers on the disk may hide growth
+            self.used = disk_usage(self.workspace)
+            self.free = _free_bytes(self.workspace)
+            self.grown_while_over += max(0, self.used - self.used_at_begin)
+            if self.grown_while_over > SHRINK_ONLY_SLACK:
+                self.locked = True
+                return f"{self._usage()}, and commands grew it while writes were refused: no more commands"
+            return None if self.used > self.quota else "the workspace is back under its quota"
+        if self.check() is None and self.used <= self.quota:
+            return None
+        return (f"{self._usage()}: until files are deleted, the next commands run with file writes refused "
+                "(File too large)")
