@@ -7,7 +7,7 @@ import base64
 import hashlib
 import uuid
 
-from secret_corpus import Gen, LookAlike
+from secret_corpus import UPPER_ALNUM, Gen, LookAlike
 
 
 def look_alikes(seed: int = 7) -> list[LookAlike]:
@@ -70,4 +70,47 @@ def look_alikes(seed: int = 7) -> list[LookAlike]:
         "numeric_settings": "summarize(model, chars_per_token=3.3, max_tokens=4096)",
         "header_from_variable": "headers = {'x-amz-date': timestamp, 'Authorization': v4auth_header}",
     }
+    items.update(_new_class_look_alikes(g, sha1, sha256))
     return [LookAlike(k, v) for k, v in items.items()]
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _new_class_look_alikes(g: Gen, sha1: str, sha256: str) -> dict[str, str]:
+    """What the encoded, URL-user, webhook, query, positional and .pgpass rules must leave alone."""
+    cert = _b64("-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+                "-----END CERTIFICATE-----\n")
+    config = _b64("replicas: 3\nimage: nginx:1.25\nport: 8080\n")
+    binary = base64.b64encode(g.rng.randbytes(48)).decode()
+    return {
+        "build_serial_with_akia": f"flashing image build {g.digits(6)}AKIA{g.chars(UPPER_ALNUM, 16)} to device 3",
+        "k8s_configmap_like_data": f"kind: Secret\ndata:\n  LOG_LEVEL: aW5mbw==\n  config.yaml: {config}\n"
+                                   f"  ca.der: {binary}\n",
+        "kubeconfig_certificates": f"clusters:\n- cluster:\n    certificate-authority-data: {cert}\n"
+                                   f"    server: https://10.0.0.1:6443\n  name: prod\nusers:\n- name: dev\n  user:\n"
+                                   f"    client-certificate-data: {cert}\n",
+        "url_users_not_tokens": "git clone ssh://git@github.com/acme/app.git\nhttps://jdoe42@bitbucket.org/team/repo.git\n"
+                                "ftp://anonymous@ftp.example.org/pub\npostgres://postgres@localhost/app\n"
+                                "https://first-name-last-name-2024@dev.azure.com/org/proj/_git/repo",
+        "hex_values_of_other_names": f"GIT_SHA256={sha256}\nCACHE_KEY_BASE={sha1}\nbuild_hash: {sha256}\n"
+                                     "SECRET_KEY_BASE_LENGTH=128\nTOKEN_VALUE_MAX=64",
+        "webhook_docs_and_settings": "see https://docs.github.com/en/webhooks/about-webhooks and "
+                                     "https://github.com/acme/app/settings/hooks\n"
+                                     "GET https://api.github.com/repos/acme/app/hooks/12345678 200\n"
+                                     "cp scripts/pre-commit .git/hooks/pre-commit && https://git-scm.com/docs/githooks",
+        "query_strings_without_credentials": "GET /items?sort=key&page=2\nhttps://example.com/?key=value\n"
+                                             "https://maps.example.com/embed?key=YOUR_API_KEY\n"
+                                             "GET /cache?cache_key=build-2024-05-01&sig=none 304\n"
+                                             "https://search.example.com/?q=signature+verification&keyword=python3",
+        "calls_without_password_literals": 'sqlite3.connect("app.db")\nsock.connect(("10.0.0.1", 80))\n'
+                                           "conn = psycopg2.connect(dsn)\nserver.login(user, password)\n"
+                                           "client.connect(hostname, port=22, username=user)\nftp.login()\n"
+                                           'pymysql.connect("db", "app", os.environ["DB_PASSWORD"], "shop")\n'
+                                           'r = redis.Redis("cache", 6379, 0)\nuser.set_password(raw_password)\n'
+                                           "def connect(host, user, password):",
+        "colon_lines_not_pgpass": "root:x:0:0:root:/root:/bin/bash\nnotes.txt:3:todo:fix:later\n"
+                                  "GET user:1234:session:abc:def\nether 00:1a:2b:3c:4d:5e\n"
+                                  "src/app.py:12:5: E501 line too long\nlocalhost:5432:*:*:*",
+    }

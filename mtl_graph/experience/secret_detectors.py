@@ -18,9 +18,11 @@ call and, in its ad-hoc mode, returns every unquoted word as a high-entropy cand
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from functools import lru_cache
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.filters.heuristic import is_sequential_string
@@ -28,6 +30,7 @@ from detect_secrets.plugins import keyword
 from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
+from mtl_graph.experience.secret_prescan import Span, lines
 from mtl_graph.experience.secret_rules import (
     CONTEXT, ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder,
     is_secret_name, kind_of, looks_random,
@@ -51,7 +54,7 @@ _TOKEN_TAIL = re.compile(r"\w*=*")
 _IDENTIFIER_BEFORE = re.compile(r"[\w.-]*$")
 _WORD = re.compile(r"\w*")
 _DENYLIST = re.compile("|".join(keyword.DENYLIST), re.IGNORECASE)
-_SECRET_TALK = re.compile(r"(?i)secret|token|passw|api.?key|private|credential|auth(?!or)")
+SECRET_TALK = re.compile(r"(?i)secret|token|passw|api.?key|private|credential|auth(?!or)")
 _KEYWORD_HINT = re.compile(r"(?i)key|pass|pwd|secret|contrase")
 _ENTROPY_MIN_LENGTH = 20
 
@@ -79,19 +82,20 @@ def plugins() -> tuple[list[BasePlugin], BasePlugin, list[HighEntropyStringsPlug
     return vendor, detector, entropy
 
 
-def _locate(line: str, value: str) -> Iterator[tuple[int, int]]:
-    """Every occurrence of value in line that starts a token; a match cut short by a fixed-length regex is
+def _locate(text: str, value: str) -> Iterator[tuple[int, int]]:
+    """Every occurrence of value in text that starts a token; a match cut short by a fixed-length regex is
     extended to the end of its token so no tail of the secret survives."""
-    start = line.find(value)
+    start = text.find(value)
     while start >= 0:
-        before = line[start - 1] if start else " "
-        # A value glued to a letter run of the same class is the tail of a longer token (a hash, a word).
-        if not (before.isalnum() or before == "_") or before.isdigit() != value[0].isdigit():
+        before = text[start - 1] if start else " "
+        # A value glued to a letter or digit is the tail of a longer token (a hash, a word, a build serial), except a
+        # number right after a word (Telegram's `bot<digits>:<token>`).
+        if not (before.isalnum() or before == "_") or (before.isalpha() and value[0].isdigit()):
             end = start + len(value)
             if value[-1].isalnum():
-                end += _TOKEN_TAIL.match(line, end).end() - end
+                end += _TOKEN_TAIL.match(text, end).end() - end
             yield start, end
-        start = line.find(value, start + len(value))
+        start = text.find(value, start + len(value))
 
 
 def _clean(value: str) -> str:
@@ -101,28 +105,35 @@ def _clean(value: str) -> str:
     return _LABEL.sub("", value)
 
 
-def findings(text: str) -> Iterator[Finding]:
-    """Secrets detect-secrets finds in text, as exact spans. The vendor patterns never cross a line, so they scan
-    the whole text at once; the keyword and entropy detectors run on the lines that mention a secret."""
-    vendor, detector, entropy = plugins()
-    for plugin in vendor:
-        name = type(plugin).__name__
-        if _REQUIRES.get(name, "") not in text:
+def plugin_findings(plugin: BasePlugin, text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """One vendor plugin's secrets. Each span is scanned from the line feed before it (the plugins anchor on `^` or
+    a space there); every value found is then located in the whole text, so no copy of it elsewhere survives."""
+    name = type(plugin).__name__
+    if _REQUIRES.get(name, "") not in text:
+        return
+    prefixed = name in _PREFIXED
+    values = {_clean(raw) for start, end in spans for raw in plugin.analyze_string(text[max(start - 1, 0):end])}
+    for value in sorted(values):
+        if len(value) < 8 or (not prefixed and not looks_random(value)):
             continue
-        prefixed = name in _PREFIXED
-        for value in {_clean(raw) for raw in plugin.analyze_string(text)}:
-            if len(value) < 8 or (not prefixed and not looks_random(value)):
-                continue
-            # Keyword-anchored plugins (IBM, Cloudant, ...) rank with our assignment rules: the longer span names it.
-            for start, end in _locate(text, value):
-                yield Finding(start, end, kind_for(plugin.secret_type), VENDOR if prefixed else CONTEXT)
-    offset = 0
-    for line in text.split("\n"):
-        if detector is not None and _KEYWORD_HINT.search(line):
+        # Keyword-anchored plugins (IBM, Cloudant, ...) rank with our assignment rules: the longer span names it.
+        for start, end in _locate(text, value):
+            yield Finding(start, end, kind_for(plugin.secret_type), VENDOR if prefixed else CONTEXT)
+
+
+def keyword_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """detect-secrets' keyword detector on each line that names a secret."""
+    for offset, line in lines(text, spans):
+        if _KEYWORD_HINT.search(line):
             yield from _shifted(_keyword_findings(line), offset)
-        if _SECRET_TALK.search(line):
+
+
+def entropy_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """detect-secrets' base64 / hex entropy detectors on each line that talks about secrets."""
+    entropy = plugins()[2]
+    for offset, line in lines(text, spans):
+        if SECRET_TALK.search(line):
             yield from _shifted(_entropy_findings(line, entropy), offset)
-        offset += len(line) + 1
 
 
 def _shifted(found: Iterator[Finding], offset: int) -> Iterator[Finding]:
@@ -145,10 +156,24 @@ def _keyword_findings(line: str) -> Iterator[Finding]:
                 yield Finding(m.start(group), m.end(group), kind_of(name), KEYWORD)
 
 
+def shannon_entropy(plugin: HighEntropyStringsPlugin, value: str) -> float:
+    """plugin.calculate_shannon_entropy(value), bit for bit, at a fraction of its cost: it counts each of the charset's
+    characters with `str.count`; this counts once and sums the same terms in the same order. (The hex plugin's
+    all-digits correction never applies here: values reaching this check contain a letter.)"""
+    counts = Counter(value)
+    entropy = 0.0
+    for x in plugin.charset:
+        if x in counts:
+            p_x = float(counts[x]) / len(value)
+            entropy += - p_x * math.log(p_x, 2)
+    return entropy
+
+
 def _entropy_findings(line: str, detectors: list[HighEntropyStringsPlugin]) -> Iterator[Finding]:
     for plugin in detectors:
         for m in plugin.regex.finditer(line):
             value = m.group(2)
-            if (len(value) >= _ENTROPY_MIN_LENGTH and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
-                    and looks_random(value) and not is_checksum_or_id(value) and not is_sequential_string(value)):
+            # The entropy last: it is the costly check.
+            if (len(value) >= _ENTROPY_MIN_LENGTH and looks_random(value) and not is_checksum_or_id(value)
+                    and not is_sequential_string(value) and shannon_entropy(plugin, value) > plugin.entropy_limit):
                 yield Finding(m.start(2), m.end(2), "high_entropy", ENTROPY)

@@ -11,28 +11,21 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Iterator, NamedTuple
+from typing import Iterator, Sequence
 
+from mtl_graph.experience.secret_prescan import CONTEXT, ENTROPY, KEYWORD, PREFIX, VENDOR, Finding, Span, finditer
 
-class Finding(NamedTuple):
-    """One secret: its span in the scanned text, its kind, and how much to trust the rule that found it."""
-
-    start: int
-    end: int
-    kind: str
-    priority: int
-
-
-PREFIX, VENDOR, CONTEXT, KEYWORD, ENTROPY = 4, 3, 2, 1, 0
-"""Finding priorities: when spans overlap, the most specific rule names the kind (a vendor prefix rule beats a
-detect-secrets plugin anchored on a keyword, which beats an assignment rule, ...)."""
+__all__ = ["CONTEXT", "ENTROPY", "KEYWORD", "PREFIX", "VENDOR", "Finding"]
 
 # --- names --------------------------------------------------------------------------------------------------------
 
 _SECRET_WORDS = {"password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "credential", "credentials",
                  "apikey", "requirepass", "dockerconfigjson", "masterauth", "storepass", "keypass"}
 _SECRET_KEY_OWNERS = {"api", "access", "secret", "private", "auth", "account", "master", "signing", "encryption",
-                      "session", "client", "app", "shared", "license", "subscription", "storage", "consumer"}
+                      "session", "client", "app", "shared", "license", "subscription", "storage", "consumer",
+                      "hmac", "jwt", "aes", "cipher", "crypt", "otp", "totp", "webhook", "cookie", "csrf"}
+# A last word that only says how the secret is stored: SECRET_KEY_BASE, TOKEN_HEX, API_KEY_B64.
+VALUE_SUFFIXES = {"base", "value", "b64", "base64", "hex", "raw"}
 _SECRET_EXACT = {"auth", "_auth"}
 _SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials", "privatekey",
                    "accesskey", "secretkey", "accountkey")
@@ -49,6 +42,8 @@ def is_secret_name(name: str) -> bool:
     if name.strip("\"'").lower() in _SECRET_EXACT:
         return True
     words = name_segments(name)
+    if len(words) >= 2 and words[-1] in VALUE_SUFFIXES:
+        words = words[:-1]
     if not words:
         return False
     if words[-1] in _SECRET_WORDS or words[-1].endswith(_SECRET_ENDINGS):  # PGPASSWORD, APIKEY, authtoken
@@ -203,7 +198,7 @@ VENDOR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(p)) for 
 # --- context rules: assignment syntaxes, URLs, headers, command lines -----------------------------------------------
 
 _NAME = r"[A-Za-z_][\w.\-]*"
-_CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
+CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
     # .env, shell, INI / TOML / properties, YAML block values: the rest of the line is the value.
     rf"^[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?\.?(?P<name>{_NAME})[\"']?[ \t]*(?:=|:(?![:=]))[ \t]*"
     rf"(?P<value>[^\s\"'`#;][^\n\"'`]*?)[ \t]*(?:[ \t][#;].*)?\r?$",
@@ -224,14 +219,14 @@ _CONTEXT_PATTERNS = [re.compile(p, re.MULTILINE) for p in [
 ]]
 # A command's password argument: a bare word, or a quoted string that may hold spaces.
 _ARGUMENTS = (r"(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", r"(?P<q>\\?[\"'])(?P<value>[^\"'\n\\]+)(?P=q)")
-_COMMAND_PASSWORDS = [re.compile(command + argument) for argument in _ARGUMENTS for command in (
+COMMAND_PASSWORDS = [re.compile(command + argument) for argument in _ARGUMENTS for command in (
     r"\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh|mysqlcheck)\b[^\n|;&]{0,300}?(?<=\s)-p",
     r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b[^\n|;&]{0,300}?(?<=\s)-p[ \t]+",
     r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+",
 )]
-_URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@[\w\[]")
-_CURL_USER = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ \t]+[\"']?[^\s:\"']+:(?P<value>[^\s\"']+)")
-_AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
+URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@[\w\[]")
+CURL_USER = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ \t]+[\"']?[^\s:\"']+:(?P<value>[^\s\"']+)")
+AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
                           r"(?:(?:bearer|token|digest|apikey|api-key|key|sso-key|ssws|otp)[ \t]+)?"
                           r"(?P<value>[\w.~+/=:-]{8,})")
 _HEADER = re.compile(r"(?:^|(?<=[\s\"'{,]))(?P<name>[A-Za-z][A-Za-z0-9-]*)[\"']?:[ \t]*(?P<value>[^\s\"',;]{8,})")
@@ -242,7 +237,7 @@ _COOKIE_PAIR = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]+)=(?P<value>[^;\s]+)")
 _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority"}
 # A key block up to its END line (base64, JSON-escaped newlines, `Proc-Type:` headers), or, cut off, the run of
 # base64 lines after BEGIN. Anything else between BEGIN and END (code that names the markers) is not a key.
-_PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:"
+PEM = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:"
                   r"(?P<body>(?:(?!-----)[A-Za-z0-9+/=\s:,-]|\\[nr])*?)-----END (?P=label)-----"
                   r"|(?P<cut>(?:(?:\\[nr]|\s)*[A-Za-z0-9+/=]{4,})+))")
 _PEM_BODY = re.compile(r"(?:\\n|\\r|\s)*(?P<secret>[\s\S]*?)(?:\\n|\\r|\s)*\Z")
@@ -250,9 +245,10 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
 PUTTY = re.compile(r"Private-Lines: \d+\r?\n(?P<value>(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+)")
 
 
-def _value_findings(pattern: re.Pattern[str], text: str, kind: str | None = None,
-                    need_name: bool = True) -> Iterator[Finding]:
-    for m in pattern.finditer(text):
+def value_findings(pattern: re.Pattern[str], text: str, spans: Sequence[Span], kind: str | None = None,
+                   need_name: bool = True) -> Iterator[Finding]:
+    """Findings of a pattern with a `value` group (and a `name` group that must be a secret name, if need_name)."""
+    for m in finditer(pattern, text, spans):
         value = m["value"]
         name = m.groupdict().get("name") or ""
         if need_name and not is_secret_name(name):
@@ -262,25 +258,25 @@ def _value_findings(pattern: re.Pattern[str], text: str, kind: str | None = None
         yield Finding(m.start("value"), m.end("value"), kind or kind_of(name), CONTEXT)
 
 
-def context_findings(text: str) -> Iterator[Finding]:
-    """Secrets found by their surroundings: assignments, URL credentials, auth headers, cookies, command flags."""
-    for pattern in _CONTEXT_PATTERNS:
-        yield from _value_findings(pattern, text)
-    for pattern in _COMMAND_PASSWORDS:
-        yield from _value_findings(pattern, text, "password", need_name=False)
-    for pattern in (_URL_CREDENTIALS, _CURL_USER):
-        yield from _value_findings(pattern, text, "url_credentials", need_name=False)
-    yield from _value_findings(_AUTH_HEADER, text, "bearer_token", need_name=False)
-    for m in _HEADER.finditer(text):
+def header_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """`X-Api-Key: value` headers: a secret name and a random-looking value."""
+    for m in finditer(_HEADER, text, spans):
         if is_secret_name(m["name"]) and looks_random(m["value"]) and not is_reference_or_placeholder(m["value"]):
             yield Finding(m.start("value"), m.end("value"), kind_of(m["name"]), CONTEXT)
-    for m in _BEARER.finditer(text):
+
+
+def bearer_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """`Bearer <token>` / `token <token>` outside an Authorization header."""
+    for m in finditer(_BEARER, text, spans):
         if looks_random(m["value"]) and not is_reference_or_placeholder(m["value"]):
             yield Finding(m.start("value"), m.end("value"), "bearer_token", CONTEXT)
-    for m in _BASIC.finditer(text):
+
+
+def basic_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """`Basic <base64 of user:password>`."""
+    for m in finditer(_BASIC, text, spans):
         if _is_basic_credential(m["value"]):
             yield Finding(m.start("value"), m.end("value"), "basic_auth", CONTEXT)
-    yield from _cookie_findings(text)
 
 
 def _is_basic_credential(value: str) -> bool:
@@ -290,8 +286,9 @@ def _is_basic_credential(value: str) -> bool:
         return False
 
 
-def _cookie_findings(text: str) -> Iterator[Finding]:
-    for m in _COOKIE.finditer(text):
+def cookie_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """Random-looking cookie values of `Cookie:` / `Set-Cookie:` headers (attributes like Path= are not values)."""
+    for m in finditer(_COOKIE, text, spans):
         for i, pair in enumerate(_COOKIE_PAIR.finditer(m["pairs"])):
             if (m["set"] and i > 0) or pair["name"].lower() in _COOKIE_ATTRIBUTES:
                 continue
@@ -301,24 +298,27 @@ def _cookie_findings(text: str) -> Iterator[Finding]:
                 yield Finding(offset + pair.start("value"), offset + pair.end("value"), "cookie", CONTEXT)
 
 
-def vendor_findings(text: str) -> Iterator[Finding]:
-    """Vendor key formats detect-secrets does not know (or knows too narrowly), each at the start of a token."""
-    for kind, pattern in VENDOR_PATTERNS:
-        for m in pattern.finditer(text):
-            group = "secret" if pattern.groupindex else 0
-            start = m.start(group)
-            if group or start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"):
-                yield Finding(start, m.end(group), kind, PREFIX)
+def vendor_findings(pattern: re.Pattern[str], kind: str, text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """A vendor key format detect-secrets does not know (or knows too narrowly), at the start of a token."""
+    group = "secret" if pattern.groupindex else 0
+    for m in finditer(pattern, text, spans):
+        start = m.start(group)
+        if group or start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"):
+            yield Finding(start, m.end(group), kind, PREFIX)
 
 
-def private_key_findings(text: str) -> Iterator[Finding]:
-    """The body of every PEM private key block (also JSON-escaped, also cut off) and of PuTTY key files."""
-    for m in _PEM.finditer(text):
+def private_key_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """The body of every PEM private key block (also JSON-escaped, also cut off)."""
+    for m in finditer(PEM, text, spans):
         group = "body" if m["body"] is not None else "cut"
         body = _PEM_BODY.match(m[group])
         if body and _BASE64_RUN.search(body["secret"]):
             start = m.start(group) + body.start("secret")
             yield Finding(start, start + len(body["secret"]), "private_key", VENDOR)
-    for m in PUTTY.finditer(text):
+
+
+def putty_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """The private lines of PuTTY key files."""
+    for m in finditer(PUTTY, text, spans):
         value = m["value"].rstrip()
         yield Finding(m.start("value"), m.start("value") + len(value), "private_key", VENDOR)

@@ -1,0 +1,191 @@
+"""One combined pre-scan that tells each secret rule which lines it needs to look at.
+
+Every rule (`Rule`) comes with triggers: patterns that match, on the same line, wherever the rule can find a secret
+(a necessary condition, not a detection). All triggers are compiled into one Hyperscan database and run over the
+text in a single pass; each rule then runs only on the lines its triggers fired on (plus `after` lines of context),
+so the costly work (detect-secrets' plugins, the assignment rules, entropy checks) touches a few percent of a log.
+Without Hyperscan (a platform it has no wheel for) the triggers run one by one with `re`: slower, same lines.
+
+Triggers are written for bytes (the text is scanned as UTF-8) and must over-approximate the rule they guard:
+- where a rule's class holds Unicode letters, digits or spaces (`\\w`, `\\d`, `\\s` on `str`), the trigger's class
+  takes every non-ASCII byte too (`W`, `D`, `NOT_SPACE` below), and counts only give lower bounds (one character
+  may be several bytes);
+- case-insensitive triggers fold ASCII only; the few non-ASCII letters Python's `re.IGNORECASE` folds onto ASCII
+  (`ſ`, `K`, `İ`, `ı`) are mapped to their ASCII letters in the scanned copy;
+- a trigger never spans lines: classes exclude the line feed and `$` (multi-line) marks a line end.
+The guarantee that the fast path redacts exactly what the full path does is tested on the generated corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from functools import lru_cache
+from typing import Callable, Iterator, NamedTuple, Sequence
+
+try:
+    import hyperscan
+except ImportError:  # pragma: no cover - platforms without a wheel use the `re` engine
+    hyperscan = None
+
+
+class Finding(NamedTuple):
+    """One secret: its span in the scanned text, its kind, and how much to trust the rule that found it."""
+
+    start: int
+    end: int
+    kind: str
+    priority: int
+
+
+PREFIX, VENDOR, CONTEXT, KEYWORD, ENTROPY = 4, 3, 2, 1, 0
+"""Finding priorities: when spans overlap, the most specific rule names the kind (a vendor prefix rule beats a
+detect-secrets plugin anchored on a keyword, which beats an assignment rule, ...)."""
+
+Span = tuple[int, int]
+Scan = Callable[[str, Sequence[Span]], Iterator[Finding]]
+
+W = r"0-9A-Za-z_\x80-\xff"
+"""Inside a class: a character `\\w` matches on `str` (any non-ASCII byte may belong to one)."""
+D = r"0-9\x80-\xff"
+"""Inside a class: a character `\\d` matches on `str`."""
+SPACE = r"\t\n\v\f\r "
+"""Inside a negated class: the ASCII spaces (a negated `\\s` keeps every non-ASCII byte)."""
+SECRET_WORD = r"(?:pass|passwd|password|passphrase|pwd|secret|token|credentials?|key|auth|dockerconfigjson)"
+"""Every name `is_secret_name` accepts ends with one of these words (case aside: DB_PASSWORD, apiKey, _authToken)
+followed by NAME_TAIL: the characters of a name that are not ASCII letters or digits."""
+NAME_TAIL = r"[._\x80-\xff-]*"
+SECRET_NAME = rf"{SECRET_WORD}(?:{NAME_TAIL}(?:base|value|b64|base64|hex|raw))?{NAME_TAIL}"
+"""The end of a secret name, with the storage suffix `is_secret_name` skips (SECRET_KEY_BASE); caseless."""
+SECRET_NAME_END = rf"{SECRET_WORD}(?:[^A-Za-z0-9\n]|$)"
+"""A secret word ending a name's word, whatever follows it (caseless)."""
+_FOLD = str.maketrans({"\u017f": "s", "\u212a": "k", "\u0130": "i", "\u0131": "i"})
+
+
+class Trigger(NamedTuple):
+    """A pattern (bytes dialect, see the module docstring) that fires on every line where its rule can match."""
+
+    pattern: str
+    caseless: bool = False
+
+
+class Rule(NamedTuple):
+    """A secret rule and the lines it needs: `scan(text, spans)` yields findings inside the given spans."""
+
+    name: str
+    scan: Scan
+    triggers: tuple[Trigger, ...] = ()
+    """All of them must fire on one line for the rule to look at it; none: the rule always scans the whole text."""
+    after: int = 0
+    """Lines after a trigger line that a match may reach (a YAML value on the line below its name)."""
+    whole: bool = False
+    """Scan the whole text once any trigger fires (blocks of unbounded length: PEM keys)."""
+
+
+def trigger(pattern: str, caseless: bool = False) -> tuple[Trigger, ...]:
+    """A one-trigger tuple for `Rule.triggers`."""
+    return (Trigger(pattern, caseless),)
+
+
+def finditer(pattern: re.Pattern[str], text: str, spans: Sequence[Span]) -> Iterator[re.Match[str]]:
+    """pattern's matches inside spans of text (lookbehinds and `^` still see the text around them)."""
+    for start, end in spans:
+        yield from pattern.finditer(text, start, end)
+
+
+def lines(text: str, spans: Sequence[Span]) -> Iterator[tuple[int, str]]:
+    """(offset, line) for every line inside spans; spans start at line starts."""
+    for start, end in spans:
+        offset = start
+        for line in text[start:end].split("\n"):
+            if offset < end or offset == start:
+                yield offset, line
+            offset += len(line) + 1
+
+
+class Prescan:
+    """The compiled triggers of a rule set; `spans(text)` gives each rule's spans of text to scan."""
+
+    def __init__(self, rules: Sequence[Rule], engine: str = "auto") -> None:
+        self.rules = list(rules)
+        patterns = sorted({t for rule in self.rules for t in rule.triggers})
+        self._pattern_ids = {t: i for i, t in enumerate(patterns)}  # rules sharing a trigger share its matches
+        self.engine = ("hyperscan" if hyperscan is not None else "re") if engine == "auto" else engine
+        if self.engine == "hyperscan":
+            self._db = _hyperscan_db(tuple(patterns))
+        else:
+            self._compiled = [re.compile(p.pattern.encode(), re.M | (re.I if p.caseless else 0)) for p in patterns]
+
+    def _matches(self, data: bytes) -> list[tuple[int, int]]:
+        """(end offset, pattern id) of every trigger match, sorted."""
+        found: list[tuple[int, int]] = []
+        if self.engine == "hyperscan":
+            def on_match(pid: int, start: int, end: int, flags: int, context: object) -> None:
+                found.append((end, pid))
+            self._db.scan(data, match_event_handler=on_match)
+        else:
+            for pid, pattern in enumerate(self._compiled):
+                found.extend((m.end(), pid) for m in pattern.finditer(data))
+        found.sort()
+        return found
+
+    def spans(self, text: str) -> list[list[Span]]:
+        """Per rule (in order): the merged spans of whole lines to scan; rules without triggers get the text."""
+        whole = [(0, len(text))]
+        out: list[list[Span]] = [whole if not rule.triggers else [] for rule in self.rules]
+        data = text.translate(_FOLD).encode("utf-8", "replace")
+        fired: dict[int, list[int]] = defaultdict(list)  # pattern id -> starts of the lines it fired on
+        line_start = line_end = -1
+        for end, pid in self._matches(data):
+            offset = max(end - 1, 0)  # a line feed a trigger ends on belongs to the line it ends
+            if offset >= line_end:
+                line_start = data.rfind(b"\n", 0, offset) + 1
+                line_end = data.find(b"\n", offset) + 1 or len(data)
+            fired[pid].append(line_start)
+        byte_spans: dict[int, list[Span]] = {}
+        for r, rule in enumerate(self.rules):
+            if not rule.triggers:
+                continue
+            wanted = set.intersection(*(set(fired.get(self._pattern_ids[t], ())) for t in rule.triggers))
+            if rule.whole and wanted:
+                out[r] = whole
+            elif wanted:
+                byte_spans[r] = _merge_lines(data, sorted(wanted), rule.after)
+        to_chars = _char_offsets(text, data, {o for spans in byte_spans.values() for span in spans for o in span})
+        for r, spans in byte_spans.items():
+            out[r] = [(to_chars[a], to_chars[b]) for a, b in spans]
+        return out
+
+
+def _merge_lines(data: bytes, starts: list[int], after: int) -> list[Span]:
+    """Byte spans of the lines at starts, each with `after` more lines, merged where they touch."""
+    merged: list[Span] = []
+    for start in starts:
+        end = start
+        for _ in range(after + 1):
+            end = data.find(b"\n", end) + 1 or len(data)
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _char_offsets(text: str, data: bytes, offsets: set[int]) -> dict[int, int]:
+    """Character offset in text of each byte offset of data (its UTF-8 copy, one character per character)."""
+    if len(data) == len(text):
+        return {o: o for o in offsets}
+    out, chars, prev = {}, 0, 0
+    for offset in sorted(offsets):
+        chars += len(data[prev:offset].decode("utf-8", "replace"))
+        out[offset], prev = chars, offset
+    return out
+
+
+@lru_cache(maxsize=8)
+def _hyperscan_db(patterns: tuple[Trigger, ...]) -> "hyperscan.Database":
+    db = hyperscan.Database()
+    flags = [hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if p.caseless else 0) for p in patterns]
+    db.compile(expressions=[p.pattern.encode() for p in patterns], ids=list(range(len(patterns))),
+               elements=len(patterns), flags=flags)
+    return db
