@@ -36,7 +36,7 @@ _CYRILLIC_WORD = re.compile(r"\b\w*[\u0400-\u04ff]\w*\b")
 _LATIN_TO_CYRILLIC = str.maketrans("aceopxyABCEHKMOPTX", "асеорхуАВСЕНКМОРТХ")
 
 # Payloads hide in long tokens, so the text is split (fast) and only tokens of 16+ characters are matched.
-_BASE64 = re.compile(r"(?<![\w+/-])[A-Za-z0-9+/_-]{16,}={0,2}(?![\w+/=-])")
+_BASE64 = re.compile(r"(?<![\w+/-])[A-Za-z0-9+/_-]{12,}={0,2}(?![\w+/=-])")
 _HEX = re.compile(r"(?:0x)?((?:[0-9a-fA-F]{2}){8,})|(?:[0-9a-fA-F]{2}:){7,}[0-9a-fA-F]{2}")
 _HEX_PAIR = re.compile(r"[0-9a-fA-F]{2}")
 _HEX_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2}){4,}")
@@ -113,7 +113,7 @@ def _decoded(text: str) -> list[str]:
         core = token.strip(_PUNCTUATION)
         found += [t for t in (_b64(m.group()) for m in _BASE64.finditer(core)) if t]
         found += [t for t in (_hex(m.group()) for m in _HEX.finditer(core)) if t]
-        if len(_PERCENT.findall(core)) >= 3:  # a URL's query or path value, decoded alone so it starts a line
+        if _PERCENT.search(core):  # a URL's query or path value, decoded alone so it starts a line
             found += [unquote(part) for part in _URL_PARTS.split(core) if "%" in part]
     pairs: list[str] = []  # hex written as separate bytes: "69 67 6e 6f ..."
     for token in [*tokens, ""]:

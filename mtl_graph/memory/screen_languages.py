@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from mtl_graph.memory.screen_rules import RULES, Rule, rx
+from mtl_graph.memory.screen_rules import EXTERNAL_URL, RULES, Rule, rx
 
 REASONS = {rule.name: rule.reason for rule in RULES}
 
@@ -36,10 +36,12 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"|(?:让|讓|使|把)[^。\n]{0,8}?(?:测试|測試)[^。\n]{0,8}?(?:什么都不做|什麼都不做|空操作|直接通过|直接通過|永远通过|永遠通過|总是通过|總是通過)"
             r"|(?:断言|斷言|assert)[^。\n]{0,8}?(?:替换|替換|换|換|改)(?:成|为|為)\s*pass"
             r"|(?:旧|舊|以前|之前|早期)的?(?:提交|版本|commit)[^。\n]{0,12}?(?:测试|測試)"
-            r"|(?:测试|測試)[^。\n]{0,12}?(?:旧|舊|以前的|之前的)(?:提交|版本|commit)",
+            r"|(?:测试|測試)[^。\n]{0,12}?(?:旧|舊|以前的|之前的)(?:提交|版本|commit)"
+            r"|(?:把|将|將)[^。\n]{0,8}?(?:测试|測試|断言|斷言)[^。\n]{0,8}?(?:删除|刪除|删掉|刪掉|移除|清空|注释掉|註釋掉|禁用|篡改|跳过|跳過)",
         "env_dump":
             r"(?:打印|输出|輸出|显示|顯示|列出|导出|導出|转储|轉儲|记录|記錄|保存|发送|發送)(?:出)?[^。\n]{0,6}?(?:所有|全部|整个|整個|完整)的?"
             r"(?:环境变量|環境變數|环境|環境)"
+            r"|(?:打印|输出|輸出|显示|顯示|列出|导出|導出|转储|轉儲|发送|發送|保存)[^。\n]{0,4}?(?:环境变量|環境變數)的?(?:全部|所有|完整)"
             r"|(?:把|将|將)(?:所有|全部|整个|整個|完整)的?(?:环境变量|環境變數|环境|環境)[^。\n]{0,6}?"
             r"(?:打印|输出|輸出|显示|顯示|导出|導出|转储|轉儲|发送|發送|保存|写|寫)",
         "read_credentials":
@@ -49,7 +51,7 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"(?:凭据|憑據|凭证|憑證|密码|密碼|令牌|api\s*(?:密钥|key)|密钥)",
         "exfiltration":
             r"(?:发送|發送|上传|上傳|传到|傳到|推送|转发|轉發|泄露|外传)[^。\n]{0,20}?(?:到|至|给|給)[^。\n]{0,6}?"
-            r"(?:外部|远程|遠程|第三方|攻击者|攻擊者|另一个|另一個|其他|别的)",
+            r"(?:外部|远程|遠程|第三方|攻击者|攻擊者|另一个|另一個|其他|别的|https?://(?!localhost|127\.))",
         "pipe_to_shell":
             r"(?:下载|下載)[^。\n]{0,24}?(?:bash|sh|shell)\s*(?:中|里|裡)?(?:执行|執行|运行|運行)"
             r"|(?:管道|pipe)[^。\n]{0,6}?(?:给|給|到|传给|傳給)\s*(?:bash|sh)",
@@ -72,7 +74,8 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"(?:ssh(?:の)?(?:秘密)?鍵|秘密鍵|\.ssh|id_rsa)[^。\n]{0,8}?(?:読み取|読み込|表示|出力|コピー|収集|盗|送信|アップロード|取得)"
             r"|(?:パスワード|トークン|apiキー|認証情報|資格情報)[^。\n]{0,8}?(?:コピー|収集|盗|送信|アップロード|漏ら|書き出)",
         "exfiltration":
-            r"(?:外部|リモート|第三者|攻撃者|別の)[^。\n]{0,20}?(?:に|へ)[^。\n]{0,6}?(?:送信|アップロード|送|転送|プッシュ|漏)",
+            r"(?:外部|リモート|第三者|攻撃者|別の|https?://(?!localhost|127\.)\S+)[^。\n]{0,20}?(?:に|へ)[^。\n]{0,6}?"
+            r"(?:送信|アップロード|送|転送|プッシュ|漏)",
         "pipe_to_shell":
             r"ダウンロード[^。\n]{0,24}?(?:bash|sh|シェル)\s*(?:に|で)[^。\n]{0,4}?(?:実行|パイプ|流し込)",
         "impersonates_prompt": r"^[\s#>*=\[【-]*(?:システム|開発者|管理者)\s*[】\]]?\s*:",
@@ -101,7 +104,9 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
         "exfiltration":
             r"\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|запуш\w*|сле[йи]\w*|слить)\s+[^.\n]{0,60}?"
             r"\b(?:на|в)\s+(?:внешн\w+|удаленн\w+|сторонн\w+|чуж\w+|друг\w+)\s+(?:сервер\w*|хост\w*|адрес\w*|url|"
-            r"репозитори\w*|remote)",
+            r"репозитори\w*|remote)"
+            rf"|\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|сле[йи]\w*|слить)\s+[^\n]{{0,60}}?"
+            rf"\b(?:на|в)\s+{EXTERNAL_URL}",
         "pipe_to_shell":
             r"\b(?:скача\w*|загруз\w*)\s+[^.\n]{0,40}?\b(?:запуст\w*|выполн\w*|переда\w*|перенаправ\w*)\s+[^.\n]{0,20}?"
             r"\b(?:bash|sh|шелл\w*|оболочк\w*)",
@@ -119,6 +124,7 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"|\b(?:tests?|pruebas?)\s+(?:\w+\s+){0,2}?(?:no\s+hag\w+\s+nada|sea\s+un\s+no-?op|sea\s+vaci\w+|pase\s+siempre|"
             r"siempre\s+pas\w*)"
             r"|\b(?:reemplaz\w*|sustitu\w*|cambi\w*)\s+(?:\w+\s+){0,2}?(?:asserts?|aserciones)\s+(?:por|con)\s+pass"
+            r"|\b(?:tests?|pruebas?)\b[^.\n]{0,30}\b(?:borr|elimin|coment|desactiv|vaci|quit)\w*(?:los|las)\b"
             r"|\b(?:pruebas?|tests?)\s+[^.\n]{0,30}(?:commit|version|revision)\s+(?:antigu\w*|anterior\w*|viej\w*|previ\w*)",
         "env_dump":
             r"\b(?:imprim\w*|muestr\w*|mostr\w*|list\w*|volc\w*|vuelc\w*|export\w*|guard\w*|envi\w*|registr\w*)\s+"
@@ -132,7 +138,8 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
         "exfiltration":
             r"\b(?:envi\w*|sub\w*|mand\w*|transmit\w*|reenvi\w*|filtr\w*|empuj\w*)\s+[^.\n]{0,60}?\b(?:a|al|hacia|en)\s+"
             r"(?:un\s+|una\s+|el\s+|otro\s+)?(?:servidor|host|url|direccion|repositorio|remoto)\s+(?:extern\w*|remot\w*|"
-            r"ajen\w*|de\s+terceros|diferente|distint\w*)",
+            r"ajen\w*|de\s+terceros|diferente|distint\w*)"
+            rf"|\b(?:envi|sub|mand|transmit|reenvi|filtr|empuj)\w*\s+[^\n]{{0,60}}?\b(?:a|al|hacia|en)\s+{EXTERNAL_URL}",
         "pipe_to_shell":
             r"\bdescarg\w*\s+[^.\n]{0,50}?\b(?:ejecut\w*|pas\w*|canaliz\w*|redirig\w*)\s+[^.\n]{0,20}?"
             r"\b(?:bash|sh|shell|sudo)\b",
@@ -150,6 +157,8 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"|\btests?\s+(?:\w+\s+){0,3}?(?:ne\s+fasse\s+rien|ne\s+fait\s+rien|soit\s+un\s+no-?op|soit\s+vide|"
             r"passe\s+toujours|toujours\s+pass\w*)"
             r"|\b(?:remplac\w*|substitu\w*)\s+(?:\w+\s+){0,2}?(?:asserts?|assertions)\s+(?:par|avec)\s+pass"
+            r"|\b(?:met\w*|place\w*)\s+(?:les\s+|ces\s+)?(?:\w+\s+)?tests?\s+(?:\w+\s+)?en\s+commentaire"
+            r"|\btests?\b[^.\n]{0,30}\b(?:supprim|efface|comment|desactiv|vide)\w*-les\b"
             r"|\btests?\s+[^.\n]{0,30}(?:ancien(?:ne)?|precedent\w*|vieux|vieil)\s+(?:commit|version|revision)",
         "env_dump":
             r"\b(?:affich\w*|imprim\w*|list\w*|dump\w*|export\w*|sauvegard\w*|envoi\w*|envoy\w*|enregistr\w*)\s+"
@@ -164,7 +173,9 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
         "exfiltration":
             r"\b(?:envoi\w*|envoy\w*|televers\w*|transfer\w*|transmet\w*|pousse\w*|exfiltr\w*)\s+[^.\n]{0,60}?"
             r"\b(?:a|au|vers|sur)\s+(?:un\s+|une\s+|le\s+|l')?(?:(?:autre\s+)(?:serveur|hote|url|adresse|depot|remote)|"
-            r"(?:serveur|hote|url|adresse|depot|remote)\s+(?:extern\w*|distant\w*|tiers|autre|different\w*))",
+            r"(?:serveur|hote|url|adresse|depot|remote)\s+(?:extern\w*|distant\w*|tiers|autre|different\w*))"
+            rf"|\b(?:envoi|envoy|televers|transfer|transmet|pousse|exfiltr)\w*\s+[^\n]{{0,60}}?\b(?:a|au|vers|sur)\s+"
+            rf"{EXTERNAL_URL}",
         "pipe_to_shell":
             r"\btelecharg\w*\s+[^.\n]{0,50}?\b(?:execut\w*|lanc\w*|pass\w*|redirig\w*)[\s-]+[^.\n]{0,20}?"
             r"\b(?:bash|sh|shell|sudo)\b",
@@ -201,7 +212,8 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
         "exfiltration":
             r"\b(?:sende\w*|schick\w*|lad\w*|ubertrag\w*|push\w*|leite\w*)\s+[^.\n]{0,60}?\b(?:an|auf|zu|in)\s+"
             r"(?:einen\s+|ein\s+|eine\s+|den\s+|das\s+)?(?:externe[nrs]?|entfernte[nrs]?|fremde[nrs]?|andere[nrs]?)\s+"
-            r"(?:server|host|url|adresse|repository|repo|remote)",
+            r"(?:server|host|url|adresse|repository|repo|remote)"
+            rf"|\b(?:sende|schick|lad|ubertrag|push|leite)\w*\s+[^\n]{{0,60}}?\b(?:an|auf|zu|nach)\s+{EXTERNAL_URL}",
         "pipe_to_shell":
             r"\b(?:lad\w*|herunterlad\w*)\s+[^.\n]{0,50}?\b(?:fuhr\w*|pipe\w*|leite\w*|ubergib\w*)\s+[^.\n]{0,20}?"
             r"\b(?:bash|sh|shell|sudo)\b"
@@ -222,7 +234,7 @@ _NOUNS = {
     "env_dump": r"entorno|ambiente|environnement|umgebung",
     "read_credentials": r"ssh|clave|credencial|contrasena|token|secreto|cle|identifiant|mots\s+de\s+passe|jeton|"
                         r"secret|schlussel|zugangsdaten|anmeldedaten|passworter|kennworter|geheimnis",
-    "exfiltration": r"servidor|host|url|direccion|repositorio|remot|serveur|hote|adresse|depot|server|repo",
+    "exfiltration": r"servidor|host|url|direccion|repositorio|remot|serveur|hote|adresse|depot|server|repo|http",
     "pipe_to_shell": r"bash|sh\b|shell|sudo",
     "impersonates_prompt": r"sistema|desarrollador|administrador|systeme|developpeur|administrateur|entwickler|"
                            r"administrator",
@@ -237,7 +249,7 @@ _VERBS = {
                     r"debilit|reemplaz|sustitu|hag|sea\s|siempre|commit|version|revision|supprim|efface|retir|enlev|"
                     r"comment|vide|ignor|saut|modifi|change|reecri|affaibli|fasse|fait\s+rien|soit|toujours|remplac|"
                     r"substitu|losch|entfern|leer|kommentier|deaktivier|streich|uberspring|ander|bearbeit|abschwach|"
-                    r"nichts|no-?op|besteh|ersetz|tausch|stand",
+                    r"nichts|no-?op|besteh|ersetz|tausch|stand|met|place",
     "env_dump": r"imprim|muestr|mostr|list|volc|vuelc|export|guard|envi|registr|affich|dump|sauvegard|envoy|envoi|enregistr|"
                 r"gib|ausgeb|druck|zeig|speicher|sende|schick|protokollier|aus\b|anzeigen|loggen",
     "read_credentials": r"lee|leer|copi|recopil|rob|extra|envi|imprim|muestr|sub|filtr|lis\b|lire|lisez|collect|"

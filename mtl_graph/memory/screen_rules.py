@@ -109,13 +109,14 @@ def words(pattern: str) -> re.Pattern[str]:
 # What names the task's tests: plural "tests", test files / suites / cases, or a named test file. A bare singular
 # "test" only at the end of a clause: "an empty sequence test", "the delete test proxy" describe, not target.
 _TEST_NOUN = (r"(?:tests\b|test(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:and|then|so|or|before|if|in|from|with)\b))|"
-              r"test[ \t]+(?:files?|suites?|cases?|assertions?|scripts?|modules?)\b|assertions\b|"
+              r"test[ \t]+(?:files?|suites?|cases?|assertions?|scripts?|modules?|functions?|methods?|bod(?:y|ies)|"
+              r"classes?|folders?)\b|assertions\b|"
               r"asserts?[ \t]+(?:statements|lines|calls)\b|"
               r"test_\w+\.\w+|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"
               r"(?![ \t]+(?:output|data|artifacts?|cache|results?|logs?|reports?|dir|directory|build|database|db|"
               r"server|env|environment|run\b|runner))")
 # A looser object for constructions that only ever target tests ("make the test a no-op").
-_TESTS = (r"(?:tests?(?:[ \t]+(?:files?|suites?|cases?|modules?|functions?|methods?|scripts?|classes?))?|"
+_TESTS = (r"(?:tests?(?:[ \t]+(?:files?|suites?|cases?|modules?|functions?|methods?|scripts?|classes?|directory|dir|folder))?|"
           r"assert(?:ion)?s?|test_\w+(?:\.\w+)?|\w+_test(?:\.\w+)?|\w+\.(?:test|spec)\.\w+)")
 _TEST_PATH = r"(?:\S*/)?(?:tests?/?|[^\s/]*test[^\s/]*\.(?:py|js|ts|go|rs|java|rb|c|cpp|cc)|[^\s/]*\.(?:spec|test)\.\w+)"
 EXTERNAL_URL = r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])(?:[:/]|\b))[\w.-]+"
@@ -123,7 +124,8 @@ _SUBSTITUTION = r"(?:\$\((?!\s*date\b)|`[^`\s]|\$\{?\w*(?:TOKEN|SECRET|PASSW|PWD
 _INTERPRETER = (r"(?:(?:ba|z|da|k|c|fi|a)?sh\b|python[\d.]*\s*(?:-\s*)?(?:$|[;&|)\"'])|perl\b|ruby\b|node\b|iex\b|"
                 r"php\b|pwsh\b|powershell\b)")
 # Between a pipe and the interpreter: sudo / env / exec with their flags, or an absolute path to the binary.
-_RUNNER = r"(?:(?:sudo|doas|env|exec|command|nohup|time)\b(?:\s+-{1,2}[\w-]+(?:[= ]\w+)?|\s+\w+=\S*)*\s*)*(?:/\S*/)?"
+_RUNNER = (r"(?:(?:/\S*/)?(?:sudo|doas|env|exec|command|nohup|time)\b(?:\s+-{1,2}[\w-]+(?:[= ]\w+)?|\s+\w+=\S*)*\s*)*"
+           r"(?:/\S*/)?")
 _MOD = (r"(?:out|me|the|of|list|current|process'?s?|shell'?s?|your|my|available|existing|set|defined|exported|raw|its|"
         r"every\s+single)")
 _TOTAL = r"(?:all|every|each|full|entire|whole|complete)"
@@ -147,9 +149,18 @@ RULES: tuple[Rule, ...] = (
         r"guidelines)\s+"
         r"(?:no\s+longer|do\s+not|don'?t)\s+apply"
         r"|\bact\s+as\s+(?:if|though)\s+(?:you\s+have|there\s+are)\s+no\s+(?:rules|restrictions|guidelines|limits)"
-        r"|\byou\s+are\s+no\s+longer\s+bound\s+by"), natural_language=True,
+        r"|\byou\s+are\s+no\s+longer\s+bound\s+by"
+        r"|\b(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:above|before|previously|said|stated|else|"
+        r"you\s+were\s+told|in\s+the\s+(?:header|prompt))"
+        r"|\b(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+|any\s+|all\s+)?(?:rules|instructions|guidelines|"
+        r"constraints)\s+(?:in|from|of)\s+(?:the\s+)?(?:header|system\s+prompt|prompt|task|memories\s+header)"
+        r"|\b(?:previous|prior|above|earlier|original|system|old)\s+(?:instructions|rules|prompt|guidelines)\s+(?:are|is)\s+"
+        r"(?:void|null|cancel+ed|revoked|superseded|no\s+longer\s+valid|invalid|replaced)"
+        r"|\b(?:ignore|disregard|forget)\s+(?:the\s+|your\s+)?(?:task'?s?\s+(?:description|statement|instructions?)|"
+        r"system\s+prompt|original\s+task)"),
+         natural_language=True,
          trigger=words(r"ignor|disregard|forget|overrid|overrul|bypass|supersed|precedence|you\s+are|instructions|"
-                       r"attention|heed|apply|act\s+as")),
+                       r"attention|heed|apply|act\s+as|void|null|cancel|revoked|invalid|replaced")),
     Rule("impersonates_prompt", "poses as prompt structure (a role line, a special token, the end of the memories)",
          re.compile(
              r"<\|\s*[a-z_]+\s*\|>|\[/?INST\]|<</?SYS>>|</?\s*(?:system|memory|memories|instructions?)\s*>"
@@ -181,24 +192,27 @@ RULES: tuple[Rule, ...] = (
     Rule("pipe_to_shell", "pipes a download into a shell or interpreter", rx(
         r"\b(?:pipe|feed|pass)\b[^.\n]{0,40}\b(?:download(?:ed)?|fetched|remote|curl|wget)\b[^.\n]{0,40}?"
         r"\b(?:in)?to\s+(?:a\s+|the\s+|your\s+)?(?:(?:ba|z)?sh|bash|shell|python|interpreter|sudo)\b"
-        r"|\bdownload\b[^.\n]{0,60}\b(?:and|then)\s+(?:pipe|run|execute|source)\s+it\s+(?:in(?:to)?|with|through|"
+        r"|(?:\bdownload\b[^.\n]{0,60}|\b(?:fetch|get|grab|pull)\b[^.\n]{0,60}?(?:https?://|the\s+internet|the\s+web|"
+        r"online)\S*[^.\n]{0,20}?)\b(?:and|then)\s+(?:pipe|run|execute|source)\s+it\s+(?:in(?:to)?|with|through|"
         r"via|as)\s+(?:a\s+|the\s+)?(?:sudo|root|(?:ba|z)?sh|bash|shell|interpreter)\b"), natural_language=True,
-         trigger=words(r"download|fetched|remote|curl|wget")),
+         trigger=words(r"download|fetch|remote|curl|wget|http|internet|web|online")),
     Rule("pipe_to_shell", "pipes a download into a shell or interpreter", rx(
         # a file downloaded in one step and run in a later one: the same name in both places
         rf"\b{_DOWNLOAD}\b[^\n]*?(?:\s-o|\s-O|\s--output(?:-document)?[= ]|\s-OutFile|>)\s*[\"']?(?:\S*/)?([\w.-]+)"
         r"[\s\S]{0,400}?(?:\b(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php|pwsh|iex)\s+(?:-\S+\s+)*"
-        r"[\"']?(?:\S*/)?\1\b|(?:^|[\s;&|(])\.\s+(?:\S*/)?\1\b|\./\1\b)"
+        r"[\"']?(?:\S*/)?\1\b|(?:^|[\s;&|(])\.\s+(?:\S*/)?\1\b|\./\1\b|(?:&&|\|\||;|\bsudo)\s*(?:\S*/)\1\b)"
         r"|\b(?:wget|curl\s+(?:-\w+\s+)*-O)\b[^\n]*?https?://\S*/([\w.-]+)\b[\s\S]{0,400}?"
         r"(?:\b(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php)\s+(?:-\S+\s+)*[\"']?(?:\./)?\2\b|\./\2\b)"),
          whole_text=True, trigger=words(_DOWNLOAD)),
     Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(
-        r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out)"
+        r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out|turn[ \t]+off|switch[ \t]+off|"
+        r"silence|suppress|mute)"
         r"(?:[ \t]+(?!before\b|after\b|then\b|and\b|when\b|while\b|until\b|running\b|run\b|to\b|so\b|from\b)"
-        rf"[\w-]+){{0,3}}[ \t]+{_TEST_NOUN}"
+        rf"[\w-]+){{0,4}}[ \t]+{_TEST_NOUN}"
         r"|\b(?:empty|truncate|blank[ \t]+out|clear)[ \t]+(?:out[ \t]+)?(?:the|all|every|each)[ \t]+(?:[\w-]+[ \t]+){0,2}"
         rf"{_TEST_NOUN}"
-        r"|\b(?:replace|overwrite|rewrite|clear|blank)\s+(?:the\s+)?(?:contents?\s+of\s+)?(?:\S*/)?"
+        r"|\b(?:replace|overwrite|rewrite|clear|blank|empty|truncate|wipe|gut|zero\s+out)\s+(?:the\s+)?"
+        r"(?:contents?\s+of\s+)?(?:\S*/)?"
         r"(?:test_\w+\.\w+|\w+_test\.\w+|\w+\.(?:test|spec)\.\w+)"  # a named test file as the object
         r"|\b(?:skip|xfail|overwrite|replace|rewrite|edit|modify|change|weaken|loosen|relax|adjust|update)"
         r"(?:\s+[\w-]+){0,2}?\s+(?:failing|existing|provided|given|original|broken|official|task'?s|hidden)\s+"
@@ -213,13 +227,40 @@ RULES: tuple[Rule, ...] = (
         r"|\btruncate\s+-s\s*0\s+\S*test"),
          natural_language=True, spares_own_files=True,
          trigger=words(r"\brm\b|delet|remov|eras|gut|wipe|comment|disabl|neuter|stub|empty|truncat|blank|clear|replac|"
-                       r"overwrit|rewrit|skip|xfail|edit|modif|chang|weaken|loosen|relax|adjust|updat|make|>\s*\S*test")),
+                       r"overwrit|rewrit|skip|xfail|edit|modif|chang|weaken|loosen|relax|adjust|updat|make|>\s*\S*test|"
+                       r"turn|switch|silenc|suppress|mute")),
     Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(
         # paraphrases: no-ops, skip decorators, asserts turned into pass, tests from an old commit, patched runners
         rf"\b(?:make|turn|convert|reduce|render)\s+(?:(?:the|all|every|each|any)\s+)?(?:[\w-]+\s+){{0,2}}?{_TESTS}"
         r"\s+(?:(?:in)?to\s+)?(?:(?:an?|one)\s+)?(?:big\s+|single\s+)?(?:no-?ops?|do[- ]nothings?\b|do\s+nothing|"
-        r"empty\b|stubs?\b|trivially\s+pass\w*|always\s+pass|pass\s+(?:trivially|unconditionally|regardless|"
-        r"no\s+matter))"
+        r"empty\b|stubs?\b|(?:trivially|always)\s+(?:true|pass\w*|succeed\w*|green)|pass\s+(?:trivially|"
+        r"unconditionally|regardless|no\s+matter))"
+        rf"|{_TESTS}\b[^.\n]{{0,40}}\b(?:is|are|be|becomes?|to|with)\s+(?:just|only|nothing\s+but|a\s+bare|an?\s+empty)\s*"
+        r"[`'\"]?(?:pass|return|\.\.\.)(?![\w-])"
+        rf"|\b(?:rename|move|mv)\s+(?:the\s+)?(?:[\w-]+\s+){{0,2}}?(?:{_TESTS}|{_TEST_PATH})\s+(?:to|out|away|aside|into)\b"
+        r"|\bso\s+(?:that\s+)?(?:pytest|unittest|the\s+(?:test\s+)?runner|the\s+checker|the\s+grader)\s+(?:(?:does|do|"
+        r"will|can)(?:\s+not|n'?t)|never|won'?t|cannot)\s+(?:collect|find|run|see|discover)"
+        r"|\bso\s+(?:that\s+)?(?:nothing|no\s+tests?)\s+(?:is|are|gets?|will\s+be)\s+(?:collected|run|executed|discovered)"
+        r"|\b(?:add|put|insert|use|write|make)\b[^.\n]{0,20}(?:assert\s+true|asserttrue\s*\(\s*true\s*\)|assert\s+1\s*==\s*1)"
+        r"[^.\n]{0,40}\b(?:only|each|every|all|instead)\b"
+        r"|\b(?:delete|remove|strip|drop)\b[^.\n]{0,30}\b(?:lines?|calls?|statements?)\s+(?:containing|with|that\s+"
+        r"(?:contain|have|call))\s+[`'\"]?(?:self\.)?assert"
+        rf"|__test__\s*=\s*false[^.\n]{{0,40}}\b(?:in|to|at\s+the\s+top\s+of)\s+(?:the\s+|each\s+|every\s+)?"
+        rf"(?:test\s+(?:module|file)s?|{_TEST_PATH})"
+        rf"|\b(?:edit|modify|change|adjust|rewrite|update|weaken|overwrite|replace|swap|patch)\s+(?:\w+\s+){{0,3}}?"
+        rf"(?:{_TESTS}|{_TEST_PATH}|expected\s+(?:values?|outputs?))\b[^.\n]{{0,40}}?\b(?:so|until|such\s+that)\s+"
+        r"(?:that\s+)?[^.\n]{0,30}?\b(?:always\s+pass\w*|pass(?:es)?\b|succeed\w*|(?:can'?t|cannot|never|won'?t)\s+fail|"
+        r"(?:with|against|to)\s+itself)"
+        rf"|\bmake\s+(?:{_TESTS}|{_TEST_PATH})\s+(?:exit|return|stop|quit|abort)\b"
+        r"|\b(?:put|add|insert)\s+[`'\"]?(?:return|pass|pytest\.skip\(\)|sys\.exit\(0?\))[`'\"]?\s+(?:at\s+the\s+(?:start|"
+        r"top|beginning)\s+of|as\s+the\s+first\s+line\s+of|in(?:to)?)\s+(?:each|every|all|the)\s+(?:[\w-]+\s+)?"
+        rf"{_TESTS}"
+        r"|\b(?:swap|replace|set|change|update|overwrite|rewrite|edit)\b[^.\n]{0,30}\b(?:expected\s+(?:values?|outputs?|"
+        r"results?|answers?)|assertions?)\b[^.\n]{0,40}\b(?:to|with|for|by)\s+(?:whatever|what)\s+(?:the\s+)?(?:code|"
+        r"implementation|function|solution|program)\s+(?:currently\s+|now\s+|actually\s+)?(?:returns|produces|outputs|"
+        r"prints|gives)"
+        rf"|\b(?:replace|overwrite|rewrite)\s+(?:the\s+)?(?:[\w-]+\s+)?{_TESTS}\s+with\s+(?:a\s+|an\s+|one\s+)?"
+        r"(?:single|empty|trivial|dummy|fake|stub|passing|no-?op)\b"
         r"|\b(?:add|put|insert|apply|stick|slap|decorate|mark|tag|wrap)\b[^.\n]{0,50}?(?:pytest\.mark\.(?:skip|xfail)"
         r"\w*|unittest\.skip\w*|@skip\w*|skip(?:if|unless)?\s+(?:decorators?|markers?|marks?)|xfail\s+(?:markers?|"
         r"marks?)|pytest\.skip\(|self\.skiptest|raise\s+(?:unittest\.)?skiptest|\bas\s+(?:skipped|xfail(?:ed)?|"
@@ -235,7 +276,7 @@ RULES: tuple[Rule, ...] = (
         rf"|\b(?:restore|revert|roll\s+back|reset|check\s+out|bring\s+back|take|get|copy)\s+(?:the\s+)?"
         rf"(?:[\w-]+\s+){{0,2}}?{_TESTS}\s+(?:to|from|with|as\s+of)\s+(?:the\s+|an?\s+)?(?:old(?:er)?|previous|earlier|"
         r"prior|initial|first|last\s+week'?s)\b[^.\n]{0,20}?(?:commit|version|revision|release|tag)"
-        r"|\bconftest\.py\b[^.\n]{0,60}\b(?:skips?|xfails?|deselects?|always\s+pass|passes\s+every|exit|"
+        r"|\bconftest\.py\b[^\n]{0,60}?\b(?:skips?|xfails?|deselects?|always\s+pass|passes\s+every|exit|"
         r"collect_ignore|pytest_collection_modifyitems)"
         r"|\b(?:patch|monkeypatch|override|replace|redefine|stub)\s+(?:out\s+)?(?:the\s+)?(?:unittest\.)?"
         r"(?:testcase\.(?:run|assert\w*)|assert\w+\s+methods?|pytest'?s?\s+(?:runner|assert\w*)|the\s+test\s+runner)"
@@ -245,7 +286,9 @@ RULES: tuple[Rule, ...] = (
          trigger=words(r"test|assert|spec|conftest|hard-?code|skip|xfail|expected\s+failure"),
          also=words(r"make|turn|convert|reduc|render|add|put|insert|apply|stick|slap|decorat|mark|tag|wrap|replac|"
                     r"swap|substitut|chang|rewrit|sed|git|restor|revert|roll|reset|check\s+out|bring|take|get|copy|"
-                    r"conftest|patch|overrid|redefin|stub|hard-?code")),
+                    r"conftest|patch|overrid|redefin|stub|hard-?code|\s(?:is|are|be|becomes?|to|with)\s|renam|move|\bmv\b|"
+                    r"\bso\b|use|write|delet|remov|strip|drop|__test__|edit|modif|adjust|updat|weaken|overwrit|until|such|exit|"
+                    r"return|quit|abort|stop|set")),
     Rule("read_credentials", "reads or collects credentials, private keys or secret files", rx(
         r"(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.(?:ssh|gnupg|aws|kube|docker|config/gh)\b"
         r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.git-credentials\b|\.netrc\b|\.pgpass\b|/etc/shadow\b"
@@ -283,7 +326,13 @@ RULES: tuple[Rule, ...] = (
         rf"(?:env(?:ironment)?[ \t]+(?:variables|vars)|environment)\b"
         rf"|\b(?:print|dump|show|display|echo|log|output|paste|reveal|expose|send|upload)\b(?:[ \t]+{_MOD})*[ \t]+"
         r"(?:environment(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:first|before|at|to|into|in|and|then|so|when|for\s+debugging)"
-        r"\b))|env[ \t]+vars\b)"), natural_language=True, trigger=words(r"env")),
+        r"\b))|env[ \t]+vars\b)"
+        rf"|\b(?:print|dump|list|show|display|echo|log|output|write|save|paste|copy|send|upload)\b(?:[ \t]+{_MOD})*[ \t]+"
+        rf"{_TOTAL}(?:[ \t]+{_MOD})*[ \t]+(?:variables?|vars|values|settings|keys)[ \t]+(?:in|of|from)[ \t]+(?:the[ \t]+)?"
+        r"(?:\w+[ \t]+)?environment\b"
+        r"|\b(?:print|dump|log|show|display|echo|output|save|write|send|upload)\s+(?:out\s+)?(?:the\s+)?(?:whole\s+|"
+        r"entire\s+|full\s+)?(?:os\.environ|process\.env|\$env|ENV)\b(?!\s*[\[.(:])"), natural_language=True,
+         trigger=words(r"env")),
     Rule("exfiltration", "sends data to an outside address", rx(
         r"\b(?:curl|wget|http|https|httpie)\b(?=[^\n]*\s(?:-d|--data[\w-]*|-F|--form|-T|--upload-file|--post-data|"
         rf"--post-file|-X\s*(?:POST|PUT))\b)(?=[^\n]*{EXTERNAL_URL})"
@@ -315,6 +364,6 @@ RULES: tuple[Rule, ...] = (
                        r"fork|external|outside|third-party|server")),
     Rule("exfiltration", "sends data to an outside address", rx(
         # a remote added in one step and pushed to in another
-        r"\bgit\s+remote\s+add\s+(?:-\S+\s+)*([\w.-]+)\s+\S+[\s\S]{0,400}?\bgit\s+push\s+(?:-\S+\s+)*\1\b"),
-         whole_text=True, trigger=words(r"git\s+remote\s+add")),
+        r"\bgit\s+remote\s+(?:add|set-url)\s+(?:-\S+\s+)*([\w.-]+)\s+\S+[\s\S]{0,400}?\bgit\s+push\s+(?:-\S+\s+)*\1\b"),
+         whole_text=True, trigger=words(r"git\s+remote\s+(?:add|set-url)")),
 )
