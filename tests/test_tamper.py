@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.bench.suites import load_suite
-from mtl_graph.experience.checks import restore_tests
+from mtl_graph.experience.checks import tampered_tests
+from mtl_graph.experience.clean_room import build_room, take_snapshot
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
@@ -44,7 +45,8 @@ CHEATS = {
     # A module named like the runner, first on sys.path, prints a green summary instead of running the tests.
     "shadow-unittest": "printf 'print(\"Ran 9 tests in 0.001s\\\\n\\\\nOK\")\\n' > unittest.py",
 }
-EXPECTED = {"edit-check-script": ["run_tests.sh"], "shadow-unittest": ["unittest.py"]}
+EXPECTED = {"edit-check-script": ["run_tests.sh"], "shadow-unittest": []}
+DROPPED = {"shadow-unittest": ["unittest.py (named like a module the check imports)"]}
 
 
 def make_task_dir(root: Path) -> Path:
@@ -94,8 +96,9 @@ def test_tampering_agents_score_zero_on_a_task_directory(cheat, task_dir, tmp_pa
     verdict = state["verdict"]
     assert verdict["status"] == "fail" and verdict["source"] == "tests"
     expected = EXPECTED.get(cheat, ["test_primes.py"])
-    assert verdict["tests_modified"] == expected
-    assert "tests modified by the agent" in verdict["reason"] and "NotImplementedError" in verdict["reason"]
+    assert verdict["tests_modified"] == expected and "NotImplementedError" in verdict["reason"]
+    assert ("tests modified by the agent" in verdict["reason"]) == bool(expected)
+    assert [d for d in verdict["dropped"] if not d.startswith("mine.py")] == DROPPED.get(cheat, [])
     [line] = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert line["tests_modified"] == expected and line["verdict"]["status"] == "fail"
 
@@ -170,7 +173,7 @@ def test_with_memory_transfer_uses_the_same_tamper_proof_check(task_dir, tmp_pat
     assert state["verdict"]["status"] == "fail" and state["verdict"]["tests_modified"] == ["test_primes.py"]
 
 
-# --------------------------------------------------------------------------- the restore itself, attacked
+# --------------------------------------------------------------------------- what the agent did to the tests
 
 
 def _workspace(tmp_path: Path, test_path: str = "tests/test_a.py") -> tuple[Task, Path]:
@@ -178,15 +181,23 @@ def _workspace(tmp_path: Path, test_path: str = "tests/test_a.py") -> tuple[Task
     return task, task.materialize(tmp_path / "ws")
 
 
-def test_a_planted_file_link_is_replaced_and_its_target_untouched(tmp_path):
+def _room_test(task: Task, ws: Path, rel: str) -> str:
+    room = build_room(task, ws)
+    try:
+        return (room.path / rel).read_text()
+    finally:
+        room.close()
+
+
+def test_a_planted_file_link_is_a_replacement_and_never_read_through(tmp_path):
     task, ws = _workspace(tmp_path, "test_a.py")
     outside = tmp_path / "outside.txt"
     outside.write_text("keep me\n")
     (ws / "test_a.py").unlink()
     (ws / "test_a.py").symlink_to(outside)
-    assert restore_tests(task, ws) == {"test_a.py": "replaced"}
-    assert not (ws / "test_a.py").is_symlink() and (ws / "test_a.py").read_text() == "PRISTINE\n"
-    assert outside.read_text() == "keep me\n"
+    assert tampered_tests(task, ws) == {"test_a.py": "replaced"}
+    assert _room_test(task, ws, "test_a.py") == "PRISTINE\n"
+    assert (ws / "test_a.py").is_symlink() and outside.read_text() == "keep me\n"  # nothing written anywhere
 
 
 def test_a_planted_directory_link_is_never_followed(tmp_path):
@@ -198,36 +209,31 @@ def test_a_planted_directory_link_is_never_followed(tmp_path):
 
     shutil.rmtree(ws / "tests")
     (ws / "tests").symlink_to(elsewhere, target_is_directory=True)
-    assert restore_tests(task, ws) == {"tests/test_a.py": "replaced"}
-    assert (ws / "tests").is_dir() and not (ws / "tests").is_symlink()
-    assert (ws / "tests" / "test_a.py").read_text() == "PRISTINE\n"
+    assert tampered_tests(task, ws) == {"tests/test_a.py": "replaced"}
+    assert _room_test(task, ws, "tests/test_a.py") == "PRISTINE\n"
     assert (elsewhere / "test_a.py").read_text() == "agent's copy\n"
 
 
-def test_hard_links_directories_fifos_and_deleted_parents_are_all_restored(tmp_path):
+def test_hard_links_directories_fifos_and_deleted_parents_are_all_reported(tmp_path):
     task, ws = _workspace(tmp_path)
     test = ws / "tests" / "test_a.py"
     test.unlink()
-    os.link(ws / "mod.py", test)  # writing through it in place would overwrite the solution
-    assert restore_tests(task, ws) == {"tests/test_a.py": "modified"}
-    assert (ws / "mod.py").read_text() == "A = 1\n" and test.read_text() == "PRISTINE\n"
-
+    os.link(ws / "mod.py", test)
+    assert tampered_tests(task, ws) == {"tests/test_a.py": "modified"}
     test.unlink()
     (test / "nested").mkdir(parents=True)
-    assert restore_tests(task, ws) == {"tests/test_a.py": "replaced"} and test.read_text() == "PRISTINE\n"
-
-    test.unlink()
-    os.mkfifo(test)  # opening a FIFO for reading would block the judge
-    assert restore_tests(task, ws) == {"tests/test_a.py": "replaced"} and test.read_text() == "PRISTINE\n"
-
+    assert tampered_tests(task, ws) == {"tests/test_a.py": "replaced"}
     import shutil
 
+    shutil.rmtree(test)
+    os.mkfifo(test)  # opening a FIFO for reading would block the judge
+    assert tampered_tests(task, ws) == {"tests/test_a.py": "replaced"}
+    assert _room_test(task, ws, "tests/test_a.py") == "PRISTINE\n"
     shutil.rmtree(ws / "tests")
-    assert restore_tests(task, ws) == {"tests/test_a.py": "deleted"} and test.read_text() == "PRISTINE\n"
-    (ws / "tests").rename(ws / "moved")
+    assert tampered_tests(task, ws) == {"tests/test_a.py": "deleted"}
     (ws / "tests").write_text("a file where the directory was\n")
-    assert restore_tests(task, ws) == {"tests/test_a.py": "replaced"} and test.read_text() == "PRISTINE\n"
-    assert restore_tests(task, ws) == {}  # untouched now: nothing to report
+    assert tampered_tests(task, ws) == {"tests/test_a.py": "replaced"}
+    assert _room_test(task, ws, "tests/test_a.py") == "PRISTINE\n"
 
 
 def test_pristine_copies_come_from_the_source_with_their_mode(tmp_path):
@@ -239,11 +245,16 @@ def test_pristine_copies_come_from_the_source_with_their_mode(tmp_path):
     ws = task.materialize(tmp_path / "ws")
     (ws / "check.sh").write_text("exit 0\n")
     (ws / "check.sh").chmod(0o644)
-    assert restore_tests(task, ws) == {"check.sh": "modified"}
-    assert (ws / "check.sh").read_text() == "exit 1\n" and (ws / "check.sh").stat().st_mode & 0o777 == 0o755
+    assert tampered_tests(task, ws) == {"check.sh": "modified"}
+    room = build_room(task, ws)
+    try:
+        assert (room.path / "check.sh").read_text() == "exit 1\n"
+        assert (room.path / "check.sh").stat().st_mode & 0o777 == 0o755
+    finally:
+        room.close()
     assert (source / "check.sh").read_text() == "exit 1\n"
     with pytest.raises(TaskError, match="no pristine copy"):
-        restore_tests(task.model_copy(update={"test_files": ["gone.py"]}), ws)
+        tampered_tests(task.model_copy(update={"test_files": ["gone.py"]}), ws)
 
 
 @pytest.mark.parametrize("bad", ["../escape.py", "/etc/passwd", "", "a/../../b", "."])
@@ -266,30 +277,29 @@ def test_a_task_directory_with_a_bad_tests_list_is_one_clear_error(tmp_path, tes
     assert "\n" not in str(info.value) and "task.json" in str(info.value)
 
 
-def test_modules_planted_to_hijack_python_are_removed_but_the_task_s_own_are_kept(tmp_path):
-    from mtl_graph.experience.planted import hijack_candidates
-
+def test_the_room_holds_the_task_s_own_modules_and_none_the_agent_planted(tmp_path):
     task = Task(id="p", instruction="x", files={"queue.py": "STUB = 1\n", "tests/test_q.py": "T = 1\n"},
                 check="python3 -m unittest discover -s tests")
     ws = task.materialize(tmp_path / "ws")
     (ws / "conftest.py").write_text("# the repository's own, made by setup\n")  # like a cloned repo's
-    baseline = hijack_candidates(ws)
-    assert baseline == ["conftest.py", "queue.py"]
+    take_snapshot(ws)
+    (ws / "queue.py").write_text("SOLVED = 1\n")  # the task's own module name: the agent's edit is its solution
     (ws / "sitecustomize.py").write_text("import os; os._exit(0)\n")
     (ws / "unittest").mkdir()
     (ws / "unittest" / "__init__.py").write_text("")
-    (ws / "json").mkdir()  # no __init__: a namespace directory never shadows the real module
     (ws / "random").symlink_to(ws / "unittest", target_is_directory=True)
     (ws / "tests" / "conftest.py").write_text("def pytest_collection_modifyitems(items): items.clear()\n")
     (ws / "helpers.py").write_text("A = 1\n")
-    changes = restore_tests(task, ws, baseline)
-    assert changes == {"sitecustomize.py": "planted", "unittest": "planted", "random": "planted",
-                       "tests/conftest.py": "planted"}
-    assert sorted(p.name for p in ws.iterdir()) == ["conftest.py", "helpers.py", "json", "queue.py", "tests"]
-    assert restore_tests(task, ws, baseline) == {}
-    (ws / "conftest.py").unlink()
-    (ws / "conftest.py").write_text("# planted\n")
-    assert restore_tests(task, ws) == {"conftest.py": "planted"}  # without a baseline only task files count
+    room = build_room(task, ws, take_snapshot.__globals__["pristine_path"](ws))
+    try:
+        assert sorted(room.carried) == ["helpers.py", "queue.py"]
+        assert room.dropped == {"sitecustomize.py": "interpreter start-up hook",
+                                "unittest/__init__.py": "named like a module the check imports",
+                                "random": "not a regular file", "tests/conftest.py": "build or runner configuration"}
+        assert sorted(p.name for p in room.path.iterdir()) == ["conftest.py", "helpers.py", "queue.py", "tests"]
+        assert (room.path / "conftest.py").read_text().startswith("# the repository's own")
+    finally:
+        room.close()
 
 
 GO_EMPTY_TEST = 'package leap\\n\\nimport "testing"\\n\\nfunc TestNothing(t *testing.T) {}\\n'

@@ -107,13 +107,17 @@ def suspicions(sources: Mapping[str, str], report: bytes | None, exit_code: int)
     for r in records:
         if r.get("event") == "test" and isinstance(r.get("id"), str):
             outcomes.setdefault(reported_name(str(r.get("runner")), r["id"]), set()).add(str(r.get("outcome")))
-    failed = sorted(n for n, o in outcomes.items() if o & {"fail", "error", "xpass"})
+    failed = sorted((n for n, o in outcomes.items() if o & {"fail", "error", "xpass"}), key=_order)
     if failed:
         out.append(f"the check exited 0 but {len(failed)} test(s) failed: {_names(failed)}")
-    missing = sorted(defined - set(outcomes), key=lambda n: (n[0] or "", n[1]))
+    missing = sorted(defined - set(outcomes), key=_order)
     if missing:
         out.append(f"{len(missing)} of the {len(defined)} tests the task defines never reported: {_names(missing)}")
     return out
+
+
+def _order(name: TestName) -> tuple[str, str]:
+    return name[0] or "", name[1]
 
 
 def _names(names: list[TestName]) -> str:

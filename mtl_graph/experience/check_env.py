@@ -1,8 +1,8 @@
 """The environment a check's process owns: nothing of it comes from the grading directory.
 
 The task's check command runs inside a prologue that gives it a fresh HOME and TMPDIR outside the directory
-(so no user site, user config or tool cache the agent left can load), turns off bytecode reads and writes there,
-user sites and pytest's plugin autoloading, puts the real interpreter first on PATH (never a version-manager shim,
+(so no user site, user config or tool cache the agent left can load), turns off bytecode writes (the room holds
+no bytecode of the agent's to read: none is carried), user sites and pytest's plugin autoloading, puts the real interpreter first on PATH (never a version-manager shim,
 which reads pin files such as `.python-version` from the working directory), and installs the harness's test
 report hook (accounting.py). Tool caches (Go's build cache, npm's, pip's) live under that HOME and go with it;
 a Cargo home the task's setup filled (`.cargo` of the snapshot) is the one the check builds against.
@@ -70,7 +70,7 @@ def graded_command(check: str, report: str | Path, path: str | None = None) -> s
         "unset " + " ".join(UNSET),
         'export HOME="$h" TMPDIR="$h/tmp" XDG_CACHE_HOME="$h/.cache" XDG_CONFIG_HOME="$h/.config" '
         'XDG_DATA_HOME="$h/.local/share" PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 '
-        'PYTHONPYCACHEPREFIX="$h/.pycache" PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 '
+        'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 '
         "PYTEST_ADDOPTS='-p mtl_check_report -p no:cacheprovider' "
         f'PYTHONPATH="$h/.mtl-hooks" GOPATH="$h/go" GOCACHE="$h/.cache/go-build" {REPORT_ENV}={q(str(report))} '
         f"PATH={q(trusted_path(path))}",

@@ -77,7 +77,7 @@ def pristine_tests(task: Task) -> dict[str, tuple[bytes, int]]:
     return out
 
 
-def test_changes(task: Task, workspace: str | Path) -> dict[str, str]:
+def tampered_tests(task: Task, workspace: str | Path) -> dict[str, str]:
     """What the agent did to the task's test files: {path: "modified" | "deleted" | "replaced"} (read-only: the
     check never reads them from the workspace). Never follows a link: a link where a file or directory belongs
     is a replacement."""
@@ -170,7 +170,7 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
     snapshot: the workspace as it was after setup (default: the one `take_snapshot` made, if any)."""
     if not task.check:
         return Verdict(status=VerdictStatus.UNCERTAIN, reason="task has no check command", source="tests")
-    changes = test_changes(task, workspace)
+    changes = tampered_tests(task, workspace)
     if snapshot is None and pristine_path(workspace).is_dir():
         snapshot = pristine_path(workspace)
     room = build_room(task, workspace, snapshot, prepare=None if snapshot else _setup_in(task, sandbox_for))

@@ -52,8 +52,9 @@ _WORDS = re.compile(r"[_\-.]|(?<=[a-z0-9])(?=[A-Z])")
 TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "testing"})
 
 
-def excluded(rel: str, test_modules: frozenset[str]) -> str | None:
-    """Why a file of the agent's is not a solution file (never carried without a declaration), or None."""
+def excluded(rel: str, test_modules: frozenset[str], new: bool = True) -> str | None:
+    """Why a file of the agent's is not a solution file (never carried without a declaration), or None. A module
+    name is only refused for a new file: a file of the task's own that the agent changed already had its name."""
     path = PurePosixPath(rel)
     name, parts = path.name, path.parts
     if any(p.startswith(".") for p in parts):
@@ -72,7 +73,7 @@ def excluded(rel: str, test_modules: frozenset[str]) -> str | None:
     if any(p.lower() in TEST_DIRS for p in parts[:-1]) or words & {"test", "tests", "spec", "specs"}:
         return "test file"
     modules = {p for p in parts[:-1]} | ({stem} if name.endswith(MODULE_SUFFIXES) else set())
-    if modules & (SHADOWED | test_modules):
+    if new and modules & (SHADOWED | test_modules):
         return "named like a module the check imports"
     return None
 
@@ -238,13 +239,15 @@ def _carry(task: Task, workspace: Path, room: Room) -> None:
     tests = set(task.test_files)
     test_modules = frozenset(PurePosixPath(t).name.split(".", 1)[0] for t in tests)
     for rel, content, executable in _changed_files(workspace, room):
+        if rel in tests:  # reported as tests_modified; the room has the pristine copy
+            continue
         if declared:
             why = None if rel in declared else "not a solution file"
             if why is None and PurePosixPath(rel).name == "Cargo.toml" and content is not None \
                     and not _cargo_manifest_ok(_room_bytes(room.path, rel), content):
                 why = "build configuration beyond its dependencies"
         else:
-            why = "test file" if rel in tests else excluded(rel, test_modules)
+            why = excluded(rel, test_modules, new=not (room.path / rel).is_file())
         if why is None and content is None:
             why = "not a regular file"
         if why is None and not _place(room.path, rel, content, executable):

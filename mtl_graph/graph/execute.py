@@ -30,7 +30,7 @@ from mtl_graph.agent.default import DefaultAgent
 from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
 from mtl_graph.agent.middleware import AgentRunState
 from mtl_graph.experience.checks import SetupFailed, run_setup
-from mtl_graph.experience.planted import hijack_candidates
+from mtl_graph.experience.clean_room import take_snapshot
 from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
@@ -39,7 +39,7 @@ from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import as_task, model_name, timed
 from mtl_graph.sandbox import registry
 
-OUTPUT = ("workspace", "check_baseline", "messages", "trajectory", "verdict", "error", "re_retrieved")
+OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
 
 
@@ -62,7 +62,6 @@ class ExecuteState(TypedDict):
     re_retrieved: NotRequired[list[dict[str, Any]]]
     refreshed: NotRequired[bool]
     workspace: NotRequired[str | None]
-    check_baseline: NotRequired[list[str] | None]
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     exit_status: NotRequired[str | None]
     malformed: NotRequired[int]
@@ -108,13 +107,13 @@ class RunModels:
 
 def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
     """The task's files in workspace and its setup run in the workspace's registry sandbox (the one the agent's
-    `sandbox_tools` will use): `workspace`, `check_baseline`, or `error` (the sandbox then closed)."""
+    `sandbox_tools` will use), then a snapshot of it taken aside for the check's clean room: `workspace`, or
+    `error` (the sandbox then closed)."""
     prepared: dict[str, Any] = {"workspace": str(workspace)}
     try:
         task.materialize(workspace)
         run_setup(task, registry.sandbox_for(workspace, kind))
-        # What could hijack a Python check before the agent ran is the task's own (a cloned repo's conftest.py).
-        prepared["check_baseline"] = hijack_candidates(workspace)
+        take_snapshot(workspace)  # the pristine task after its setup: what the check's clean room is made of
     except Exception as exc:
         registry.release(workspace)
         prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"

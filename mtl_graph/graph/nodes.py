@@ -28,6 +28,7 @@ from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge
+from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
                                       timed)
 from mtl_graph.memory.dedup import AddReport, of_run
@@ -145,21 +146,16 @@ class MTLNodes:
 
     @timed("judge")
     def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Tests when the task has a check (test files restored first); the LLM judge otherwise.
-
-        The check gets its own sandbox: the agent's sandbox was closed when it ended, which kills whatever it left
-        running, so nothing of the agent can touch the workspace after the tests are restored."""
+        """Tests when the task has a check (run in a clean room: the pristine task and the solution); the LLM
+        judge otherwise. The agent's sandbox was closed when it ended, killing whatever it left running."""
         if not state.get("trajectory"):
             return {}
         task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
         update: dict[str, Any] = {}
         if task.check and state.get("workspace"):
             try:
-                sandbox = self._sandbox(state["workspace"], persistent=False)
-                try:
-                    verdict = CheckJudge(task, sandbox, state.get("check_baseline")).judge(trajectory)
-                finally:
-                    sandbox.close()
+                room_sandbox = lambda room: self._sandbox(str(room), persistent=False)  # noqa: E731
+                verdict = CheckJudge(task, state["workspace"], room_sandbox).judge(trajectory)
             except Exception as exc:  # the check could not run: that says nothing about the agent's work
                 update["error"] = f"check could not run: {type(exc).__name__}: {exc}"
                 verdict = Verdict.infrastructure_error(update["error"])
@@ -196,9 +192,10 @@ class MTLNodes:
 
     @timed("distill")
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        """Turn the run into memories (success or failure prompts by verdict); secrets redacted first."""
+        """Turn the run into memories (success or failure prompts by verdict); secrets redacted first. A suspect
+        run (its solution reached into the test run) teaches nothing: it is distilled into no memory."""
         cfg = self._settings(runtime)
-        if not cfg.online or not state.get("trajectory"):
+        if not cfg.online or not state.get("trajectory") or (state.get("verdict") or {}).get("suspicions"):
             return {"distilled": [], "distill_failures": []}
         formats = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
         trajectory = Trajectory.model_validate(state["trajectory"])
@@ -222,7 +219,8 @@ class MTLNodes:
     def write_back(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Online mode: add memories (dedup) and credit the retrieved ones; always append the run log.
 
-        An errored run writes nothing and credits or debits no memory; its verdict is `error`."""
+        An errored run writes nothing and credits or debits no memory; its verdict is `error`. A suspect run
+        credits or debits none either: its verdict says nothing about what the memories were worth."""
         cfg = self._settings(runtime)
         update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary()}
         verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
@@ -239,7 +237,7 @@ class MTLNodes:
                 update["memories_written"] = results.summary()
                 events.written(results)
                 used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
-                if verdict is not None and not verdict.is_error and used:
+                if verdict is not None and not verdict.is_error and not verdict.is_suspect and used:
                     pool.update_stats(used, verdict.outcome)
                     events.emit("credited", ids=used, outcome=verdict.outcome.value)
         except Exception as exc:
@@ -283,6 +281,7 @@ class MTLNodes:
             "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
             "verdict": verdict.model_dump(mode="json") if verdict else None,
             "tests_modified": verdict.tests_modified if verdict else [],
+            "dropped": verdict.dropped if verdict else [], "suspicions": verdict.suspicions if verdict else [],
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
@@ -292,6 +291,7 @@ class MTLNodes:
 
     def _cleanup(self, state: MTLState) -> None:
         registry.release(state.get("workspace"))  # whatever still runs in the run's sandbox ends with the run
+        discard_snapshot(state.get("workspace"))
         if state.get("workspace") and not self.config.keep_workspaces:
             remove_tree(state["workspace"])  # at any depth the agent made it (rmtree recurses)
 
