@@ -18,6 +18,7 @@ from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
 from mtl_graph.sandbox.persistent import SandboxRunner
+from mtl_graph.sandbox.seccomp import filter_program
 from mtl_graph.sandbox.supervisor import Channel, Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
 
@@ -182,7 +183,11 @@ class LocalSandbox(WorkspaceSandbox):
         if self.owner is None:  # no uid switch: the supervisor starts commands on the fast path itself
             return super().new_supervisor()
         uid, gid = self.owner
-        return SandboxRunner({"runner": True, "uid": uid, "gid": gid, "limits": []})
+        # Root's commands would otherwise get every capability in a user namespace of their own (`unshare -Ur`):
+        # the runner wears the filter bwrap gets as root, and passes it on to every command.
+        program = filter_program()
+        launch = {"runner": True, "uid": uid, "gid": gid, "limits": []}
+        return SandboxRunner({**launch, "seccomp": program.hex()} if program is not None else launch)
 
     def argv(self, command: str, timeout: float) -> list[str]:
         return [SHELL, "-c", command]

@@ -23,8 +23,9 @@ Protocol on the control socket (newline-delimited JSON; one command at a time):
   followed by a pidfd of this process when ``"lifeline": true``); reply ``{"pid": N}`` or ``{"error": "..."}``,
   later ``{"exit": code}``.
   host → ``{"op": "kill"}``: kill the running command and everything below; its ``{"exit": ...}`` follows.
-  host → ``{"op": "run", "runner": true, "uid", "gid"}`` with the output pipe and a socket attached: fork a runner
-  switched to uid:gid, serving that socket (supervised like a command).
+  host → ``{"op": "run", "runner": true, "uid", "gid", "seccomp"}`` with the output pipe and a socket attached: fork
+  a runner switched to uid:gid, under the seccomp filter given (hex of its BPF program, optional), serving that
+  socket (supervised like a command).
 """
 
 from __future__ import annotations
@@ -57,6 +58,24 @@ def _prctl(option: int, value: int) -> None:
 
 def set_subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_NO_NEW_PRIVS = 22, 2, 38
+
+
+def load_seccomp(program: bytes) -> None:
+    """Install a seccomp filter (struct sock_filter[], as seccomp.py builds it) on this process and all it will
+    start, after no_new_privs (so neither this process nor a setuid binary it runs can drop it)."""
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "could not install the seccomp filter")
 
 
 def confine_runner() -> None:
@@ -321,6 +340,8 @@ class Supervisor:
                 os.setgroups([])
                 os.setresgid(request["gid"], request["gid"], request["gid"])
                 os.setresuid(request["uid"], request["uid"], request["uid"])
+                if request.get("seccomp"):  # what bwrap --seccomp does for a bwrap sandbox as root
+                    load_seccomp(bytes.fromhex(request["seccomp"]))
                 confine_runner()
                 set_subreaper()  # not inherited across fork
                 Supervisor(socket.socket(fileno=channel), lifeline).serve()
