@@ -54,28 +54,33 @@ def test_the_silent_run_rules_need_the_runner_in_the_command():
 def _task(tmp_path, test_body: str, check: str = "python3 -m unittest -q test_mod") -> tuple[Task, object]:
     task = Task(id="t", instruction="x", files={"mod.py": "X = 1\n", "test_mod.py": test_body}, check=check,
                 test_files=["test_mod.py"])
-    return task, make_sandbox("bwrap", task.materialize(tmp_path / "ws"))
+    return task, task.materialize(tmp_path / "ws")
+
+
+def _check(task: Task, workspace):
+    return run_check(task, workspace, lambda room: make_sandbox("bwrap", room))
 
 
 def test_a_real_unittest_run_of_zero_tests_fails_on_this_python(tmp_path):
-    task, sandbox = _task(tmp_path, "import unittest\n")
-    verdict = run_check(task, sandbox)
+    task, workspace = _task(tmp_path, "import unittest\n")
+    verdict = _check(task, workspace)
     assert verdict.status == "fail" and "ran no test" in verdict.reason and verdict.tests_modified == []
 
 
 def test_a_solution_that_exits_green_at_import_does_not_pass(tmp_path):
     body = "import unittest\nimport mod\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        self.assertEqual(mod.X, 2)\n"
-    task, sandbox = _task(tmp_path, body)
-    (sandbox.workspace / "mod.py").write_text("import os\nos._exit(0)\n")
-    verdict = run_check(task, sandbox)
-    assert verdict.status == "fail" and "no test summary" in verdict.reason
-    (sandbox.workspace / "mod.py").write_text("X = 2\n")
-    assert run_check(task, sandbox).status == "pass"
+    task, workspace = _task(tmp_path, body)
+    (workspace / "mod.py").write_text("import os\nos._exit(0)\n")
+    verdict = _check(task, workspace)
+    assert verdict.status == "fail" and verdict.reason.startswith("suspect: ") and "uses os._exit" in verdict.reason
+    assert "early exit" in verdict.reason and "never reported: T.test_x" in verdict.reason
+    (workspace / "mod.py").write_text("X = 2\n")
+    assert _check(task, workspace).status == "pass"
 
 
 def _real(tmp_path, files: dict[str, str], check: str) -> str:
     task = Task(id="real", instruction="x", files=files, check=check, check_timeout=120)
-    verdict = run_check(task, make_sandbox("bwrap", task.materialize(tmp_path / "ws")))
+    verdict = _check(task, task.materialize(tmp_path / "ws"))
     return verdict.reason if verdict.status == "fail" else f"{verdict.status}: {verdict.reason}"
 
 

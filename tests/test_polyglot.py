@@ -69,10 +69,10 @@ def test_cpp_check_builds_whatever_the_workspace_is_called(tmp_path):
     from mtl_graph.experience.checks import run_check
 
     # CMake takes its file names from the folder: built in place, "workspace_test.cpp" would be missing.
-    sandbox = make_sandbox(SANDBOX, task.materialize(tmp_path / "workspace"))
+    workspace = task.materialize(tmp_path / "workspace")
     for path, content in task.metadata["reference_files"].items():
-        sandbox.write_file(path, content)
-    assert run_check(task, sandbox).status == "pass"
+        (workspace / path).write_text(content)
+    assert run_check(task, workspace, lambda room: make_sandbox(SANDBOX, room)).status == "pass"
 
 
 def test_language_filter_in_the_spec_and_from_the_cli():
