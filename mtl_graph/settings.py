@@ -8,14 +8,30 @@ MTL_MODEL_OPTIONS__TEMPERATURE=0."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, create_model
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError as SourceError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError as SourceError
 
 from mtl_graph.run_settings import MTLContext, RunSettings, SettingsError, describe_error, optional_field
 
 ENV_PREFIX = "MTL_"
+
+
+def _names(value: Any) -> Any:
+    """A JSON list, or names separated by commas (MTL_ALLOWED_PROVIDERS=openai,anthropic)."""
+    if not isinstance(value, str):
+        return value
+    if value.lstrip().startswith("["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("not a JSON list") from None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+NameList = Annotated[list[str], NoDecode, BeforeValidator(_names)]
 
 
 class ProcessSettings(BaseSettings):
@@ -35,6 +51,14 @@ class ProcessSettings(BaseSettings):
     """Run log (JSONL) appended after every run."""
     approve_commands: bool = False
     """Served graphs (graphs/mtl.py) pause before each command of the agent for a person to approve it."""
+    task_roots: str | None = None
+    """Served graphs: directories (os.pathsep-separated) a client's task path, source_dir or scripted: file must be in."""
+    allowed_base_urls: NameList = Field(default_factory=list)
+    """Served graphs: model endpoints a run's context may name as model_options.base_url (none: only the server's)."""
+    allowed_providers: Annotated[list[str] | None, NoDecode, BeforeValidator(_names)] = None
+    """Served graphs: providers a run's context may name in `model` (unset: any provider)."""
+    allow_setup_network: bool = False
+    """Served graphs: a client's task may run its setup with network access (setup_network)."""
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     """API key for a Qdrant server (read from QDRANT_API_KEY)."""
 

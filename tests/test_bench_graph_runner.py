@@ -199,7 +199,8 @@ def server(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "MTL_POOL": str(tmp_path / "pool"), "MTL_RUN_LOG": str(tmp_path / "server-runs.jsonl"),
-           "MTL_SANDBOX": "local", "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"}
+           "MTL_SANDBOX": "local", "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+           "MTL_TASK_ROOTS": str(tmp_path)}  # the replayed script lies here: the served graph loads none elsewhere
     with open(tmp_path / "server.log", "w") as log:
         proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
                                  "--port", str(port), "--config", "langgraph.json"],

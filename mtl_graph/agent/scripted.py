@@ -104,6 +104,15 @@ class _Script(BaseModel):
     actions: list[_ScriptAction] = Field(min_length=1)
 
 
+def _script_problem(exc: ValidationError) -> str:
+    """The first problem, naming only the script's own keys and positions: never a value or key of the file (a
+    served graph may be asked to load any file, and the error goes back to its client)."""
+    first = exc.errors(include_input=False, include_url=False)[0]
+    known = {"actions", *_ScriptAction.model_fields}
+    where = ".".join(str(p) if isinstance(p, int) or p in known else "<key>" for p in first["loc"]) or "the script"
+    return (f"{where}: {first['msg']}; expected {{\"actions\": [{{\"bash\": ...}} or {{\"submit\": ...}}]}}")
+
+
 def load_action_script(
     path: str | Path, action_format: Literal["tool_calls", "text"] = "tool_calls"
 ) -> list[AIMessage]:
@@ -111,7 +120,11 @@ def load_action_script(
     path = Path(path)
     try:
         script = _Script.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+    except UnicodeDecodeError:
+        raise ValueError(f"invalid action script {path}: not UTF-8 text") from None
+    except ValidationError as exc:
+        raise ValueError(f"invalid action script {path}: {_script_problem(exc)}") from None
+    except (OSError, json.JSONDecodeError) as exc:  # neither message quotes the file's text
         raise ValueError(f"invalid action script {path}: {exc}") from None
     messages = []
     for a in script.actions:

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.retry import provider_retry
+from mtl_graph.graph.server_policy import ServerPolicy
 from mtl_graph.graph.review import review
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.memory.pool import MemoryPool
@@ -86,6 +87,7 @@ def build_mtl_graph(
     checkpointer: Any = None,
     store: Any = None,
     interrupt_before_tools: bool = False,
+    policy: ServerPolicy | None = None,
     **config: Any,
 ) -> Any:
     """The MTL graph around our bash-centred coding agent: plan -> retrieve -> execute -> judge -> distill -> write back.
@@ -103,7 +105,7 @@ def build_mtl_graph(
         raise ValueError("interrupt_before_tools needs the default agent: another agent's commands run in one node")
     cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, sandbox=sandbox,
                   **config)
-    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg)
+    nodes = MTLNodes(pool, model, agent, judge, distiller or _default_distiller, cfg, policy)
     execute = (agent_subgraph(nodes, agent, interrupt_before_tools) if isinstance(agent, DefaultAgent)
                else single_node(nodes, agent))
     return _wire(nodes, execute, checkpointer, store, "mtl_graph")

@@ -36,7 +36,7 @@ from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
-from mtl_graph.graph.support import as_task, model_name, timed
+from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
 
 OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "re_retrieved")
@@ -70,13 +70,18 @@ class ExecuteState(TypedDict):
     error: NotRequired[str | None]
 
 
+def workspace_base(root: Path | None) -> Path:
+    """The directory run workspaces are made in: root, else the system temp dir's mtl-workspaces."""
+    return Path(root) if root is not None else Path(tempfile.gettempdir()) / "mtl-workspaces"
+
+
 def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:
-    """`<root>/<thread>--<task>-<run>`: found again when the thread resumes (root: the system temp dir's
-    mtl-workspaces unless configured). One level, so removing it after write back leaves nothing behind."""
-    base = Path(root) if root is not None else Path(tempfile.gettempdir()) / "mtl-workspaces"
+    """`<root>/<thread>--<task>-<run>`: found again when the thread resumes (root: `workspace_base`). One level,
+    so removing it after write back leaves nothing behind; every part is made safe, since a thread update may
+    set the run id."""
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    name = f"{_safe(str(thread) if thread else 'no-thread')}--{_safe(task_id)}-{run_id or uuid.uuid4().hex}"
-    return base / name
+    name = f"{_safe(str(thread) if thread else 'no-thread')}--{_safe(task_id)}-{_safe(run_id or uuid.uuid4().hex)}"
+    return workspace_base(root) / name
 
 
 class RunModels:
@@ -123,7 +128,10 @@ def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
 def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:
     """The run's workspace, keyed by thread and run, prepared (`prepare_workspace`); an update with `error` when
     the run has no usable model or the preparation fails."""
-    task = as_task(state["task"])
+    try:
+        task = nodes.task(state["task"])
+    except ValueError as exc:  # a thread update put a task there that the server's policy refuses
+        return {"workspace": None, "error": f"invalid task: {exc}"}
     workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
     try:
         nodes._model(runtime)  # a run without a usable model ends here, with the model's own message
@@ -146,7 +154,7 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
 
 
 def _refresher(nodes: Any, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
-    return None if state.get("refreshed") else nodes.memory_refresh(as_task(state["task"]), state, runtime)
+    return None if state.get("refreshed") else nodes.memory_refresh(nodes.task(state["task"]), state, runtime)
 
 
 def step_hook(nodes: Any):
@@ -181,7 +189,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         update = open_workspace(nodes, state, runtime, config)
         if update.get("error"):
             return update
-        task = as_task(state["task"])
+        task = nodes.task(state["task"])
         opening = opening_messages(settings(runtime), task, state.get("memory_block", ""))
         return {**update, "messages": opening,
                 "refreshed": False, "exit_status": None}
@@ -190,7 +198,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         registry.release(state.get("workspace"))
         if state.get("error") and not state.get("exit_status"):  # prepare failed: nothing ran
             return {}
-        task = as_task(state["task"])
+        task = nodes.task(state["task"])
         model = models(runtime, state)
         models.done(state.get("workspace"))
         return agent_ended(result_of(state, settings(runtime)), task.ref(), model)
@@ -222,7 +230,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         except GraphBubbleUp:  # paused (approval): the sandbox waits for the resume
             raise
         except BaseException:  # whatever left the agent mid-run must not leave its processes running
-            task = as_task(state["task"])
+            task = nodes.task(state["task"])
             registry.release(workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id))
             raise
         return {key: out[key] for key in OUTPUT if key in out}
@@ -240,7 +248,7 @@ def single_node(nodes: Any, agent: Any) -> Any:
         update = open_workspace(nodes, state, runtime, config)
         if update.get("error"):
             return update
-        task, workspace = as_task(state["task"]), update["workspace"]
+        task, workspace = nodes.task(state["task"]), update["workspace"]
         refresh = _refresher(nodes, state, runtime)
         try:
             model = nodes._model(runtime)

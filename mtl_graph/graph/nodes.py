@@ -34,6 +34,7 @@ from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open
 from mtl_graph.memory.dedup import AddReport, of_run
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.graph.retry import describe, provider_errors, retry_now
+from mtl_graph.graph.server_policy import PolicyError, ServerPolicy
 from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
@@ -45,9 +46,9 @@ class MTLNodes:
     """Holds what the nodes need (pool, model, agent, judge, distiller) and implements them."""
 
     def __init__(self, pool: MemoryPool | None, model: BaseChatModel | str | None, agent: Any, judge: Any,
-                 distiller: Any, config: MTLConfig) -> None:
+                 distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
-        self.distiller, self.config = distiller, config
+        self.distiller, self.config, self.policy = distiller, config, policy
         self.retry_attempts = 1
         """Attempts a RetryPolicy gives the model-calling nodes (set by the graph that attaches one; 1: none)."""
 
@@ -58,7 +59,24 @@ class MTLNodes:
     def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
         # The run's context names a model per run; it wins over the graph's default.
         cfg = self._settings(runtime)
+        if self.policy is not None:  # checked at every use: a resumed run may bring another context
+            self.policy.check_model(getattr(runtime, "context", None), self.config.model or self.model,
+                                    self.config.model_options.base_url)
         return chat_model(cfg.model or self.model, cfg.model_options)
+
+    def task(self, value: Any) -> Task:
+        """The run's task from its input or state; a served graph's policy checks it every time (a client may
+        update a thread's state between two nodes)."""
+        return as_task(value) if self.policy is None else self.policy.task(value)
+
+    def workspace(self, state: dict[str, Any]) -> str | None:
+        """The run's workspace from its state; a served graph's policy accepts only one the graph made."""
+        path = state.get("workspace")
+        if path is None or self.policy is None:
+            return path
+        from mtl_graph.graph.execute import workspace_base
+
+        return self.policy.workspace(path, workspace_base(self.config.workspace_root))
 
     def _agent(self, cfg: MTLConfig) -> Any:
         """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one)."""
@@ -103,7 +121,7 @@ class MTLNodes:
         """Reset the run state, normalise the task, write the retrieval query (a HyDE plan, or the task text)."""
         update: dict[str, Any] = {**fresh_run_state(), "run_id": uuid.uuid4().hex}
         try:
-            task = as_task(state["task"])
+            task = self.task(state["task"])
         except Exception as exc:
             return {**update, "error": f"invalid task: {exc}"}
         update["task"] = task.model_dump(mode="json")
@@ -132,7 +150,10 @@ class MTLNodes:
         cfg = self._settings(runtime)
         if cfg.memory_type == "none" or cfg.top_k == 0:
             return {"retrieved": [], "memory_block": ""}
-        task = as_task(state["task"])
+        try:
+            task = self.task(state["task"])
+        except PolicyError as exc:
+            return {"error": f"invalid task: {exc}", "retrieved": [], "memory_block": ""}
         try:
             hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k, **exclusions(task, cfg))
         except Exception as exc:
@@ -150,12 +171,17 @@ class MTLNodes:
         judge otherwise. The agent's sandbox was closed when it ended, killing whatever it left running."""
         if not state.get("trajectory"):
             return {}
-        task, trajectory = as_task(state["task"]), Trajectory.model_validate(state["trajectory"])
+        try:
+            task, workspace = self.task(state["task"]), self.workspace(state)
+        except PolicyError as exc:  # a thread update named what the server does not give: nothing is judged
+            verdict = Verdict.infrastructure_error(f"refused: {exc}")
+            return {"error": verdict.reason, "verdict": verdict.model_dump(mode="json")}
+        trajectory = Trajectory.model_validate(state["trajectory"])
         update: dict[str, Any] = {}
-        if task.check and state.get("workspace"):
+        if task.check and workspace:
             try:
                 room_sandbox = lambda room: self._sandbox(str(room), persistent=False)  # noqa: E731
-                verdict = CheckJudge(task, state["workspace"], room_sandbox).judge(trajectory)
+                verdict = CheckJudge(task, workspace, room_sandbox).judge(trajectory)
             except Exception as exc:  # the check could not run: that says nothing about the agent's work
                 update["error"] = f"check could not run: {type(exc).__name__}: {exc}"
                 verdict = Verdict.infrastructure_error(update["error"])
@@ -267,7 +293,11 @@ class MTLNodes:
 
         if not state.get("run_id") or not isinstance(state.get("task"), dict):
             return None
-        path = workspace_path(self.config.workspace_root, config, state["run_id"], as_task(state["task"]).id)
+        try:
+            task = self.task(state["task"])
+        except ValueError:  # a task the run never had: no workspace was made for it
+            return None
+        path = workspace_path(self.config.workspace_root, config, state["run_id"], task.id)
         return str(path) if path.exists() else None
 
     def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
@@ -290,10 +320,15 @@ class MTLNodes:
         })
 
     def _cleanup(self, state: MTLState) -> None:
-        registry.release(state.get("workspace"))  # whatever still runs in the run's sandbox ends with the run
-        discard_snapshot(state.get("workspace"))
-        if state.get("workspace") and not self.config.keep_workspaces:
-            remove_tree(state["workspace"])  # at any depth the agent made it (rmtree recurses)
+        try:
+            workspace = self.workspace(state)
+        except PolicyError as exc:  # a thread update named a directory of the server's: it is left alone
+            events.warning(f"not removed: {exc}")
+            return
+        registry.release(workspace)  # whatever still runs in the run's sandbox ends with the run
+        discard_snapshot(workspace)
+        if workspace and not self.config.keep_workspaces:
+            remove_tree(workspace)  # at any depth the agent made it (rmtree recurses)
 
 
 def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
