@@ -1,16 +1,17 @@
-"""Redaction: leaked / kept counts on the generated secret corpus, and speed on a ~1 MB agent log.
+"""Redaction: leaked / kept counts on the generated secret corpus, and speed of the full and the fast path.
 
-    python benchmarks/redaction.py [--seeds 20] [--size-mb 1]
+    python benchmarks/redaction.py [--seeds 20] [--size-mb 20]
 
-The log mixes what agent runs print (pytest and pip output, git logs, tracebacks, JSON tool calls, env dumps)
-with the corpus' secrets sprinkled in, so both the cheap pre-filters and the full rule set are exercised.
+Speed is measured on generated agent logs (tests/agent_log.py: source files, pytest / pip / git / compiler output,
+tracebacks, JSON tool calls, env dumps, with the corpus' look-alikes and secrets mixed in at a realistic and an
+adversarial rate) and on a trajectory cut into ~3 KB observations (what `mtl ingest` redacts). Both paths run in
+the same process on the same text; the table says whether their outputs are identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import re
 import sys
 import time
@@ -18,10 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from secret_corpus import Gen, secret_cases  # noqa: E402
+from agent_log import agent_log  # noqa: E402
+from secret_corpus import secret_cases  # noqa: E402
 from secret_look_alikes import look_alikes  # noqa: E402
 
-from mtl_graph.experience.redact import redact  # noqa: E402
+from mtl_graph.experience.redact import Redactor, redact  # noqa: E402
+from mtl_graph.experience.trajectory import Step, Trajectory  # noqa: E402
+from mtl_graph.tasks import TaskRef  # noqa: E402
 
 
 def corpus_counts(seeds: int) -> tuple[int, int, int, int, int]:
@@ -46,34 +50,39 @@ def _unmarked(text: str) -> str:
     return re.sub(r"\[REDACTED:[\w-]+\]", "", text)
 
 
-def agent_log(size: int, seed: int = 0) -> str:
-    """A realistic log of about `size` characters."""
-    g, rng = Gen(seed), random.Random(seed)
-    cases, safe = secret_cases(seed), look_alikes(seed)
-    makers = [
-        lambda: f"tests/test_{g.chars('abcdefghij', 6)}.py::test_case_{rng.randint(0, 99)} PASSED [{rng.randint(0, 100)}%]",
-        lambda: f"  Downloading numpy-1.26.{rng.randint(0, 9)}-cp311-cp311-manylinux_2_17_x86_64.whl (18.2 MB)",
-        lambda: f"commit {g.hex(40)}\nAuthor: Dev <dev@example.com>\n\n    Fix flaky test in module {g.b62(8)}",
-        lambda: '  File "/usr/lib/python3.11/site-packages/django/db/models/query.py", line 1234, in get\n'
-                "    raise self.model.DoesNotExist(",
-        lambda: f'{{"role": "assistant", "tool_calls": [{{"name": "bash", "args": {{"command": "grep -rn token src/ | head"}}}}], "id": "{g.b62(24)}"}}',
-        lambda: f"PATH=/usr/local/bin:/usr/bin\nHOME=/root\nHOSTNAME=runner-{g.hex(9)}-{g.b62(5).lower()}",
-        lambda: f"gcc -O2 -Wall -c src/{g.chars('abcdef', 5)}.c -o build/{g.chars('abcdef', 5)}.o",
-        lambda: f"[{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:01] INFO request id={g.hex(32)} took {rng.randint(1, 900)}ms",
-        lambda: rng.choice(safe).text,
-    ]
-    parts, n = [], 0
-    while n < size:
-        text = rng.choice(cases).text if rng.random() < 0.02 else rng.choice(makers)()
-        parts.append(text)
-        n += len(text) + 1
-    return "\n".join(parts)
+def _timed(fn, arg) -> tuple[float, object]:
+    """(CPU seconds of this process, result): one core's work, whatever else the machine runs."""
+    start = time.process_time()
+    out = fn(arg)
+    return time.process_time() - start, out
+
+
+def speed_rows(size: int) -> list[tuple[str, float, float, bool, int]]:
+    """(input, full-path MB/s, fast-path MB/s, same output, markers) for each input of about `size` characters."""
+    full, fast = Redactor(fast=False), Redactor()
+    fast.redact("warm up")  # compiles the pre-scan database
+    rows = []
+    for mix in ("realistic", "adversarial"):
+        log = agent_log(size, seed=1, mix=mix)
+        t_full, out_full = _timed(full.redact, log)
+        t_fast, out_fast = _timed(fast.redact, log)
+        rows.append((f"{mix} log, one text", len(log) / t_full / 1e6, len(log) / t_fast / 1e6, out_full == out_fast,
+                     out_fast.count("[REDACTED:")))
+    # What ingest redacts: a trajectory of ~3 KB observations, one redaction per field.
+    log = agent_log(size, seed=2)
+    steps = [Step(action="cat file", observation=log[i:i + 3000]) for i in range(0, len(log), 3000)]
+    run = Trajectory(task=TaskRef(id="bench", instruction="fix the bug"), steps=steps)
+    t_full, out_full = _timed(full.redact_trajectory, run)
+    t_fast, out_fast = _timed(fast.redact_trajectory, run)
+    rows.append((f"trajectory, {len(steps):,} steps", len(log) / t_full / 1e6, len(log) / t_fast / 1e6,
+                 out_full == out_fast, out_fast.model_dump_json().count("[REDACTED:")))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20, help="corpus draws to count over")
-    parser.add_argument("--size-mb", type=float, default=1.0, help="size of the log to time")
+    parser.add_argument("--size-mb", type=float, default=20.0, help="size of each input to time")
     args = parser.parse_args()
     secrets, leaked, collateral, kept_total, damaged = corpus_counts(args.seeds)
     print(f"corpus: {len(secret_cases())} secret shapes x {args.seeds} draws = {secrets} secrets, {leaked} leaked, "
@@ -82,13 +91,13 @@ def main() -> None:
     as_json = redact(json.dumps([{"observation": c.text} for c in cases]))
     print(f"corpus as one JSON log line: {sum(s in as_json for c in cases for s in c.secrets)} of "
           f"{sum(len(c.secrets) for c in cases)} secrets leaked")
-    log = agent_log(int(args.size_mb * 1_000_000))
-    redact("warm up")
-    start, cpu = time.perf_counter(), time.process_time()
-    out = redact(log)
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"speed: {len(log):,} chars ({log.count(chr(10)) + 1:,} lines) in {elapsed:.2f} s wall / {cpu:.2f} s CPU = "
-          f"{len(log) / cpu:,.0f} chars per CPU second; {out.count('[REDACTED:'):,} markers")
+    rows = speed_rows(int(args.size_mb * 1_000_000))
+    engine = Redactor()._prescan.engine
+    print(f"\nspeed, MB of text per CPU second (one core), {args.size_mb:g} MB each; pre-scan engine: {engine}")
+    print(f"| input | full path (every rule, whole text) | fast path (pre-scan) | speed-up | same output | markers |")
+    print("|---|---|---|---|---|---|")
+    for name, full, fast, same, markers in rows:
+        print(f"| {name} | {full:.2f} | {fast:.2f} | {fast / full:.0f}x | {'yes' if same else 'NO'} | {markers:,} |")
 
 
 if __name__ == "__main__":

@@ -353,6 +353,15 @@ def secret_cases(seed: int = 7) -> list[SecretCase]:
     return cases
 
 
+def encoded_and_located_cases(seed: int = 7) -> list[SecretCase]:
+    """Only the secrets hidden by base64 or known by where they sit (URL users, webhooks, queries, calls, .pgpass)."""
+    cases: list[SecretCase] = []
+    g = Gen(seed)
+    for make in (_encoded_cases, _located_cases):
+        make(g, lambda id_, kind, text, *secrets: cases.append(SecretCase(id_, text, secrets, kind)))
+    return cases
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from secret_corpus import Gen, secret_cases
+from secret_corpus import Gen, encoded_and_located_cases, secret_cases
 from secret_look_alikes import look_alikes
 from typer.testing import CliRunner
 
@@ -144,3 +144,49 @@ def test_the_pool_api_redacts_every_write(pool_dir: Path, embeddings) -> None:
     text = stored(pool_dir, embeddings)
     assert not [s for s in secrets if s in text]
     assert "[REDACTED:" in text and SHA in text
+
+
+NEW_CLASS_LOOK_ALIKES = {"build_serial_with_akia", "k8s_configmap_like_data", "kubeconfig_certificates",
+                         "url_users_not_tokens", "hex_values_of_other_names", "webhook_docs_and_settings",
+                         "query_strings_without_credentials", "calls_without_password_literals",
+                         "colon_lines_not_pgpass"}
+
+
+@pytest.mark.parametrize("command", ["add", "ingest"])
+def test_encoded_and_located_secrets_never_reach_the_pool(command: str, tmp_path: Path, pool_dir: Path,
+                                                          embeddings) -> None:
+    """Base64 Secret / kubeconfig values, URL-user tokens, SECRET_KEY_BASE hex, webhook paths, query signatures,
+    positional passwords and .pgpass lines, through `mtl memories add` and `mtl ingest`; their look-alikes stay."""
+    cases = encoded_and_located_cases(13)
+    secrets = [s for c in cases for s in c.secrets]
+    kept = [item for item in look_alikes(13) if item.id in NEW_CLASS_LOOK_ALIKES]
+    assert len(kept) == len(NEW_CLASS_LOOK_ALIKES) and len(cases) >= 25
+    if command == "add":
+        memories = [TrajectoryMemory(task=f"Inspect config {i}", outcome="failure",
+                                     steps=[TrajectoryStep(command=f"cat config-{i}", observation=c.text)],
+                                     sources=[Provenance(domain="ops", source_task_id=f"n{i}")])
+                    for i, c in enumerate(cases)]
+        memories += [TrajectoryMemory(task=f"Read notes {i}", outcome="success",
+                                      steps=[TrajectoryStep(command=f"cat notes-{i}", observation=item.text)],
+                                      sources=[Provenance(domain="ops", source_task_id=f"k{i}")])
+                     for i, item in enumerate(kept)]
+        src = tmp_path / "leaky.jsonl"
+        src.write_text("".join(m.model_dump_json() + "\n" for m in memories))
+        args = ["memories", "add", str(src), "--pool", str(pool_dir)]
+    else:
+        steps = [Step(action=f"cat config-{i}", observation=c.text, exit_code=0) for i, c in enumerate(cases)]
+        steps += [Step(action=f"cat notes-{i}", observation=item.text, exit_code=0) for i, item in enumerate(kept)]
+        run = Trajectory(task=TaskRef(id="new-classes", domain="ops", instruction="Audit the deployment config"),
+                         steps=steps, model="openai/gpt-test",
+                         verdict=Verdict(status=VerdictStatus.PASS, reason="done", source="tests"))
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        (logs / "runs.jsonl").write_text(json.dumps({"record": "run", **json.loads(run.model_dump_json())}) + "\n")
+        args = ["ingest", str(logs), "--pool", str(pool_dir), "--formats", "trajectory"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = stored(pool_dir, embeddings)
+    observations = [step["observation"] for line in text.splitlines() for step in json.loads(line).get("steps", [])]
+    assert len(observations) >= len(cases) + len(kept)
+    assert not [s for s in secrets if s in text]
+    assert all(item.text in observations for item in kept)

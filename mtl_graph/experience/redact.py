@@ -122,10 +122,13 @@ class Redactor:
             yield from (f._replace(start=f.start + start, end=f.end + start) for f in self._findings(view))
 
     def _findings(self, text: str) -> Iterator[Finding]:
-        spans = self._prescan.spans(text) if self._prescan is not None else [[(0, len(text))]] * len(self.rules)
-        for rule, rule_spans in zip(self.rules, spans):
-            if rule_spans:
-                yield from rule.scan(text, rule_spans)
+        if self._prescan is None:
+            for rule in self.rules:
+                yield from rule.scan(text, [(0, len(text))])
+            return
+        spans = self._prescan.spans(text)
+        for r in sorted(spans):
+            yield from self.rules[r].scan(text, spans[r])
 
     def _env_findings(self, text: str, spans: Sequence[Span]) -> Iterator[Finding]:
         """A whole `NAME=value` line (an env dump, a .env file) with a random-looking value, whatever its name."""
@@ -142,8 +145,8 @@ class Redactor:
 
     def is_high_entropy(self, value: str) -> bool:
         """A long, random-looking token that is not a checksum, a UUID, a path or a reference."""
-        if (len(value) < self.config.entropy_min_length or not looks_random(value) or is_checksum_or_id(value)
-                or is_reference_or_placeholder(value)):
+        # The cheap tests first (all must hold; the order changes nothing but the cost).
+        if len(value) < self.config.entropy_min_length or not looks_random(value):
             return False
         # Dotted and dashed names (unit files, hosts, pods, packages) are made of short words, keys of one long run.
         longest = max(_NAME_SEPARATORS.split(value), key=len)
@@ -152,6 +155,8 @@ class Redactor:
         classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
         # Two alphabets only count when long: host and pod names (runner-5f7c9d8b6-x2x7q) are short.
         if classes < 2 or (classes == 2 and len(value) < 32):
+            return False
+        if is_checksum_or_id(value) or is_reference_or_placeholder(value):
             return False
         return shannon_entropy(value) >= self.config.entropy_threshold
 

@@ -69,7 +69,7 @@ PLUGIN_TRIGGERS = {
 # `secret: '`, `key_pass...  "x";`), or a comparison before it (`"x" == password`). SP: what `\s` matches in a line.
 _DENIED = r"(?:key|pass|pwd|secret|contrase)"
 _SP = r"[\t\v\f\r \x1c-\x1f\x80-\xff]*"
-_KEYWORD = (rf"{_DENIED}[{W}]*[\]\"']{{0,2}}{_SP}(?::|=|!=|=>){_SP}[\"'`]|{_DENIED}[^{SPACE}]*{_SP}[\"'`]"
+_KEYWORD = (rf"{_DENIED}[{W}]*[\]\"']{{0,2}}{_SP}(?::|={{1,3}}|!==?|=>){_SP}[\"'`]|{_DENIED}[^{SPACE}]*{_SP}[\"'`]"
             rf"|[!=]{{2}}{_SP}[{W}]*{_DENIED}")
 # The entropy detectors: a quoted run of 20 base64 / hex characters on a line that talks about secrets.
 _TALK = r"(?:secret|token|passw|api.?key|private|credential|auth)"

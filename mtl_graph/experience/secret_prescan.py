@@ -59,7 +59,7 @@ SECRET_NAME = rf"{SECRET_WORD}(?:{NAME_TAIL}(?:base|value|b64|base64|hex|raw))?{
 """The end of a secret name, with the storage suffix `is_secret_name` skips (SECRET_KEY_BASE); caseless."""
 SECRET_NAME_END = rf"{SECRET_WORD}(?:[^A-Za-z0-9\n]|$)"
 """A secret word ending a name's word, whatever follows it (caseless)."""
-_FOLD = str.maketrans({"\u017f": "s", "\u212a": "k", "\u0130": "i", "\u0131": "i"})
+_FOLD = {"\u017f": "s", "\u212a": "k", "\u0130": "i", "\u0131": "i"}
 
 
 class Trigger(NamedTuple):
@@ -109,7 +109,14 @@ class Prescan:
     def __init__(self, rules: Sequence[Rule], engine: str = "auto") -> None:
         self.rules = list(rules)
         patterns = sorted({t for rule in self.rules for t in rule.triggers})
-        self._pattern_ids = {t: i for i, t in enumerate(patterns)}  # rules sharing a trigger share its matches
+        ids = {t: i for i, t in enumerate(patterns)}  # rules sharing a trigger share its matches
+        self._rules_of: list[list[int]] = [[] for _ in patterns]
+        self._needs: dict[int, list[int]] = {}  # rule -> its pattern ids
+        for r, rule in enumerate(self.rules):
+            self._needs[r] = sorted({ids[t] for t in rule.triggers})
+            for pid in self._needs[r]:
+                self._rules_of[pid].append(r)
+        self._always = [r for r, rule in enumerate(self.rules) if not rule.triggers]
         self.engine = ("hyperscan" if hyperscan is not None else "re") if engine == "auto" else engine
         if self.engine == "hyperscan":
             self._db = _hyperscan_db(tuple(patterns))
@@ -129,40 +136,51 @@ class Prescan:
         found.sort()
         return found
 
-    def spans(self, text: str) -> list[list[Span]]:
-        """Per rule (in order): the merged spans of whole lines to scan; rules without triggers get the text."""
+    def spans(self, text: str) -> dict[int, list[Span]]:
+        """Rule index -> the merged spans of whole lines it must scan, for the rules with any; rules without
+        triggers get the whole text."""
         whole = [(0, len(text))]
-        out: list[list[Span]] = [whole if not rule.triggers else [] for rule in self.rules]
-        data = text.translate(_FOLD).encode("utf-8", "replace")
-        fired: dict[int, list[int]] = defaultdict(list)  # pattern id -> starts of the lines it fired on
+        out: dict[int, list[Span]] = {r: whole for r in self._always}
+        data = _folded(text).encode("utf-8", "replace")
+        fired: dict[int, set[int]] = defaultdict(set)  # pattern id -> starts of the lines it fired on
+        ends: dict[int, int] = {}  # line start -> its end (line feed included)
         line_start = line_end = -1
         for end, pid in self._matches(data):
             offset = max(end - 1, 0)  # a line feed a trigger ends on belongs to the line it ends
             if offset >= line_end:
                 line_start = data.rfind(b"\n", 0, offset) + 1
-                line_end = data.find(b"\n", offset) + 1 or len(data)
-            fired[pid].append(line_start)
+                line_end = ends[line_start] = data.find(b"\n", offset) + 1 or len(data)
+            fired[pid].add(line_start)
         byte_spans: dict[int, list[Span]] = {}
-        for r, rule in enumerate(self.rules):
-            if not rule.triggers:
-                continue
-            wanted = set.intersection(*(set(fired.get(self._pattern_ids[t], ())) for t in rule.triggers))
-            if rule.whole and wanted:
+        for r in sorted({r for pid in fired for r in self._rules_of[pid]}):
+            needs = self._needs[r]
+            wanted = fired[needs[0]] if len(needs) == 1 else set.intersection(*(fired.get(p, set()) for p in needs))
+            if self.rules[r].whole and wanted:
                 out[r] = whole
             elif wanted:
-                byte_spans[r] = _merge_lines(data, sorted(wanted), rule.after)
+                byte_spans[r] = _merge_lines(data, ends, sorted(wanted), self.rules[r].after)
         to_chars = _char_offsets(text, data, {o for spans in byte_spans.values() for span in spans for o in span})
         for r, spans in byte_spans.items():
             out[r] = [(to_chars[a], to_chars[b]) for a, b in spans]
         return out
 
 
-def _merge_lines(data: bytes, starts: list[int], after: int) -> list[Span]:
-    """Byte spans of the lines at starts, each with `after` more lines, merged where they touch."""
+def _folded(text: str) -> str:
+    """text with the non-ASCII letters that `re.IGNORECASE` matches to ASCII ones replaced by those."""
+    if not text.isascii():
+        for letter, ascii_letter in _FOLD.items():
+            if letter in text:
+                text = text.replace(letter, ascii_letter)
+    return text
+
+
+def _merge_lines(data: bytes, ends: dict[int, int], starts: list[int], after: int) -> list[Span]:
+    """Byte spans of the lines at starts (ends: where each ends), each with `after` more lines, merged where they
+    touch."""
     merged: list[Span] = []
     for start in starts:
-        end = start
-        for _ in range(after + 1):
+        end = ends[start]
+        for _ in range(after):
             end = data.find(b"\n", end) + 1 or len(data)
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
