@@ -11,11 +11,15 @@ import itertools
 import os
 import platform
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.seccomp import CLONE_NEWUSER, filter_program
+from mtl_graph.sandbox.tree import remove_tree
+from sandbox_attack_kit import public_tmp
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:local sandbox"),
@@ -59,9 +63,13 @@ PROBE = (
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with make_sandbox("local", tmp_path_factory.mktemp("userns"), SandboxConfig(timeout=30)) as sb:
+def sandbox():
+    # Not under pytest's own directory: another pytest session starting makes it 0700 again, and uid 65534 must
+    # traverse the workspace's parents.
+    base = Path(tempfile.mkdtemp(prefix="mtl-userns-", dir=public_tmp()))
+    with make_sandbox("local", base / "ws", SandboxConfig(timeout=30)) as sb:
         yield sb
+    remove_tree(base)
 
 
 def test_unshare_Urm_fails(sandbox):

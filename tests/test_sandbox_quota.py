@@ -9,14 +9,15 @@ observation says why it could not write."""
 from __future__ import annotations
 
 import random
-import shutil
-
+import tempfile
+from pathlib import Path
 import pytest
 
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.local import QUOTA_REFUSED_EXIT_CODE
+from mtl_graph.sandbox.tree import remove_tree
 from mtl_graph.sandbox.workspace import SHRINK_ONLY_SLACK
-from sandbox_attack_kit import needs_bwrap, nobody_workspace, run_unprivileged, unprivileged_python
+from sandbox_attack_kit import needs_bwrap, nobody_workspace, public_tmp, run_unprivileged, unprivileged_python
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 MIB = 2**20
@@ -52,16 +53,22 @@ def writer(template: str, n: int) -> str:
     return template.format(n=n, size=size, blocks=size // 65536, quarter=size // 4, half=size // 2)
 
 
-def run_commands(kind: str, mode: str, tmp_path, commands: list[str], config: dict | None = None) -> list[dict]:
+def run_commands(kind: str, mode: str, commands: list[str], config: dict | None = None) -> list[dict]:
     config = {**CONFIG, **(config or {})}
     if mode == "nobody":
         workspace = nobody_workspace()
         try:
             return run_unprivileged(kind, workspace, commands, config=config, timeout=60)
         finally:
-            shutil.rmtree(workspace.parent, ignore_errors=True)
-    with make_sandbox(kind, tmp_path / "ws", SandboxConfig(**config)) as sb:
-        return [sb.run(c).model_dump() for c in commands]
+            remove_tree(workspace.parent)
+    # Not under pytest's own directory: another pytest session starting makes it 0700 again, and the local
+    # backend's uid 65534 must traverse the workspace's parents.
+    base = Path(tempfile.mkdtemp(prefix="mtl-quota-", dir=public_tmp()))
+    try:
+        with make_sandbox(kind, base / "ws", SandboxConfig(**config)) as sb:
+            return [sb.run(c).model_dump() for c in commands]
+    finally:
+        remove_tree(base)
 
 
 def usage(result: dict) -> int:
@@ -69,13 +76,17 @@ def usage(result: dict) -> int:
 
 
 @pytest.mark.parametrize("kind,mode", CASES)
-def test_commands_after_the_quota_is_crossed_cannot_grow_the_workspace(kind, mode, tmp_path):
+def test_commands_after_the_quota_is_crossed_cannot_grow_the_workspace(kind, mode):
     rng = random.Random(f"{kind}-{mode}")
     templates = rng.sample(WRITERS, len(WRITERS))
-    commands = [writer(templates[0], 0), MEASURE]
+    # A directory its owner may list but not search, one it may not open: a host of uid 65534 measures around them.
+    commands = ["mkdir -p locked/sealed && echo x > locked/sealed/f && chmod 000 locked/sealed && chmod 444 locked",
+                writer(templates[0], 0), MEASURE]
     for n, template in enumerate(templates[1:], 1):
         commands += [writer(template, n), MEASURE]
-    results = run_commands(kind, mode, tmp_path, commands)
+    results = run_commands(kind, mode, commands)
+    assert results[0]["exit_code"] == 0, results[0]
+    results = results[1:]
     crossed = usage(results[1])
     assert crossed > QUOTA_MB * MIB, results[0]
     assert "over its quota" in results[0]["output"]
@@ -88,8 +99,8 @@ def test_commands_after_the_quota_is_crossed_cannot_grow_the_workspace(kind, mod
 
 
 @pytest.mark.parametrize("kind,mode", CASES)
-def test_deleting_files_brings_the_sandbox_back(kind, mode, tmp_path):
-    results = run_commands(kind, mode, tmp_path, [
+def test_deleting_files_brings_the_sandbox_back(kind, mode):
+    results = run_commands(kind, mode, [
         "echo kept > /tmp/marker; head -c 3M /dev/zero > big",
         "head -c 10K /dev/zero > small; echo $?",
         "ls; rm big; echo removed",
@@ -105,9 +116,9 @@ def test_deleting_files_brings_the_sandbox_back(kind, mode, tmp_path):
 
 
 @pytest.mark.parametrize("kind,mode", CASES)
-def test_growing_it_without_writing_data_locks_the_sandbox(kind, mode, tmp_path):
+def test_growing_it_without_writing_data_locks_the_sandbox(kind, mode):
     """Directories need no file-size limit: past the slack, every later command is refused, not run."""
-    results = run_commands(kind, mode, tmp_path, [
+    results = run_commands(kind, mode, [
         "head -c 3M /dev/zero > big",
         "for i in $(seq 2000); do mkdir d$i || break; done",
         MEASURE,

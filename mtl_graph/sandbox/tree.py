@@ -49,7 +49,7 @@ def _scan(level: _Level, visit: Visit | None) -> None:
         for entry in entries:
             try:
                 st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
+            except OSError:  # gone, or in a directory its owner made unsearchable (mode 444): not ours to see
                 continue
             if visit is not None:
                 visit(level.fd, entry.name, st)
