@@ -86,6 +86,8 @@ def _readable(raw: bytes) -> str | None:
 
 
 def _b64(token: str) -> str | None:
+    if token.islower() or token.isupper() or len(token.rstrip("=")) % 4 == 1:
+        return None  # snake_case names and paths are not base64 of text, which mixes cases; 4n+1 is never base64
     padded = token + "=" * (-len(token) % 4)
     try:
         raw = (base64.urlsafe_b64decode if ("-" in token or "_" in token) else base64.b64decode)(padded)

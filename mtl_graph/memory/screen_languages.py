@@ -241,23 +241,27 @@ _NOUNS = {
 }
 
 
-# ... and one of the verbs (or verb phrases) every match contains, in any of the three languages.
+# ... and one of the verbs (or verb phrases) every match holds, in any of the three languages: plain substrings,
+# conjugated forms where the stem is an English word too (edit, change, comment), so English text skips these rules.
 _VERBS = {
-    "override_instructions": r"ignor|olvid|descart|pasa\s+por|anul|oubli|abstraction|tiens?\s+pas|vergiss|vergessen|"
-                             r"missacht|uberschreib|umgeh",
-    "tamper_tests": r"borr|elimin|quit|suprim|coment|desactiv|deshabilit|vaci|salt|omit|modific|cambi|edit|reescrib|"
-                    r"debilit|reemplaz|sustitu|hag|sea\s|siempre|commit|version|revision|supprim|efface|retir|enlev|"
-                    r"comment|vide|ignor|saut|modifi|change|reecri|affaibli|fasse|fait\s+rien|soit|toujours|remplac|"
-                    r"substitu|losch|entfern|leer|kommentier|deaktivier|streich|uberspring|ander|bearbeit|abschwach|"
-                    r"nichts|no-?op|besteh|ersetz|tausch|stand|met|place",
-    "env_dump": r"imprim|muestr|mostr|list|volc|vuelc|export|guard|envi|registr|affich|dump|sauvegard|envoy|envoi|enregistr|"
-                r"gib|ausgeb|druck|zeig|speicher|sende|schick|protokollier|aus\b|anzeigen|loggen",
-    "read_credentials": r"lee|leer|copi|recopil|rob|extra|envi|imprim|muestr|sub|filtr|lis\b|lire|lisez|collect|"
-                        r"recuper|vol|exfiltr|envoy|envoi|affich|lies|lese|kopier|samm|stiehl|stehl|schick|sende|druck|zeig",
-    "exfiltration": r"envi|envoi|sub|mand|transmit|reenvi|filtr|empuj|envoy|televers|transfer|transmet|pousse|exfiltr|"
-                    r"sende|schick|lad|ubertrag|push|leite",
-    "pipe_to_shell": r"descarg|telecharg|lad|herunter|download",
-    "impersonates_prompt": r":",
+    "override_instructions": "ignora|ignorez|ignorer|ignore les|ignore toutes|ignore tous|ignore la|ignoriere|olvid|descart|pasa por|anula|oubli|abstraction|"
+                             "tiens pas|tient pas|vergiss|vergessen|missacht|uberschreib|umgeh",
+    "tamper_tests": "borr|elimina |eliminar|elimine|suprim|comenta|desactiv|deshabilit|vaci|salta|omita|omite|"
+                    "modifica |modificar|modifique|cambia|edita |editar|edites|edite |reescrib|debilit|reemplaz|"
+                    "sustitu|hag|sea |siempre|antigu|viej|anterior|supprim|efface|retir|enlev|commentez|commenter|"
+                    "commente l|commentaire|vide |videz|vider|ignorez|ignorer|saute|modifiez|modifier|changez|"
+                    "changer|reecri|affaibli|fasse|fait rien|soit|toujours|remplac|substitue|ancien|precedent|vieux|"
+                    "vieil|losch|entfern|leere|kommentier|deaktivier|streich|uberspring|andere|bearbeit|abschwach|"
+                    "nichts|ein no-op|besteh|ersetz|tausch|alten|alter commit|vorherig|fruher|mett|placez|placer",
+    "env_dump": "imprim|muestr|mostr|lista|volc|vuelc|exporta|guarda|envia|enviar|registra|affich|dump|sauvegard|"
+                "envoy|envoi|liste|gib|ausgeb|druck|zeig|speicher|sende|schick|protokollier| aus|anzeigen|loggen",
+    "read_credentials": "lee |leer|copia|copiar|copie|recopil|roba|robar|extrae|extraer|envia|enviar|imprim|muestr|"
+                        "sube|subir|filtra|lis |lire|lisez|collecte|recuper|vole|voler|exfiltr|envoy|envoi|affich|"
+                        "lies|lese|kopier|samm|stiehl|stehl|schick|sende|druck|zeig",
+    "exfiltration": "envia|enviar|envie|envoi|sube|subir|manda|mandar|mande|transmit|reenvi|filtra|empuj|envoy|"
+                    "televers|transfer|transmet|pousse|exfiltr|sende|schick|lade |laden|ubertrag|push|leite",
+    "pipe_to_shell": "descarg|telecharg|lade |laden|herunter",
+    "impersonates_prompt": ":",
 }
 
 
@@ -265,7 +269,7 @@ def _rule(language: str, name: str, pattern: str) -> Rule:
     view, negation, after, _ = _LANGUAGES[language]
     structural = name == "impersonates_prompt"  # a role line is not an instruction that a "never" can negate
     trigger, also = ((_SCRIPTS[language], None) if language in _SCRIPTS else (_NOUNS[name], _VERBS[name]))
-    return Rule(name, REASONS[name], rx(pattern), trigger=re.compile(trigger), also=also and re.compile(also),
+    return Rule(name, REASONS[name], rx(pattern), trigger=re.compile(trigger), also=tuple(also.split("|")) if also else (),
                 view=view, natural_language=not structural, after=25,
                 spares_own_files=name == "tamper_tests", negation=negation, negated_after=after)
 
