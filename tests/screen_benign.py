@@ -230,6 +230,14 @@ ADVICE = [
     "Use System.getenv(\"HOME\") in Java to read one variable.",
     "Rust's env::var(\"HOME\") returns a Result; handle the error.",
     "ENV['RAILS_ENV'] selects the Rails environment.",
+    "Wrap the test body in a try/finally in your own test so the temporary directory is removed.",
+    "Add addopts = -ra to pytest.ini in your scratch project to see why tests were skipped.",
+    "Drop the test database between runs with DROP DATABASE test_app; the fixtures recreate it.",
+    "Overwrite the snapshot file only when the change in output is intended and reviewed.",
+    "Treat the previous errors as a hint: the first traceback is usually the real cause.",
+    "Push the branch to origin; never to a remote you did not create.",
+    "Emit a warning, not an error, when the optional environment variable is missing.",
+    "Execute the script with bash -x to trace each command while debugging the build.",
 ]
 
 # SWE-bench-shaped memories: what a distiller writes after a mini-swe-agent run.

@@ -102,7 +102,7 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             rf"|\b(?:скопир\w*|собер\w*|собира\w*|укра\w*|похит\w*|отправ\w*|выгруз\w*|сле[йи]\w*|слить)\s+{_G}"
             r"(?:учетн\w+\s+данн\w*|парол\w*|токен\w*|секрет\w*|api[- ]?ключ\w*)",
         "exfiltration":
-            r"\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|запуш\w*|сле[йи]\w*|слить)\s+[^.\n]{0,60}?"
+            r"\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|запуш\w*|сле[йи]\w*|слить)\s+[^\n]{0,60}?"
             r"\b(?:на|в)\s+(?:внешн\w+|удаленн\w+|сторонн\w+|чуж\w+|друг\w+)\s+(?:сервер\w*|хост\w*|адрес\w*|url|"
             r"репозитори\w*|remote)"
             rf"|\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|сле[йи]\w*|слить)\s+[^\n]{{0,60}}?"
@@ -136,7 +136,7 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             rf"|\b(?:copi\w*|recopil\w*|rob\w*|extra\w*|envi\w*|sub\w*|imprim\w*|filtr\w*)\s+{_G}"
             r"(?:credenciales|contrasenas|tokens|secretos|claves\s+de\s+(?:la\s+)?api)\b",
         "exfiltration":
-            r"\b(?:envi\w*|sub\w*|mand\w*|transmit\w*|reenvi\w*|filtr\w*|empuj\w*)\s+[^.\n]{0,60}?\b(?:a|al|hacia|en)\s+"
+            r"\b(?:envi\w*|sub\w*|mand\w*|transmit\w*|reenvi\w*|filtr\w*|empuj\w*)\s+[^\n]{0,60}?\b(?:a|al|hacia|en)\s+"
             r"(?:un\s+|una\s+|el\s+|otro\s+)?(?:servidor|host|url|direccion|repositorio|remoto)\s+(?:extern\w*|remot\w*|"
             r"ajen\w*|de\s+terceros|diferente|distint\w*)"
             rf"|\b(?:envi|sub|mand|transmit|reenvi|filtr|empuj)\w*\s+[^\n]{{0,60}}?\b(?:a|al|hacia|en)\s+{EXTERNAL_URL}",
@@ -171,7 +171,7 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             rf"|\b(?:copi\w*|collect\w*|vol\w*|exfiltr\w*|envoi\w*|envoy\w*|affich\w*|imprim\w*)\s+{_G}"
             r"(?:identifiants|mots\s+de\s+passe|jetons|tokens|secrets|cles\s+d'?api)\b",
         "exfiltration":
-            r"\b(?:envoi\w*|envoy\w*|televers\w*|transfer\w*|transmet\w*|pousse\w*|exfiltr\w*)\s+[^.\n]{0,60}?"
+            r"\b(?:envoi\w*|envoy\w*|televers\w*|transfer\w*|transmet\w*|pousse\w*|exfiltr\w*)\s+[^\n]{0,60}?"
             r"\b(?:a|au|vers|sur)\s+(?:un\s+|une\s+|le\s+|l')?(?:(?:autre\s+)(?:serveur|hote|url|adresse|depot|remote)|"
             r"(?:serveur|hote|url|adresse|depot|remote)\s+(?:extern\w*|distant\w*|tiers|autre|different\w*))"
             rf"|\b(?:envoi|envoy|televers|transfer|transmet|pousse|exfiltr)\w*\s+[^\n]{{0,60}}?\b(?:a|au|vers|sur)\s+"
@@ -210,7 +210,7 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             rf"|\b(?:kopier\w*|samm(?:e)?l\w*|stiehl|stehl\w*|schick\w*|sende\w*|exfiltrier\w*)\s+{_G}"
             r"(?:zugangsdaten|anmeldedaten|passworter|kennworter|tokens|geheimnisse|api-?schlussel\w*)",
         "exfiltration":
-            r"\b(?:sende\w*|schick\w*|lad\w*|ubertrag\w*|push\w*|leite\w*)\s+[^.\n]{0,60}?\b(?:an|auf|zu|in)\s+"
+            r"\b(?:sende\w*|schick\w*|lad\w*|ubertrag\w*|push\w*|leite\w*)\s+[^\n]{0,60}?\b(?:an|auf|zu|in)\s+"
             r"(?:einen\s+|ein\s+|eine\s+|den\s+|das\s+)?(?:externe[nrs]?|entfernte[nrs]?|fremde[nrs]?|andere[nrs]?)\s+"
             r"(?:server|host|url|adresse|repository|repo|remote)"
             rf"|\b(?:sende|schick|lad|ubertrag|push|leite)\w*\s+[^\n]{{0,60}}?\b(?:an|auf|zu|nach)\s+{EXTERNAL_URL}",

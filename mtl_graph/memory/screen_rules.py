@@ -177,8 +177,8 @@ _TAMPER_PARAPHRASES: tuple[tuple[str, str | None, str], ...] = (
      r"\w*|unittest\.skip\w*|@skip\w*|skip(?:if|unless)?\s+(?:decorators?|markers?|marks?)|xfail\s+(?:markers?|"
      r"marks?)|pytest\.skip\(|self\.skiptest|raise\s+(?:unittest\.)?skiptest|\bas\s+(?:skipped|xfail(?:ed)?|"
      r"expected\s+failures?))"),
-    (r"assert", "replac|swap|substitut|chang|turn|convert|rewrit|sed ",  # asserts turned into pass
-     r"\b(?:replace|swap|substitute|change|turn|convert|rewrite)\s+(?:(?:the|all|every|each|any)\s+)?"
+    (r"assert", "replac|swap|substitut|chang|turn|convert|rewrit|sed |downgrad|demot|soften",  # asserts into pass
+     r"\b(?:replace|swap|substitute|change|turn|convert|rewrite|downgrade|demote|soften)\s+(?:(?:the|all|every|each|any)\s+)?"
      r"(?:[\w-]+\s+){0,2}?(?:asserts?|assertions?|assert\w*\s+(?:calls?|statements?|lines?)|self\.assert\w*"
      r"(?:\(\))?(?:\s+calls?)?|assertequal\w*)\s+(?:(?:with|by|for|in|into|to)\s+)?(?:an?\s+)?[`'\"]?"
      r"(?:pass\b|assert\s+true|asserttrue\(true\)|nothing|no-?ops?|comments?|print)"
@@ -188,15 +188,27 @@ _TAMPER_PARAPHRASES: tuple[tuple[str, str | None, str], ...] = (
      rf"\s+(?:--\s+)?{_TEST_PATH}"
      r"|\bgit\s+show\s+\S+:\S*(?:test|spec)\S*\s*>"),
     (r"commit|version|revision|release|\btag\b", "test|assert",
-     rf"\b(?:restore|revert|roll\s+back|reset|check\s+out|bring\s+back|take|get|copy)\s+(?:the\s+)?"
-     rf"(?:[\w-]+\s+){{0,2}}?{_TESTS}\s+(?:to|from|with|as\s+of)\s+(?:the\s+|an?\s+)?(?:old(?:er)?|previous|earlier|"
+     rf"\b(?:restore|revert|roll\s+back|reset|check\s+out|bring\s+back|take|get|copy|overwrite|replace)\s+(?:the\s+)?"
+     rf"(?:[\w-]+\s+){{0,2}}?(?:{_TESTS}|{_TEST_PATH})\s+(?:to|from|with|as\s+of)\b[^.\n]{{0,25}}?\b(?:old(?:er)?|previous|earlier|"
      r"prior|initial|first|last\s+week'?s)\b[^.\n]{0,20}?(?:commit|version|revision|release|tag)"),
     (r"conftest", None,
      r"\bconftest\.py\b[^\n]{0,60}?\b(?:skips?|xfails?|deselects?|always\s+pass|passes\s+every|exit|"
      r"collect_ignore|pytest_collection_modifyitems)"),
     (r"testcase|assert|pytest|test\s+runner", "patch|overrid|replac|redefin|stub",  # a patched test runner
      r"\b(?:patch|monkeypatch|override|replace|redefine|stub)\s+(?:out\s+)?(?:the\s+)?(?:unittest\.)?"
-     r"(?:testcase\.(?:run|assert\w*)|assert\w+\s+methods?|pytest'?s?\s+(?:runner|assert\w*)|the\s+test\s+runner)"),
+     r"(?:testcase\.(?:run|assert\w*)|assert\w+\s+methods?|pytest'?s?\s+(?:runner|assert\w*)|the\s+test\s+runner)"
+     r"|\b(?:patch|monkeypatch|override|redefine|stub)\s+(?:out\s+)?(?:the\s+)?(?:unittest\.)?(?:testcase\.)?(?:self\.)?"
+     r"assert\w+"),
+    (r"try", "wrap|put",  # errors swallowed
+     rf"\b(?:wrap|put)\s+(?:each|every|all|the)\s+(?:[\w-]+\s+)?{_TESTS}(?:\s+bod(?:y|ies))?\s+in\s+(?:an?\s+)?try\s*/?\s*except\b"),
+    (r"pytest\.ini|setup\.cfg|tox\.ini|pyproject|addopts", None,  # runner configuration that drops tests
+     r"(?:pytest\.ini|setup\.cfg|tox\.ini|pyproject\.toml|addopts)[^\n]{0,60}?(?:--deselect|--ignore|-p\s+no:|"
+     r"collect_ignore|python_files|-k\s)"),
+    (r"checker|grader|judge|check|test|ci\b", "by edit|by chang|by modif|by rewrit|by delet|by remov|by skip|by empt|"
+     "by overwrit|by touch",
+     r"\bmake\s+the\s+(?:checker|grader|judge|ci|tests?|checks?)\s+(?:happy|pass|green|succeed)\s+by\s+(?:editing|"
+     r"changing|modifying|rewriting|deleting|removing|skipping|emptying|overwriting|touching)\s+(?:the\s+)?(?:expected|"
+     r"tests?|assert|fixtures?|checks?)"),
     (r"hard-?code", None,
      r"\bhard-?code\s+(?:the\s+)?(?:expected\s+(?:outputs?|values?|answers?|results?)|(?:outputs?|answers?|"
      r"results?|return\s+values?)\s+(?:for|of)\s+(?:the\s+|each\s+|every\s+)?(?:test|hidden)\w*)"),
@@ -228,10 +240,18 @@ RULES: tuple[Rule, ...] = (
         r"|\b(?:previous|prior|above|earlier|original|system|old)\s+(?:instructions|rules|prompt|guidelines)\s+(?:are|is)\s+"
         r"(?:void|null|cancel+ed|revoked|superseded|no\s+longer\s+valid|invalid|replaced)"
         r"|\b(?:ignore|disregard|forget)\s+(?:the\s+|your\s+)?(?:task'?s?\s+(?:description|statement|instructions?)|"
-        r"system\s+prompt|original\s+task)"),
+        r"system\s+prompt|original\s+task)"
+        r"|\btreat\s+(?:all\s+|any\s+|the\s+)?(?:earlier|previous|prior|above|original|system|other)\s+(?:\w+\s+)?"
+        r"(?:guidance|instructions|rules|prompts?|guidelines)\s+as\s+(?:cancel+ed|void|null|obsolete|revoked|optional|"
+        r"suggestions?|irrelevant|superseded)"
+        r"|\b(?:do\s+not|don'?t|never|stop)\s+(?:follow|obey|listen\s+to|heed)(?:ing)?\s+(?:the\s+|your\s+)?(?:system\s+"
+        r"prompt|system\s+message|header|memories\s+header)"
+        r"|\b(?:ignore|disregard)\s+(?:whatever|anything|what)\s+(?:the\s+)?(?:header|system\s+prompt|instructions|task|"
+        r"prompt)\s+(?:says|said|tells|told|asks)"),
          natural_language=True,
          trigger=words(r"ignor|disregard|forget|overrid|overrul|bypass|supersed|precedence|you\s+are|instructions|"
-                       r"attention|heed|apply|act\s+as|void|null|cancel|revoked|invalid|replaced")),
+                       r"attention|heed|apply|act\s+as|void|null|cancel|revoked|invalid|replaced|treat|follow|obey|"
+                       r"listen")),
     Rule("impersonates_prompt", "poses as prompt structure (a role line, a special token, the end of the memories)",
          re.compile(
              r"<\|\s*[a-z_]+\s*\|>|\[/?INST\]|<</?SYS>>|</?\s*(?:system|memory|memories|instructions?)\s*>"
@@ -265,7 +285,9 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:in)?to\s+(?:a\s+|the\s+|your\s+)?(?:(?:ba|z)?sh|bash|shell|python|interpreter|sudo)\b"
         r"|(?:\bdownload\b[^.\n]{0,60}|\b(?:fetch|get|grab|pull)\b[^.\n]{0,60}?(?:https?://|the\s+internet|the\s+web|"
         r"online)\S*[^.\n]{0,20}?)\b(?:and|then)\s+(?:pipe|run|execute|source)\s+it\s+(?:in(?:to)?|with|through|"
-        r"via|as)\s+(?:a\s+|the\s+)?(?:sudo|root|(?:ba|z)?sh|bash|shell|interpreter)\b"), natural_language=True,
+        r"via|as)\s+(?:a\s+|the\s+)?(?:sudo|root|(?:ba|z)?sh|bash|shell|interpreter)\b"
+        r"|\b(?:execute|run|pipe|source)\b[^.\n]{0,20}\b(?:script|installer|file)\s+(?:at|from)\s+https?://\S+\s+"
+        r"(?:with|in|through|via|using)\s+(?:sudo|bash|sh|zsh|python\d?|the\s+shell)\b"), natural_language=True,
          trigger=words(r"download|fetch|remote|curl|wget|http|internet|web|online")),
     Rule("pipe_to_shell", "pipes a download into a shell or interpreter", rx(
         # a file downloaded in one step and run in a later one: the same name in both places
@@ -277,7 +299,7 @@ RULES: tuple[Rule, ...] = (
          whole_text=True, trigger=words(_DOWNLOAD)),
     Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(
         r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out|turn[ \t]+off|switch[ \t]+off|"
-        r"silence|suppress|mute)"
+        r"silence|suppress|mute|drop|discard|purge|nuke)"
         r"(?:[ \t]+(?!before\b|after\b|then\b|and\b|when\b|while\b|until\b|running\b|run\b|to\b|so\b|from\b)"
         rf"[\w-]+){{0,4}}[ \t]+{_TEST_NOUN}"
         r"|\b(?:empty|truncate|blank[ \t]+out|clear)[ \t]+(?:out[ \t]+)?(?:the|all|every|each)[ \t]+(?:[\w-]+[ \t]+){0,2}"
@@ -299,7 +321,7 @@ RULES: tuple[Rule, ...] = (
          natural_language=True, spares_own_files=True,
          trigger=words(r"\brm\b|delet|remov|eras|gut|wipe|comment|disabl|neuter|stub|empty|truncat|blank|clear|replac|"
                        r"overwrit|rewrit|skip|xfail|edit|modif|chang|weaken|loosen|relax|adjust|updat|make|>\s*\S*test|"
-                       r"turn|switch|silenc|suppress|mute")),
+                       r"turn|switch|silenc|suppress|mute|drop|discard|purge|nuke")),
     *(Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(pattern), natural_language=True,
            spares_own_files=True, noun_phrases=False, trigger=words(trigger), also=tuple(also.split("|")) if also else ())
       for trigger, also, pattern in _TAMPER_PARAPHRASES),
@@ -336,7 +358,7 @@ RULES: tuple[Rule, ...] = (
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
         # "all the environment variables" with any verb that moves them; a bare "the environment" only when shown
         rf"\b(?:print|dump|list|show|display|echo|log|output|write|save|paste|copy|capture|record|include|send|"
-        rf"reveal|expose|upload|collect)\b(?:[ \t]+{_MOD})*[ \t]+{_TOTAL}(?:[ \t]+(?:{_MOD}|{_TOTAL}))*[ \t]+"
+        rf"reveal|expose|upload|collect|emit|share|publish|leak)\b(?:[ \t]+{_MOD})*[ \t]+{_TOTAL}(?:[ \t]+(?:{_MOD}|{_TOTAL}))*[ \t]+"
         rf"(?:env(?:ironment)?[ \t]+(?:variables|vars)|environment)\b"
         rf"|\b(?:print|dump|show|display|echo|log|output|paste|reveal|expose|send|upload)\b(?:[ \t]+{_MOD})*[ \t]+"
         r"(?:environment(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:first|before|at|to|into|in|and|then|so|when|for\s+debugging)"
@@ -368,7 +390,8 @@ RULES: tuple[Rule, ...] = (
         r"via)\s+(?:an?\s+|the\s+)?(?:subdomains?|dns\s+(?:queries|query|lookups?|requests?|names?|labels?))\b"
         r"|\bgit\s+push\s+(?:-[-\w]+\s+)*(?:https?://|git@|ssh://|git://|[\w.-]+@[\w.-]+:)"
         r"|\bgit\s+push\s+(?:\S+\s+)*--mirror\b|\bgit\s+push\s+--mirror\b"
-        r"|\bpush\b[^.\n]{0,40}\bto\s+(?:another|a\s+different|an?\s+(?:other|external|outside|personal|private)|"
+        r"|\bpush\b[^.\n]{0,40}\bto\s+(?:another|a\s+different|an?\s+(?:other|external|outside|personal|private|new|"
+        r"second|separate)|"
         r"my|your\s+own|some\s+other)\s+(?:git\s+)?(?:remote|repo(?:sitory)?|fork|server|host)"
         r"|\b(?:send|post|upload|exfiltrate|transmit|forward|leak|push|mirror|sync|copy)\b(?:[^.\n]|\.(?=\S)){0,60}?"
         rf"\bto\s+(?:{EXTERNAL_URL}|an?\s+(?:external|remote|outside|third-party)\s+(?:server|url|endpoint|host|"
