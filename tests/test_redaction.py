@@ -175,7 +175,9 @@ def test_entropy_threshold_is_configurable() -> None:
 
 @pytest.mark.parametrize("bad", ["", "\n\n", "\x00\x01 binary \xff", "a" * 200_000, "=" * 5000, "-----BEGIN RSA PRIVATE KEY-----",
                                  "http://a:" * 5000, "mysql -p" * 5000, '"password": "' * 5000, "Cookie: a=b;" * 5000,
-                                 "-----BEGIN RSA PRIVATE KEY-----\nabc\n" * 2000, '\\"password\\": \\"' * 5000])
+                                 "-----BEGIN RSA PRIVATE KEY-----\nabc\n" * 2000, '\\"password\\": \\"' * 5000,
+                                 "db:5432:prod:app:" + " " * 50_000 + "x", "connect(" + '"a", ' * 20_000,
+                                 "https://h" + "/a" * 20_000 + "/hooks/", "x: " + "QUJD" * 50_000])
 def test_odd_input_does_not_crash(bad: str) -> None:
     assert isinstance(redact(bad), str)
 

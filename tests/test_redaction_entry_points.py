@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from secret_corpus import Gen, encoded_and_located_cases, secret_cases
+from secret_corpus import Gen, secret_cases
+from secret_corpus_located import encoded_and_located_cases
 from secret_look_alikes import look_alikes
 from typer.testing import CliRunner
 

@@ -6,9 +6,12 @@ separators stay (``DB_PASSWORD=[REDACTED:password]``, ``password = "[REDACTED:pa
 says *that* a password was set and code stays valid code. Look-alikes survive: git SHAs, UUIDs, checksums, base64
 test constants, paths, identifiers, `$VAR` / `getenv(...)` references and placeholder values like ``'changeme'``.
 
-Where each finding comes from: `secret_detectors` (Yelp's detect-secrets vendor, keyword and entropy plugins, run
-per line) and `secret_rules` (assignment syntaxes, URLs, headers, command flags, private key blocks and the vendor
-formats detect-secrets lacks). Overlapping findings merge; the most specific rule names the kind.
+Where each finding comes from: `secret_detectors` (Yelp's detect-secrets vendor, keyword and entropy plugins),
+`secret_rules` (assignment syntaxes, URLs, headers, command flags, private key blocks and the vendor formats
+detect-secrets lacks), `secret_shapes` (URL users, webhook paths, query signatures, positional passwords, .pgpass)
+and `secret_encoded` (base64 values decoded and scanned again). `secret_catalog` lists every rule with the triggers
+of the one combined pre-scan (`secret_prescan`) that picks the lines each rule runs on. Overlapping findings
+merge; the most specific rule names the kind.
 """
 
 from __future__ import annotations

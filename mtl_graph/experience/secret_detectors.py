@@ -4,10 +4,12 @@ The plugins are instantiated once and called through their string-scanning API (
 `scan_line` wraps), not through `scan_line` itself: that one reconfigures detect-secrets' global settings on every
 call and, in its ad-hoc mode, returns every unquoted word as a high-entropy candidate. Which plugins run, and how:
 
-- vendor plugins, on the whole text at once (their patterns never cross a line): AWS, Azure storage, Artifactory,
-  Cloudant, Discord, GitHub, GitLab, IBM, JWT, Mailchimp, npm, OpenAI, PyPI, SendGrid, Slack, Softlayer, Square,
-  Stripe, Telegram, Twilio, ... Every finding counts; those without a distinctive prefix must also look random
-  (letters and digits), so CamelCase identifiers survive;
+- vendor plugins, on the lines the pre-scan gives them (the whole text on the full path; their patterns never cross
+  a line), each value found then located everywhere in the text: AWS, Azure storage, Artifactory, Cloudant,
+  Discord, GitHub, GitLab, IBM, JWT, Mailchimp, npm, OpenAI, PyPI, SendGrid, Slack, Softlayer, Square, Stripe,
+  Telegram, Twilio, ... Every finding counts; those without a distinctive prefix must also look random (letters
+  and digits), so CamelCase identifiers survive; a value glued to a letter or digit before it is the tail of a
+  longer token (a build serial `...0611AKIA...`), not a key;
 - the keyword detector, per line: only when the key's full name is a secret name and the value is not a reference
   or a placeholder;
 - the base64 / hex high-entropy detectors, per line: only for quoted strings on a line that talks about secrets,

@@ -131,12 +131,14 @@ def positional_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
 
 # --- .pgpass -------------------------------------------------------------------------------------------------------
 
+# The password runs to the line end (greedy: a lazy run before `[ \t]*$` is quadratic on long blank tails).
 PGPASS = re.compile(r"(?m)^[ \t]*(?P<host>[\w.*-]+):(?P<port>\d{1,5}|\*):(?P<db>(?:\\.|[^:\s\\])+):"
-                    r"(?P<user>(?:\\.|[^:\s\\])+):(?P<value>(?:\\.|[^\\:\n])+?)[ \t]*\r?$")
+                    r"(?P<user>(?:\\.|[^:\s\\])+):(?P<value>(?:\\.|[^\\:\n])+)$")
 
 
 def pgpass_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
     """The last field of a `host:port:database:user:password` line."""
     for m in finditer(PGPASS, text, spans):
-        if not is_reference_or_placeholder(m["value"], quoted=True):
-            yield Finding(m.start("value"), m.end("value"), "password", CONTEXT)
+        value = m["value"].rstrip(" \t\r")
+        if value and not is_reference_or_placeholder(value, quoted=True):
+            yield Finding(m.start("value"), m.start("value") + len(value), "password", CONTEXT)
