@@ -4,6 +4,8 @@ It does not isolate the filesystem or the network; prefer the bubblewrap backend
 every process a command starts is killed when the command ends (a supervising subreaper, see reaper.py), and
 as root, commands run as an unprivileged uid: started by a runner of that uid, forked once by the root
 supervisor (persistent.py), as a uid switch per command would cost a fork of the supervisor instead of a vfork.
+That runner wears bwrap's seccomp filter (seccomp.py: no new user namespace) and no_new_privs, which every
+command inherits.
 """
 
 from __future__ import annotations
