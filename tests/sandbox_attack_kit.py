@@ -40,8 +40,8 @@ def marker() -> str:
     return f"{random.randint(10_000, 99_999)}.{random.randint(100, 999)}"
 
 
-def processes_with(text: str) -> list[int]:
-    """Pids whose command line contains text (any namespace: the host sees them all)."""
+def processes_with(text: str, *, exact: bool = False) -> list[int]:
+    """Pids whose command line contains text, or is text when exact (any namespace: the host sees them all)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
@@ -51,17 +51,29 @@ def processes_with(text: str) -> list[int]:
             state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if text in cmdline and state != "Z":
+        if (cmdline.rstrip() == text if exact else text in cmdline) and state != "Z":
             found.append(int(name))
     return found
 
 
-def wait_gone(text: str, seconds: float = 10.0) -> list[int]:
-    """The processes still matching text once they are gone or the wait is over (a wait, not a timing assert)."""
+def wait_gone(text: str, seconds: float = 120.0) -> list[int]:
+    """The processes still matching text once they are gone or the wait is over (a wait, not a timing assert:
+    it returns as soon as they are gone, so only a real leftover waits out the generous deadline)."""
     deadline = time.monotonic() + seconds
     while (left := processes_with(text)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+def wait_started(argv: str, count: int, child: subprocess.Popen, seconds: float = 240.0) -> list[int]:
+    """Pids of processes running exactly argv, once count of them run, the child has exited, or the wait is over.
+
+    Waits on the processes themselves, not on a guess at how long a loaded machine takes to start them."""
+    deadline = time.monotonic() + seconds
+    while len(found := processes_with(argv, exact=True)) < count and child.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
 
 
 def kill_leftovers(text: str) -> None:
@@ -141,6 +153,7 @@ def nobody_workspace() -> Path:
     """A workspace the unprivileged user owns, reachable by it (pytest's tmp_path under root's 0700 is not)."""
     base = Path(tempfile.mkdtemp(prefix="mtl-unpriv-ws-", dir=public_tmp()))
     os.chmod(base, 0o755)
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
     ws = base / "ws"
     ws.mkdir()
     os.chown(ws, NOBODY, NOBODY)

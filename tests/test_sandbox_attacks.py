@@ -31,6 +31,7 @@ from sandbox_attack_kit import (
     start_child,
     unprivileged_python,
     wait_gone,
+    wait_started,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
@@ -206,6 +207,7 @@ def test_read_the_parent_environment(attacker, monkeypatch):
 
 ESCAPES = "setsid sleep {t} & nohup sleep {t} >/dev/null 2>&1 & (sleep {t} &); (setsid sh -c 'sleep {t} &' &); " \
           "(set -m; sleep {t} &); disown -a; echo started"  # fmt: skip
+ESCAPEES = ESCAPES.count("sleep {t}")
 
 
 def test_setsid_nohup_double_fork_leave_no_orphan(attacker):
@@ -237,13 +239,12 @@ def test_no_orphan_when_the_parent_is_killed(kind, mode, tmp_path):
     proc = start_child(kind, workspace, [command], timeout=600, as_nobody=mode == "nobody")
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
-        for _ in range(400):  # until the command has spawned its escapees
-            if len(processes_with(tag)) >= 5:
-                break
-            subprocess.run(["sleep", "0.05"])
-        if len(processes_with(tag)) < 5:
+        # every escapee and the command's own last sleep (each a `sleep <tag>` once exec'd), however loaded
+        started = wait_started(f"sleep {tag}", ESCAPEES + 1, proc)
+        if len(started) < ESCAPEES + 1:
             proc.kill()
-            pytest.fail(f"the command did not start its processes: {proc.communicate()[1][-2000:]}")
+            pytest.fail(f"the command started {len(started)} of its {ESCAPEES + 1} sleeps: "
+                        f"{proc.communicate()[1][-2000:]}")
         proc.kill()
         proc.wait()
         assert wait_gone(tag) == []
