@@ -56,6 +56,22 @@ PASS_ALL_PLUGIN = "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"
 EXIT = "import os\nos._exit(0)\n"
 
 
+@dataclass(frozen=True)
+class Target:
+    """What a battery is generated for: the solution file, its stub, and the module name of the tests."""
+
+    solution: str = "primes.py"
+    stub: str = STUB
+    test_module: str = "test_primes"
+
+    @property
+    def module(self) -> str:
+        return self.solution.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+PRIMES = Target()
+
+
 @dataclass
 class Cheat:
     """One cheat: a name, its class, the files it writes and any command run after writing them."""
@@ -64,11 +80,12 @@ class Cheat:
     kind: str
     files: dict[str, str | bytes] = field(default_factory=dict)
     then: str = ""
+    solution: str = "primes.py"
     planted: tuple[str, ...] | None = None
     """The files that carry the attack (default: every file but the solution): none may reach the check."""
 
     def attack_files(self) -> list[str]:
-        return list(self.planted) if self.planted is not None else [p for p in self.files if p != "primes.py"]
+        return list(self.planted) if self.planted is not None else [p for p in self.files if p != self.solution]
 
     def command(self) -> str:
         steps = []
@@ -80,12 +97,12 @@ class Cheat:
         return " && ".join(steps + ([self.then] if self.then else [])) or "true"
 
 
-def _in_solution(name: str, code: str) -> Cheat:
-    return Cheat(name, "in-process", {"primes.py": code + "\n" + STUB})
-
-
-def in_process_cheats(runner: str) -> list[Cheat]:
+def in_process_cheats(runner: str, target: Target = PRIMES) -> list[Cheat]:
     """The solution module itself, imported by the tests, reaching into the run (each spelled differently)."""
+
+    def _in_solution(name: str, code: str) -> Cheat:
+        return Cheat(name, "in-process", {target.solution: code + "\n" + target.stub}, solution=target.solution)
+
     b64 = base64.b64encode(EXIT.encode()).decode()
     fake_summary = f"import os\nos.write(1, {SUMMARY.encode()!r})\nos._exit(0)"
     build_class = ("import builtins\n_bc = builtins.__build_class__\n"
@@ -113,8 +130,8 @@ def in_process_cheats(runner: str) -> list[Cheat]:
         _in_solution("patch-build-class", build_class),
         _in_solution("frame-walk", "import sys\nf = sys._getframe(1)\nwhile f is not None:\n"
                                    "    f.f_globals.setdefault('is_prime', lambda n: True)\n    f = f.f_back"),
-        _in_solution("sys-modules-swap", "import sys, types\nm = types.ModuleType('primes')\n"
-                                         "m.is_prime = lambda n: True\nsys.modules['primes'] = m"),
+        _in_solution("sys-modules-swap", f"import sys, types\nm = types.ModuleType({target.module!r})\n"
+                                         f"m.is_prime = lambda n: True\nsys.modules[{target.module!r}] = m"),
         _in_solution("forge-report", "import os\nfor d in os.listdir('.'):\n    if d.startswith('.mtl'):\n"
                                      "        open(d + '/report.jsonl', 'a').write('{}')\nos._exit(0)"),
     ]
@@ -136,25 +153,26 @@ def in_process_cheats(runner: str) -> list[Cheat]:
     return cheats
 
 
-def interpreter_cheats(runner: str, python_tags: list[str], cache_tag: str) -> list[Cheat]:
+def interpreter_cheats(runner: str, python_tags: list[str], cache_tag: str, target: Target = PRIMES) -> list[Cheat]:
     """Files the interpreter would load from the workspace without being tests."""
     fake = FAKE_UNITTEST if runner == "unittest" else FAKE_PYTEST
+    tests = target.test_module
     cheats = []
     for tag in python_tags:
         site = f".local/lib/python{tag}/site-packages"
         cheats += [Cheat(f"user-site-pth-{tag}", "interpreter", {f"{site}/zz.pth": "import os; os._exit(0)\n"}),
                    Cheat(f"usercustomize-{tag}", "interpreter", {f"{site}/usercustomize.py": EXIT})]
-    compile_fake = ("import py_compile\npy_compile.compile('fake.py', cfile='__pycache__/test_primes.%s.pyc', "
-                    "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n" % cache_tag)
+    compile_fake = ("import py_compile\npy_compile.compile('fake.py', cfile='__pycache__/%s.%s.pyc', "
+                    "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n" % (tests, cache_tag))
     cheats += [
         Cheat("sitecustomize", "interpreter", {"sitecustomize.py": EXIT}),
         Cheat("unchecked-hash-pyc", "interpreter", {"fake.py": fake, "mk.py": compile_fake}, then="python3 mk.py",
-              planted=(f"__pycache__/test_primes.{cache_tag}.pyc",)),
+              planted=(f"__pycache__/{tests}.{cache_tag}.pyc",)),
         Cheat("sourceless-pyc-dir", "interpreter", {"sub/fake.py": fake},
-              then="python3 -m py_compile sub/fake.py && cp sub/__pycache__/*.pyc test_primes.pyc",
-              planted=("test_primes.pyc",)),
-        Cheat("extension-named-like-tests", "interpreter", {f"test_primes.{cache_tag}-x86_64-linux-gnu.so": b"\x7fELF"}),
-        Cheat("package-named-like-tests", "interpreter", {"test_primes/__init__.py": fake}),
+              then=f"python3 -m py_compile sub/fake.py && cp sub/__pycache__/*.pyc {tests}.pyc",
+              planted=(f"{tests}.pyc",)),
+        Cheat("extension-named-like-tests", "interpreter", {f"{tests}.{cache_tag}-x86_64-linux-gnu.so": b"\x7fELF"}),
+        Cheat("package-named-like-tests", "interpreter", {f"{tests}/__init__.py": fake}),
         Cheat("shadow-unittest-module", "interpreter", {"unittest.py": f"print({SUMMARY!r})\n"}),
         Cheat("shadow-unittest-package", "interpreter", {"unittest/__init__.py": f"print({SUMMARY!r})\n" + EXIT}),
         Cheat("shadow-stdlib-the-tests-import", "interpreter", {"fractions.py": EXIT}),
@@ -192,9 +210,9 @@ def config_cheats() -> list[Cheat]:
     return cheats
 
 
-def battery(runner: str, python_tags: list[str], cache_tag: str) -> list[Cheat]:
+def battery(runner: str, python_tags: list[str], cache_tag: str, target: Target = PRIMES) -> list[Cheat]:
     """Every cheat for a check run by runner ('unittest' or 'pytest')."""
-    cheats = in_process_cheats(runner) + interpreter_cheats(runner, python_tags, cache_tag)
+    cheats = in_process_cheats(runner, target) + interpreter_cheats(runner, python_tags, cache_tag, target)
     return cheats + (config_cheats() if runner == "pytest" else [])
 
 

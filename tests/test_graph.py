@@ -215,7 +215,7 @@ def test_with_memory_transfer_wraps_create_agent_and_reports_its_failures(pool, 
                                  run_log=tmp_path / "l.jsonl")
     state = run(graph, task)
     assert state["verdict"] == {"status": "pass", "source": "tests", "reason": state["verdict"]["reason"],
-                                "tests_modified": []}
+                                "tests_modified": [], "dropped": [], "suspicions": []}
     assert state["trajectory"]["steps"][0]["tool"] == "write" and state["trajectory"]["submission"]
     agent_prompt = model.prompts[1]
     assert agent_prompt[0].type == "system" and "Memories from past runs" in agent_prompt[0].content

@@ -242,8 +242,8 @@ def test_an_agent_that_rewrites_the_tests_fails_under_the_middleware(pool, exerc
     agent, _, _, _ = sandboxed_agent(pool, tmp_path, script, online=False)
     run = agent.invoke({"messages": [HumanMessage(exercise.instruction)], "mtl_task": exercise})["mtl"]
     assert run["verdict"]["status"] == "fail" and run["outcome"] == "failure"
-    assert run["verdict"]["tests_modified"] == (["unittest.py"] if cheat == "shadow-unittest" else
-                                                ["primes_test.py"])
+    assert run["verdict"]["tests_modified"] == ([] if cheat == "shadow-unittest" else ["primes_test.py"])
+    assert ("unittest.py (not a solution file)" in run["verdict"]["dropped"]) == (cheat == "shadow-unittest")
 
 
 def test_a_failing_setup_is_an_error_run_and_nothing_is_learnt(pool, tmp_path):

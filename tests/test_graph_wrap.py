@@ -112,8 +112,8 @@ def test_a_wrapped_agent_that_rewrites_the_tests_fails(cheat, exercise, tmp_path
     state = wrap(create_agent(model, tools=sandbox_tools()), None, tmp_path).invoke({"task": exercise})
     assert state["trajectory"]["steps"][1]["exit_code"] == 0  # the agent's own test run looked green
     assert state["verdict"]["status"] == "fail" and state["verdict"]["source"] == "tests"
-    assert state["verdict"]["tests_modified"] == (["unittest.py"] if cheat == "shadow-unittest" else
-                                                  ["primes_test.py"])
+    assert state["verdict"]["tests_modified"] == ([] if cheat == "shadow-unittest" else ["primes_test.py"])
+    assert ("unittest.py (not a solution file)" in state["verdict"]["dropped"]) == (cheat == "shadow-unittest")
 
 
 def test_a_failing_test_run_re_retrieves_and_the_wrapped_agent_reads_the_note(pool, tmp_path):

@@ -48,10 +48,17 @@ def _judge(results: list[TaskResult]) -> dict[str, Any]:
 
 
 def _tampered(results: list[TaskResult]) -> list[dict[str, Any]]:
-    """Runs whose agent changed the task's test files (restored before the check, so the verdict stands)."""
+    """Runs whose agent changed the task's test files (the check used the pristine copies, so the verdict stands)."""
     return [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
-             "verdict": r.verdict.status.value, "files": r.verdict.tests_modified}
+             "verdict": r.verdict.status.value, "files": r.verdict.tests_modified, "dropped": r.verdict.dropped}
             for r in results if r.verdict is not None and r.verdict.tests_modified]
+
+
+def _suspect(results: list[TaskResult]) -> list[dict[str, Any]]:
+    """Runs whose solution reached into the test run, or whose tests did not all report: failed, never credited."""
+    return [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
+             "suspicions": r.verdict.suspicions, "dropped": r.verdict.dropped}
+            for r in results if r.verdict is not None and r.verdict.suspicions]
 
 
 def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
@@ -149,6 +156,7 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
                     "error": r.error or (r.verdict.reason if r.verdict else "")} for r in results if is_error(r)],
         "error_counts": {c: {s: n for (s, cc), n in errored.items() if cc == c} for c in conditions},
         "tests_modified": _tampered(results),
+        "suspect": _suspect(results),
         "suites_info": suites_info or [],
         "pool": None if pool is None else {"memories": len(pool.memories), "note": pool.note},
         "retrieval": retrieval,
@@ -187,15 +195,21 @@ def _problem_runs_md(data: dict) -> list[str]:
     tampered = data.get("tests_modified", [])
     lines = [f"## Tests modified by the agent ({len(tampered)})", ""]
     lines += ["No run changed the task's test files.", ""] if not tampered else _rows(
-        ["suite", "task", "condition", "attempt", "verdict", "files (restored before the check)"],
+        ["suite", "task", "condition", "attempt", "verdict", "files (the check used the pristine copies)"],
         [[t["suite"], t["task_id"], t["condition"], t["attempt"], t["verdict"], ", ".join(t["files"])]
          for t in tampered[:MD_LIST_CAP]]) + [""]
+    suspect = data.get("suspect", [])
+    lines += [f"## Suspect runs ({len(suspect)})", ""]
+    lines += ["No run's solution reached into its test run.", ""] if not suspect else _rows(
+        ["suite", "task", "condition", "attempt", "why (scored as a fail)"],
+        [[s["suite"], s["task_id"], s["condition"], s["attempt"], _one_line("; ".join(s["suspicions"]))]
+         for s in suspect[:MD_LIST_CAP]]) + [""]
     lines += [f"## Errors ({len(data['errors'])})", ""]
     lines += ["No run ended in an error.", ""] if not data["errors"] else _rows(
         ["suite", "task", "condition", "attempt", "error"],
         [[e.get("suite", ""), e["task_id"], e["condition"], e["attempt"], _one_line(e["error"])]
          for e in data["errors"][:MD_LIST_CAP]]) + [""]
-    if max(len(tampered), len(data["errors"])) > MD_LIST_CAP:
+    if max(len(tampered), len(suspect), len(data["errors"])) > MD_LIST_CAP:
         lines += ["… more in report.json", ""]
     return lines
 

@@ -74,7 +74,8 @@ def agent_end(result: Any) -> None:
 
 
 def verdict(v: Verdict) -> None:
-    emit("verdict", status=v.status.value, source=v.source, reason=v.reason, tests_modified=list(v.tests_modified))
+    emit("verdict", status=v.status.value, source=v.source, reason=v.reason, tests_modified=list(v.tests_modified),
+         dropped=list(v.dropped), suspicions=list(v.suspicions))
 
 
 def written(results: Iterable[Any]) -> None:
