@@ -151,3 +151,38 @@ def test_the_cli_and_library_graph_keep_accepting_any_path(tmp_path: Path) -> No
     refused = graph(ServerPolicy(task_roots=((ROOT / "examples" / "tasks").resolve(),))).invoke({"task": str(task)})
     assert refused["error"].startswith("invalid task: task path") and "outside this server's task roots" in refused[
         "error"]
+
+
+def test_a_paused_agent_cannot_be_pointed_at_a_server_directory(tmp_path: Path) -> None:
+    """With approval pauses a client may update the agent's own state (a subgraph checkpoint): a workspace the
+    graph did not make runs nothing, and what lies there never reaches the trajectory."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    canary = "-".join(["server", "only", "4c1d"])
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text(canary)
+    task = tmp_path / "root" / "t"
+    (task / "files").mkdir(parents=True)
+    (task / "task.md").write_text("Create done.\n")
+    (task / "task.json").write_text(json.dumps({"id": "t", "check": "test -f done"}))
+    model = ScriptedChatModel(responses=[bash_call("cat keep.txt; touch done"), submit_call("done")])
+    graph = build_mtl_graph(model, None, memory_type="none", online=False, run_log=tmp_path / "runs.jsonl",
+                            checkpointer=InMemorySaver(), interrupt_before_tools=True,
+                            workspace_root=tmp_path / "workspaces",
+                            policy=ServerPolicy(task_roots=((tmp_path / "root").resolve(),)))
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"task": str(task)}, config)
+    agent = graph.get_state(config, subgraphs=True).tasks[0].state
+    while agent.tasks and agent.tasks[0].state is not None:
+        agent = agent.tasks[0].state
+    assert agent.next == ("tools",) and Path(agent.values["workspace"]).parent == tmp_path / "workspaces"
+    graph.update_state(agent.config, {"workspace": str(victim)})
+    while graph.get_state(config).next:
+        out = graph.invoke(None, config)
+    [first, _] = out["trajectory"]["steps"]
+    assert first["observation"].startswith("sandbox error: workspace") and "is not one this server made" in first[
+        "observation"]
+    assert canary not in json.dumps(out) and not (victim / "done").exists()
+    assert out["verdict"]["status"] == "error" and out["error"].startswith("refused: workspace")  # nor judged there
+    assert (victim / "keep.txt").read_text() == canary

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 from langchain.tools import ToolRuntime
@@ -50,13 +51,22 @@ def command_timeout(config: AgentConfig, elapsed: float = 0.0) -> float:
     return max(1.0, min(config.command_timeout, config.wall_time_limit - elapsed))
 
 
+WORKSPACE_BASE = "mtl_workspace_base"
+"""configurable key: when set, a run's workspace must be a directory right under it. A served graph sets it (a
+client's thread update must not point the agent's sandbox at a directory of the server's)."""
+
+
 def workspace_of(runtime: Any) -> str | None:
-    """The run's workspace: the agent state's `workspace`, else `configurable["mtl_workspace"]`."""
+    """The run's workspace: the agent state's `workspace`, else `configurable["mtl_workspace"]`; SandboxError when
+    `configurable[WORKSPACE_BASE]` is set and the workspace is not right under it."""
     state = getattr(runtime, "state", None) or {}
-    if isinstance(state, dict) and state.get("workspace"):
-        return str(state["workspace"])
-    config = getattr(runtime, "config", None) or {}
-    return (config.get("configurable") or {}).get("mtl_workspace")
+    configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+    workspace = str(state["workspace"]) if isinstance(state, dict) and state.get("workspace") else \
+        configurable.get("mtl_workspace")
+    base = configurable.get(WORKSPACE_BASE)
+    if workspace and base is not None and Path(workspace).resolve().parent != Path(base).resolve():
+        raise SandboxError(f"workspace {workspace[:80]!r} is not one this server made for the run")
+    return workspace
 
 
 def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config: AgentConfig | None = None,
@@ -78,7 +88,11 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config:
         cfg = settings(runtime) if settings is not None else built
         box = sandbox
         if box is None:
-            workspace = workspace_of(runtime)
+            try:
+                workspace = workspace_of(runtime)
+            except SandboxError as exc:  # nothing runs; the model is told, like any sandbox failure
+                step = Step(action=command, args={"command": command}, observation=f"sandbox error: {exc}")
+                return render_observation(step, cfg), step.model_dump(mode="json")
             if not workspace:
                 raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools, or run the agent "
                                    "through with_memory_transfer or with MemoryTransferMiddleware")

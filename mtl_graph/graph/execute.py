@@ -29,6 +29,7 @@ from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.default import DefaultAgent
 from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
 from mtl_graph.agent.middleware import AgentRunState
+from mtl_graph.agent.tools import WORKSPACE_BASE
 from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.clean_room import take_snapshot
 from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
@@ -222,10 +223,13 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
             limit = max(int(config.get("recursion_limit") or 0), recursion_limit(settings(runtime)) + 10)
         except ValueError as exc:  # a per-run agent setting out of range: one clear line, nothing runs
             return {"error": f"invalid agent settings: {exc}"}
-        checkpointed = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
+        configurable = config.get("configurable") or {}
+        checkpointed = configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
+        if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says
+            configurable = {**configurable, WORKSPACE_BASE: str(workspace_base(nodes.config.workspace_root))}
         try:
             with events.relayed():
-                out = subgraph.invoke(state, {**config, "recursion_limit": limit},
+                out = subgraph.invoke(state, {**config, "configurable": configurable, "recursion_limit": limit},
                                       durability="sync" if checkpointed else None)
         except GraphBubbleUp:  # paused (approval): the sandbox waits for the resume
             raise
