@@ -20,7 +20,7 @@ from mtl_graph.experience.accounting import MAX_REPORT_BYTES, suspicions
 from mtl_graph.experience.check_env import graded_command
 from mtl_graph.experience.clean_room import Room, build_room, pristine_path
 from mtl_graph.experience.no_tests import no_test_reason
-from mtl_graph.experience.tamper_scan import scan_file
+from mtl_graph.experience.tamper_scan import scan_file, test_words
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
 from mtl_graph.sandbox.factory import make_sandbox
@@ -155,11 +155,12 @@ def _read_report(path: Path) -> bytes | None:
         return fh.read(MAX_REPORT_BYTES) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
 
 
-def _scan(room: Room) -> list[str]:
+def _scan(room: Room, tests: dict[str, str]) -> list[str]:
     found: list[str] = []
+    words = test_words(tests)
     for rel in room.carried:
         path = room.path / rel
-        found += scan_file(rel, path.read_bytes().decode("utf-8", "replace"))
+        found += scan_file(rel, path.read_bytes().decode("utf-8", "replace"), words)
     return found
 
 
@@ -174,8 +175,9 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
     if snapshot is None and pristine_path(workspace).is_dir():
         snapshot = pristine_path(workspace)
     room = build_room(task, workspace, snapshot, prepare=None if snapshot else _setup_in(task, sandbox_for))
+    tests = {rel: content.decode("utf-8", "replace") for rel, (content, _) in pristine_tests(task).items()}
     try:
-        suspect = _scan(room)  # before the check: the solution runs in it and could rewrite itself
+        suspect = _scan(room, tests)  # before the check: the solution runs in it and could rewrite itself
         report = room.path / f".mtl-report-{secrets.token_hex(8)}" / "report.jsonl"
         report.parent.mkdir()
         sandbox = sandbox_for(room.path)
@@ -183,7 +185,6 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
             result = sandbox.run(graded_command(task.check, report), timeout=task.check_timeout)
         finally:
             sandbox.close()
-        tests = {rel: content.decode("utf-8", "replace") for rel, (content, _) in pristine_tests(task).items()}
         suspect += suspicions(tests, _read_report(report), result.exit_code)
     finally:
         room.close()

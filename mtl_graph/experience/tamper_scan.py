@@ -22,7 +22,7 @@ REACHING_MODULES = frozenset({
     "builtins", "__builtin__", "atexit", "signal", "faulthandler", "traceback", "subprocess", "multiprocessing",
     "pty", "posix", "nt", "_posixsubprocess", "site", "sitecustomize", "usercustomize", "runpy", "marshal", "mmap",
     "fcntl", "_thread", "sysconfig", "code", "codeop", "pdb", "bdb", "trace", "tracemalloc", "_testcapi", "shutil",
-    "socket", "resource", "zipimport", "pkgutil",
+    "socket", "resource", "zipimport", "pkgutil", "pickle", "_pickle", "copyreg", "shelve", "dill", "cloudpickle",
 })
 """Modules whose import alone gives a solution a door into the test process (or out of the room)."""
 
@@ -37,6 +37,9 @@ ALLOWED_ATTRIBUTES = {
 }
 """The attributes of os and sys a solution may use; any other is a finding (exit, modules, frames, fds...)."""
 _DENIED_IO = frozenset({"open", "FileIO", "open_code"})
+DENIED_TYPES = frozenset({"CodeType", "FunctionType", "LambdaType", "FrameType", "TracebackType", "ModuleType",
+                          "CellType"})
+"""types' constructors of code, functions, frames and modules: code built by hand reaches anything."""
 
 ESCAPE_ATTRIBUTES = frozenset({
     "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__bases__", "__base__", "__mro__",
@@ -51,6 +54,7 @@ DANGEROUS_CALLS = frozenset({"__import__", "eval", "exec", "compile", "globals",
                              "exit", "quit", "memoryview", "SystemExit", "KeyboardInterrupt", "GeneratorExit"})
 """Built-in names that build code at run time, expose namespaces, or end the process."""
 
+_DENIED_PAIRS = {("io", n) for n in _DENIED_IO} | {("types", n) for n in DENIED_TYPES}
 _RAW_PATHS = re.compile(r"/proc/|/dev/(?:fd|tty|stdout|stderr|mem)|/sys/")
 _WRITE_MODES = re.compile(r"[wax+]")
 
@@ -91,8 +95,8 @@ class _PythonScan(ast.NodeVisitor):
                 self.flag(node, f"imports everything from {module}")
             elif top in ALLOWED_ATTRIBUTES and alias.name not in ALLOWED_ATTRIBUTES[top]:
                 self.flag(node, f"imports {module}.{alias.name}")
-            elif top == "io" and alias.name in _DENIED_IO:
-                self.flag(node, f"imports io.{alias.name}")
+            elif (top, alias.name) in _DENIED_PAIRS:
+                self.flag(node, f"imports {top}.{alias.name}")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in ESCAPE_ATTRIBUTES:
@@ -101,9 +105,9 @@ class _PythonScan(ast.NodeVisitor):
             module = self.modules.get(node.value.id)
             if module in ALLOWED_ATTRIBUTES and node.attr not in ALLOWED_ATTRIBUTES[module]:
                 self.flag(node, f"uses {module}.{node.attr}")
-            elif module == "io" and node.attr in _DENIED_IO:
-                self.flag(node, f"uses io.{node.attr}")
-            if module in ALLOWED_ATTRIBUTES or module == "io":
+            elif (module, node.attr) in _DENIED_PAIRS:
+                self.flag(node, f"uses {module}.{node.attr}")
+            if module in ALLOWED_ATTRIBUTES or module in ("io", "types"):
                 return  # the module name itself is fine as the object of an allowed attribute
         self.generic_visit(node)
 
@@ -164,37 +168,54 @@ def scan_python(text: str) -> list[str]:
 
 # Compiled languages: what ends the process, reaches the test framework or runs code before main, by token.
 _TOKENS = {
-    ".go": r"\bos\.Exit\b|\bsyscall\.|\bunsafe\.|go:linkname|\bruntime\.Goexit\b|\bos\.(?:Remove|Rename|"
+    ".go": r"\bos\.Args\b|\bflag\.(?:Set|CommandLine)\b|\bos\.Exit\b|\bsyscall\.|\bunsafe\.|go:linkname|\bruntime\.Goexit\b|\bos\.(?:Remove|Rename|"
            r"WriteFile|Create|OpenFile|Chmod|Stdout\s*=)|\bexec\.Command\b",
     ".rs": r"process::(?:exit|abort)|link_section|no_mangle|\bextern\s+\"C\"|\basm!|global_asm!|include(?:_str|_bytes)?!"
            r"|std::fs\b|\bfs::(?:write|remove|rename)|\blibc::|env::set_var|\bCommand::new\b",
     ".js": r"\bprocess\s*\.\s*(?:exit|kill|abort|reallyExit|on|stdout)|\bprocess\s*\[|require\s*\(\s*['\"](?:node:)?"
            r"(?:child_process|vm|module|@jest|jest)|\bglobalThis\b|\bglobal\s*[.\[]|\bjest\s*\.|"
-           r"\bexpect\s*=|\bmodule\s*\.\s*constructor|\bFunction\s*\(|\beval\s*\(|\bimport\s*\(|from\s+['\"]"
+           r"\bexpect\s*=|\bmodule\s*\.\s*constructor|\brequire\s*\.\s*cache\b|\bSymbol\s*\.\s*for\b|__proto__|"
+           r"\bObject\s*\.\s*prototype\b|\bFunction\s*\(|\beval\s*\(|\bimport\s*\(|from\s+['\"]"
            r"(?:node:)?(?:child_process|vm|module)",
-    ".java": r"System\s*\.\s*(?:exit|setOut|setErr)|Runtime\s*\.\s*getRuntime|\.halt\s*\(|org\.junit|"
+    ".java": r"System\s*\.\s*(?:exit|setOut|setErr)|Runtime\s*\.\s*getRuntime|\.halt\s*\(|org\.junit|org\.assertj|"
              r"setAccessible|ProcessBuilder|java\.nio\.file|FileOutputStream|FileWriter|"
              r"Thread\s*\.\s*setDefaultUncaughtExceptionHandler",
     ".cpp": r"(?<![\w.])(?:std::)?(?:exit|_exit|_Exit|quick_exit|abort)\s*\(|#\s*(?:define|undef)\s+(?:TEST_CASE|"
             r"REQUIRE\w*|CHECK\w*|SECTION|CATCH\w*|main|int|return)\b|__attribute__\s*\(\(\s*constructor|catch\.hpp|"
             r"\bfreopen\b|\bsystem\s*\(|\bmain\s*\(|##|\bdlsym\b|\bsetbuf\s*\(\s*stdout|std::cout\s*\.\s*rdbuf",
 }
-_TOKENS.update({".h": _TOKENS[".cpp"], ".hpp": _TOKENS[".cpp"], ".cc": _TOKENS[".cpp"], ".mjs": _TOKENS[".js"],
+_TOKENS.update({".h": _TOKENS[".cpp"], ".hpp": _TOKENS[".cpp"], ".cc": _TOKENS[".cpp"], ".c": _TOKENS[".cpp"],
+                ".mjs": _TOKENS[".js"],
                 ".ts": _TOKENS[".js"]})
 _COMPILED = {suffix: re.compile(pattern) for suffix, pattern in _TOKENS.items()}
 _LINE_COMMENT = re.compile(r"//[^\n]*")
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 
-def scan_file(rel: str, text: str) -> list[str]:
-    """Findings in one carried solution file, each prefixed with its path; none for a kind the scan does not know."""
+_MACRO = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", re.M)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def test_words(tests: dict[str, str]) -> frozenset[str]:
+    """The identifiers of the task's pristine test files (a C or C++ solution may not redefine one as a macro)."""
+    return frozenset(w for text in tests.values() for w in _WORD.findall(text))
+
+
+def scan_file(rel: str, text: str, words: frozenset[str] = frozenset()) -> list[str]:
+    """Findings in one carried solution file, each prefixed with its path; none for a kind the scan does not know.
+    words: the tests' identifiers; a macro of that name in a C/C++ solution rewrites what the tests say."""
     suffix = PurePosixPath(rel).suffix
     if suffix in (".py", ".pyw"):
         found = scan_python(text)
     elif suffix in _COMPILED:
         code = _BLOCK_COMMENT.sub(" ", _LINE_COMMENT.sub(" ", text))
-        found = [f"line {code.count(chr(10), 0, m.start()) + 1}: {m.group(0).strip()!r}"
-                 for m in _COMPILED[suffix].finditer(code)]
+        line = lambda pos: code.count(chr(10), 0, pos) + 1  # noqa: E731
+        found = [f"line {line(m.start())}: {m.group(0).strip()!r}" for m in _COMPILED[suffix].finditer(code)]
+        if suffix == ".go" and "//go:linkname" in text:  # a directive, written as a comment
+            found.append("uses //go:linkname")
+        if suffix in (".cpp", ".h", ".hpp", ".cc", ".c"):
+            found += [f"line {line(m.start())}: redefines {m.group(1)}, which the tests use"
+                      for m in _MACRO.finditer(code) if m.group(1) in words]
     else:
         return []
     return [f"{rel} {finding}" for finding in found]
