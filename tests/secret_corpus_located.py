@@ -52,6 +52,8 @@ def _encoded_cases(g: Gen, add) -> None:
         f"users:\n- name: admin@prod\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\n", key)
     s = g.password()
     add("k8s_secret_data_bare_password", "password", f"data:\n  DB_PASS: {_b64(s)}\n", _b64(s))
+    s = _b64(f"amqp://worker:{g.url_password()}@mq.internal:5672/jobs")
+    add("env_base64_value", "url_credentials", f"# .env\nBROKER_B64={s}\nWORKERS=4\n", s)
 
 
 def _located_cases(g: Gen, add) -> None:

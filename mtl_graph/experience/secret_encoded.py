@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Sequence
 
 from mtl_graph.experience.secret_prescan import CONTEXT, Finding, Span, finditer
 
-ENCODED = re.compile(r"[:=][ \t]*[\"']?(?<![\w+/=])(?P<value>[A-Za-z0-9+/]{16,}={0,2})(?![\w+/=])")
+ENCODED = re.compile(r"[:=][ \t]*[\"']?(?<![\w+/])(?P<value>[A-Za-z0-9+/]{16,}={0,2})(?![\w+/=])")
 _NAME_BEFORE = re.compile(r"(?P<name>[\w.-]+)[\"']?[ \t]*\Z")
 MAX_DECODED = 1 << 20
 """Longest encoded value decoded (a kubeconfig key is a few KB; larger blobs are binary artefacts)."""

@@ -6,18 +6,19 @@ text in a single pass; each rule then runs only on the lines its triggers fired 
 so the costly work (detect-secrets' plugins, the assignment rules, entropy checks) touches a few percent of a log.
 Without Hyperscan (a platform it has no wheel for) the triggers run one by one with `re`: slower, same lines.
 
-Triggers are written for bytes (the text is scanned as UTF-8) and must over-approximate the rule they guard:
+Triggers are written for bytes and must over-approximate the rule they guard. The text is scanned as one byte per
+character (Latin-1; any other character becomes the byte 0x80), so offsets need no mapping:
 - where a rule's class holds Unicode letters, digits or spaces (`\\w`, `\\d`, `\\s` on `str`), the trigger's class
-  takes every non-ASCII byte too (`W`, `D`, `NOT_SPACE` below), and counts only give lower bounds (one character
-  may be several bytes);
+  takes every non-ASCII byte too (`W`, `D` and the negated `SPACE` below);
 - case-insensitive triggers fold ASCII only; the few non-ASCII letters Python's `re.IGNORECASE` folds onto ASCII
-  (`ſ`, `K`, `İ`, `ı`) are mapped to their ASCII letters in the scanned copy;
+  (`ſ`, `K`, `İ`, `ı`) are scanned as those ASCII letters;
 - a trigger never spans lines: classes exclude the line feed and `$` (multi-line) marks a line end.
 The guarantee that the fast path redacts exactly what the full path does is tested on the generated corpus.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections import defaultdict
 from functools import lru_cache
@@ -60,6 +61,17 @@ SECRET_NAME = rf"{SECRET_WORD}(?:{NAME_TAIL}(?:base|value|b64|base64|hex|raw))?{
 SECRET_NAME_END = rf"{SECRET_WORD}(?:[^A-Za-z0-9\n]|$)"
 """A secret word ending a name's word, whatever follows it (caseless)."""
 _FOLD = {"\u017f": "s", "\u212a": "k", "\u0130": "i", "\u0131": "i"}
+
+
+def _one_byte(error: UnicodeEncodeError) -> tuple[str, int]:
+    # Characters beyond Latin-1 become one byte each, so byte offsets are character offsets: a letter that
+    # IGNORECASE folds onto ASCII becomes that letter, any other one the byte 0x80 (every class that may hold a
+    # non-ASCII character holds 0x80-0xff).
+    chars = error.object[error.start:error.end]
+    return "".join(_FOLD.get(c, "\x80") for c in chars), error.end
+
+
+codecs.register_error("mtl_prescan_one_byte", _one_byte)
 
 
 class Trigger(NamedTuple):
@@ -141,7 +153,7 @@ class Prescan:
         triggers get the whole text."""
         whole = [(0, len(text))]
         out: dict[int, list[Span]] = {r: whole for r in self._always}
-        data = _folded(text).encode("utf-8", "replace")
+        data = text.encode("latin-1", "mtl_prescan_one_byte")
         fired: dict[int, set[int]] = defaultdict(set)  # pattern id -> starts of the lines it fired on
         ends: dict[int, int] = {}  # line start -> its end (line feed included)
         line_start = line_end = -1
@@ -159,19 +171,8 @@ class Prescan:
                 out[r] = whole
             elif wanted:
                 byte_spans[r] = _merge_lines(data, ends, sorted(wanted), self.rules[r].after)
-        to_chars = _char_offsets(text, data, {o for spans in byte_spans.values() for span in spans for o in span})
-        for r, spans in byte_spans.items():
-            out[r] = [(to_chars[a], to_chars[b]) for a, b in spans]
+        out.update(byte_spans)  # one byte per character: the same offsets
         return out
-
-
-def _folded(text: str) -> str:
-    """text with the non-ASCII letters that `re.IGNORECASE` matches to ASCII ones replaced by those."""
-    if not text.isascii():
-        for letter, ascii_letter in _FOLD.items():
-            if letter in text:
-                text = text.replace(letter, ascii_letter)
-    return text
 
 
 def _merge_lines(data: bytes, ends: dict[int, int], starts: list[int], after: int) -> list[Span]:
@@ -187,17 +188,6 @@ def _merge_lines(data: bytes, ends: dict[int, int], starts: list[int], after: in
         else:
             merged.append((start, end))
     return merged
-
-
-def _char_offsets(text: str, data: bytes, offsets: set[int]) -> dict[int, int]:
-    """Character offset in text of each byte offset of data (its UTF-8 copy, one character per character)."""
-    if len(data) == len(text):
-        return {o: o for o in offsets}
-    out, chars, prev = {}, 0, 0
-    for offset in sorted(offsets):
-        chars += len(data[prev:offset].decode("utf-8", "replace"))
-        out[offset], prev = chars, offset
-    return out
 
 
 @lru_cache(maxsize=8)
