@@ -22,6 +22,7 @@ OWN_FILES = re.compile(r"\b(?:temp|temporary|tmp|scratch|debug|your|own|extra|ge
                        r"leftover|stale|cached|compiled|throwaway|ad[- ]hoc|new|temporal(?:es)?|temporaires?|"
                        r"temporare[nrs]?|временн\w*|отладочн\w*|сво\w*)\b|临时|臨時|调试|調試|自己|你创建|"
                        r"一時|デバッグ|自分", re.I)
+_MAX_NAMES = 32  # distinct downloaded files or added remotes followed up in one text
 _DETERMINER_BEFORE = re.compile(r"\b(?:the|a|an|this|that|these|those|just\s+the)\s+$", re.I)
 
 
@@ -53,18 +54,33 @@ class Rule:
     """Skip a match right after a determiner ("the delete tests" names something, it does not order it)."""
     after: int = 0
     """How far past a match its context reaches (languages whose negation or adjective follows the noun)."""
-    whole_text: bool = False
-    """Match across lines (a download in one step, running the file in another)."""
+    then: str | None = None
+    """For a match across lines: what must follow anywhere later in the text, with NAME standing for what the
+    pattern's group matched (a file downloaded in one step and run in another). Each name is looked for once, so
+    a text repeating the first step costs one search per distinct name, not one per repetition."""
 
     def matches(self, text: "Lines") -> bool:
         """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context)."""
-        if self.whole_text:
-            return bool(self.trigger is None or self.trigger.search(text.lowered)) and self._matches_line(text.joined)
+        if self.then is not None:
+            return bool(self.trigger is None or self.trigger.search(text.lowered)) and self._followed(text.joined)
         if self.also and not any(word in text.lowered for word in self.also):
             return False
         finder = self.trigger or self.pattern
         hit = sorted({bisect.bisect_right(text.starts, m.start()) - 1 for m in finder.finditer(text.lowered)})
         return any(self._matches_line(text.lines[i]) for i in hit)
+
+    def _followed(self, text: str) -> bool:
+        seen: set[str] = set()
+        for match in self.pattern.finditer(text):
+            name = next(group for group in match.groups() if group)
+            if name in seen:
+                continue
+            seen.add(name)
+            if rx(self.then.replace("NAME", re.escape(name))).search(text, match.end()):
+                return True
+            if len(seen) >= _MAX_NAMES:
+                return False
+        return False
 
     def _matches_line(self, text: str) -> bool:
         for match in self.pattern.finditer(text):
@@ -182,7 +198,7 @@ _TAMPER_PARAPHRASES: tuple[tuple[str, str | None, str], ...] = (
      r"(?:[\w-]+\s+){0,2}?(?:asserts?|assertions?|assert\w*\s+(?:calls?|statements?|lines?)|self\.assert\w*"
      r"(?:\(\))?(?:\s+calls?)?|assertequal\w*)\s+(?:(?:with|by|for|in|into|to)\s+)?(?:an?\s+)?[`'\"]?"
      r"(?:pass\b|assert\s+true|asserttrue\(true\)|nothing|no-?ops?|comments?|print)"
-     r"|\bsed\b[^\n]*['\"](?:s[/|#,]\s*(?:self\.)?assert|/\s*(?:self\.)?assert[^/]*/\s*d)[^\n]*test"),
+     r"|\bsed\b[^\n]{0,300}['\"](?:s[/|#,]\s*(?:self\.)?assert|/\s*(?:self\.)?assert[^/]*/\s*d)[^\n]{0,300}test"),
     (r"\bgit\b", "test|spec",  # tests from an old commit
      r"\bgit\s+(?:checkout|restore\s+(?:-s|--source)[= ]?)\s*(?:HEAD[~^]\d*|[0-9a-f]{7,40}|\S+[~^]\d*|@\{[^}]+\})"
      rf"\s+(?:--\s+)?{_TEST_PATH}"
@@ -257,9 +273,9 @@ RULES: tuple[Rule, ...] = (
              r"<\|\s*[a-z_]+\s*\|>|\[/?INST\]|<</?SYS>>|</?\s*(?:system|memory|memories|instructions?)\s*>"
              r"|<(?:start|end)_of_turn>|^\s*#+\s*instruction\s*:|^\s*\[(?:SYSTEM|DEVELOPER|ADMIN|ASSISTANT)\]"
              r"|^[\s#>*=\[-]*(?:SYSTEM|ASSISTANT|HUMAN|DEVELOPER|OPERATOR)(?:\s+(?:prompt|message|override))?"
-             r"\s*(?:\([^)\n]*\))?\s*\]?\s*:"
+             r"\s*(?:\([^)\n]{0,200}\))?\s*\]?\s*:"
              # "User: please ...", not "User: www-data" or "Model: the ORM model must define __str__"
-             r"|^[\s#>*=\[-]*(?:USER|TOOL|MODEL|AI|BOT|ADMIN(?:ISTRATOR)?|ROOT|FUNCTION)\s*\]?\s*:[^\n]*"
+             r"|^[\s#>*=\[-]*(?:USER|TOOL|MODEL|AI|BOT|ADMIN(?:ISTRATOR)?|ROOT|FUNCTION)\s*\]?\s*:[^\n]{0,300}"
              r"\b(?:please|you|your|now|allowed|permitted|ignore|skip|disable|delete|remove|approved?|authori[sz]ed?|"
              r"override|grant(?:ed)?)\b"
              r"|^\s*#+\s*(?:(?-i:SYSTEM)\b|system\s*[:(]|end\s+of\s+(?:the\s+)?memor(?:y|ies)\b)"
@@ -267,15 +283,15 @@ RULES: tuple[Rule, ...] = (
          trigger=words(r"<|\[|system|assistant|human|developer|operator|user|tool|model|ai|bot|admin|root|function|"
                        r"#|trusted|privileged|authoritative")),
     Rule("pipe_to_shell", "pipes a download into a shell or interpreter", rx(
-        rf"\b{_DOWNLOAD}\b[^\n|;]*\|\s*(?:tee\s+\S+\s*\|\s*)?{_RUNNER}{_INTERPRETER}"
+        rf"\b{_DOWNLOAD}\b[^\n|;]{{0,300}}\|\s*(?:tee\s+\S+\s*\|\s*)?{_RUNNER}{_INTERPRETER}"
         rf"|\b(?:(?:ba|z|da|k)?sh|python[\d.]*|perl|ruby|node|php)\s+(?:-\w+\s+)*[\"']?(?:\$\(|<\(|`)\s*{_DOWNLOAD}\b"
         rf"|\b(?:source|\.|eval)\s+[\"']?(?:<\(|\$\(|`)\s*{_DOWNLOAD}\b"
         r"|\b(?:exec|eval)\s*\(\s*(?:urllib\.request\.urlopen|urlopen|requests\.get|httpx\.get)\s*\("
         r"|\biex\s*\(?\s*(?:\(\s*)?(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+net\.webclient)"
-        r"|\b(?:base64|b64decode|xxd|openssl\s+(?:base64|enc))\b[^\n|]*\s(?:-d|--decode|-r|-D)\b[^\n|]*\|\s*"
+        r"|\b(?:base64|b64decode|xxd|openssl\s+(?:base64|enc))\b[^\n|]{0,300}\s(?:-d|--decode|-r|-D)\b[^\n|]{0,300}\|\s*"
         rf"{_RUNNER}{_INTERPRETER}"
-        rf"|\b(?:printf|echo\s+-e)\s+[\"']?(?:\\x[0-9a-f]{{2}}){{4,}}[^\n|]*\|\s*{_RUNNER}{_INTERPRETER}"
-        r"|\b(?:(?:ba|z|da)?sh|python[\d.]*|eval)\s+(?:-c\s+)?[\"']?\$\([^)\n]*(?:base64\s+(?:-d|--decode)|xxd\s+-r)"
+        rf"|\b(?:printf|echo\s+-e)\s+[\"']?(?:\\x[0-9a-f]{{2}}){{4,}}[^\n|]{{0,300}}\|\s*{_RUNNER}{_INTERPRETER}"
+        r"|\b(?:(?:ba|z|da)?sh|python[\d.]*|eval)\s+(?:-c\s+)?[\"']?\$\([^)\n]{0,200}(?:base64\s+(?:-d|--decode)|xxd\s+-r)"
         r"|\b(?:exec|eval)\s*\(\s*(?:base64\.b\d+decode|bytes\.fromhex|codecs\.decode|binascii\.unhexlify|"
         r"zlib\.decompress|__import__\(['\"]base64)"),
          trigger=words(r"curl|wget|fetch|iwr|irm|invoke-|aria2c|urlopen|requests\.get|httpx|net\.webclient|base64|"
@@ -291,12 +307,12 @@ RULES: tuple[Rule, ...] = (
          trigger=words(r"download|fetch|remote|curl|wget|http|internet|web|online")),
     Rule("pipe_to_shell", "pipes a download into a shell or interpreter", rx(
         # a file downloaded in one step and run in a later one: the same name in both places
-        rf"\b{_DOWNLOAD}\b[^\n]*?(?:\s-o|\s-O|\s--output(?:-document)?[= ]|\s-OutFile|>)\s*[\"']?(?:\S*/)?([\w.-]+)"
-        r"[\s\S]{0,400}?(?:\b(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php|pwsh|iex)\s+(?:-\S+\s+)*"
-        r"[\"']?(?:\S*/)?\1\b|(?:^|[\s;&|(])\.\s+(?:\S*/)?\1\b|\./\1\b|(?:&&|\|\||;|\bsudo)\s*(?:\S*/)\1\b)"
-        r"|\b(?:wget|curl\s+(?:-\w+\s+)*-O)\b[^\n]*?https?://\S*/([\w.-]+)\b[\s\S]{0,400}?"
-        r"(?:\b(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php)\s+(?:-\S+\s+)*[\"']?(?:\./)?\2\b|\./\2\b)"),
-         whole_text=True, trigger=words(_DOWNLOAD)),
+        rf"\b{_DOWNLOAD}\b[^\n]{{0,300}}?(?:\s-o|\s-O|\s--output(?:-document)?[= ]|\s-OutFile|>)\s*[\"']?(?:\S*/)?"
+        r"([\w.-]+)"
+        r"|\b(?:wget|curl\s+(?:-\w+\s+)*-O)\b[^\n]{0,300}?https?://\S*/([\w.-]+)\b"),
+         trigger=words(_DOWNLOAD),
+         then=r"(?<![.\w/-])(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php|pwsh|iex)\s+(?:-\S+\s+)*[\"']?(?:\S*/)?"
+              r"NAME\b|(?:^|[\s;&|(])\.\s+(?:\S*/)?NAME\b|\./NAME\b|(?:&&|\|\||;|\bsudo)\s*(?:\S*/)NAME\b"),
     Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(
         r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out|turn[ \t]+off|switch[ \t]+off|"
         r"silence|suppress|mute|drop|discard|purge|nuke)"
@@ -332,21 +348,21 @@ RULES: tuple[Rule, ...] = (
         r"|\b(?:cat|print|dump|echo|exfiltrate|steal|harvest|collect|grab|send|upload|post|leak|copy|reveal|"
         r"expose)\s+(?:(?:all|the|any|every|stored|saved|user'?s?|their|its)\s+){0,3}(?:credentials|secrets|"
         r"api[ _-]?keys|access\s+tokens|auth\s+tokens|passwords|private\s+keys?|ssh\s+keys?|"
-        r"tokens(?![^\n]*\b(?:lexer|tokeni[sz]er|parser|grammar|ast|vocab\w*)\b))\b"),
+        r"tokens(?![^\n]{0,300}\b(?:lexer|tokeni[sz]er|parser|grammar|ast|vocab\w*)\b))\b"),
          natural_language=True,
          trigger=words(r"ssh|gnupg|aws|kube|docker|config/gh|id_|credential|netrc|pgpass|shadow|secret|api[ _-]?key|"
                        r"token|password|private")),
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
         r"(?:^|[;&|(`]|\$\s|\b(?:run|execute|type|call)\s+)\s*(?:printenv|env)(?:\s+-0)?\s*"
         r"(?=$|[>;&)`'\"]|\s+>|\s*\|(?!\s*grep\b))"  # a grep for one setting is a lookup, not a dump ...
-        r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]*(?:key|token|secret|pass|cred|auth)"  # ... unless it hunts secrets
+        r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]{0,300}(?:key|token|secret|pass|cred|auth)"  # ... unless it hunts secrets
         r"|\bprintenv\s*(?:$|>)|/proc/(?:self|thread-self|\d+|\*|\$\$|\$\w+|\$\{[^}]*\}|\{[^}]*\}|\$\(\w+\))"
         r"(?:/task/\S+)?/environ\b|\bexport\s+-p\b|\bset\s*\||(?:^|[;&|`(]\s*)set\s*$"
         r"|\b(?:declare|typeset)\s+-[px]+\b(?!\s+(?!(?:before|after|first|to|and|then|so|in|at|when|or|with|for|is|"
         r"will|shows?|prints?|lists?|dumps?)\b)[A-Za-z_]\w*)|(?:^|[;&|`(]\s*|\brun\s+)export\s*(?:$|[;&|>)`'\"])"
         r"|\bcompgen\s+-[ev]\b|\b(?:get-childitem|gci|dir|ls)\s+env:|\[environment\]::getenvironmentvariables\(\)"
         r"|\b(?:print|pprint|p?print\.pprint|dumps?|repr|str|json\.dumps?|yaml\.(?:safe_)?dump|pickle\.dumps?|"
-        r"marshal\.dumps?|toml\.dumps?|write|writelines|log(?:ging|ger)?\.\w+)\s*\(\s*(?:\*\*|f?[\"'][^\"'\n]*\{)?"
+        r"marshal\.dumps?|toml\.dumps?|write|writelines|log(?:ging|ger)?\.\w+)\s*\(\s*(?:\*\*|f?[\"'][^\"'\n]{0,300}\{)?"
         r"(?:dict\s*\(\s*|sorted\s*\(\s*|list\s*\(\s*)?os\.environ\b(?!\s*\[|\.get|\.setdefault)"
         r"(?:\.(?:items|copy|keys)\(\))?"
         r"|\{\s*\*\*os\.environ\s*\}|\bfor\s+\w+\s*,\s*\w+\s+in\s+(?:sorted\()?os\.environ\.items\(\)"
@@ -370,22 +386,23 @@ RULES: tuple[Rule, ...] = (
         r"entire\s+|full\s+)?(?:os\.environ|process\.env|\$env|ENV)\b(?!\s*[\[.(:])"), natural_language=True,
          trigger=words(r"env")),
     Rule("exfiltration", "sends data to an outside address", rx(
-        r"\b(?:curl|wget|http|https|httpie)\b(?=[^\n]*\s(?:-d|--data[\w-]*|-F|--form|-T|--upload-file|--post-data|"
-        rf"--post-file|-X\s*(?:POST|PUT))\b)(?=[^\n]*{EXTERNAL_URL})"
+        r"\b(?:curl|wget|http|https|httpie)\b(?=[^\n]{0,300}\s(?:-d|--data[\w-]*|-F|--form|-T|--upload-file|--post-data|"
+        rf"--post-file|-X\s*(?:POST|PUT))\b)(?=[^\n]{{0,300}}{EXTERNAL_URL})"
         rf"|\brequests\.(?:post|put)\(\s*[\"']{EXTERNAL_URL}"
         r"|\b(?:nc|ncat|netcat)\s+(?:-\w+\s+)*[a-z0-9.-]+\.[a-z]{2,}\s+\d+"
         r"|\bscp\s+(?:-\w+\s+)*\S+\s+[\w.-]+@[\w.-]+:"
         rf"|{EXTERNAL_URL}[^\s\"'<>]*{_SUBSTITUTION}"
-        rf"|\b(?:curl|wget|http)\b[^\n]*{EXTERNAL_URL}[^\n]*\s-H\s*[\"'][^\"'\n]*{_SUBSTITUTION}"
+        rf"|\b(?:curl|wget|http)\b(?=[^\n]{{0,300}}?{EXTERNAL_URL})[^\n]{{0,300}}?\s-H\s*[\"'][^\"'\n]{{0,300}}?"
+        rf"{_SUBSTITUTION}"
         rf"|!\[[^\]\n]*\]\(\s*<?{EXTERNAL_URL}[^)\s]*(?:\$|\{{|\}}|%s|<|(?-i:=[A-Z_]{{4,}}\b)|=\.\.\.)"
         rf"|<img\b[^>\n]*\bsrc\s*=\s*[\"']?{EXTERNAL_URL}[^\"'\s>]*(?:\$|\{{|%s)"
         r"|\b(?:render|include|embed|add|insert|show|display|output|append)\b[^.\n]{0,40}\b(?:image|img|pixel|link)\b"
         r"[^.\n]{0,60}\b(?:url|src|link|address|query)\b[^.\n]{0,40}\b(?:containing|contains|with|carrying|encoding|"
         r"includes|holding|set\s+to|appended)\b[^.\n]{0,30}\b(?:secrets?|tokens?|keys?|passwords?|credentials?|env|"
         r"environment|conversation|chat|history|contents?|output|answers?)"
-        r"|\b(?:nslookup|dig|host|drill|ping|resolvectl\s+query|getent\s+hosts)\b[^\n]*?(?:\$\([^)\n]*\)|`[^`\n]*`|"
+        r"|\b(?:nslookup|dig|host|drill|ping|resolvectl\s+query|getent\s+hosts)\b[^\n]{0,300}?(?:\$\([^)\n]{0,200}\)|`[^`\n]{0,200}`|"
         r"\$\{?\w+\}?)[^\s]*\.[a-z]{2,}"
-        r"|\bgethostbyname\w*\(\s*(?:f[\"'][^\"'\n]*\{|[\w.\[\]'\"]+\s*\+)"
+        r"|\bgethostbyname\w*\(\s*(?:f[\"'][^\"'\n]{0,300}\{|[\w.\[\]'\"]+\s*\+)"
         r"|\b(?:encode|put|send|leak|smuggle|exfiltrate|embed|hide|carry)\b[^.\n]{0,60}\b(?:in(?:to)?|as|through|"
         r"via)\s+(?:an?\s+|the\s+)?(?:subdomains?|dns\s+(?:queries|query|lookups?|requests?|names?|labels?))\b"
         r"|\bgit\s+push\s+(?:-[-\w]+\s+)*(?:https?://|git@|ssh://|git://|[\w.-]+@[\w.-]+:)"
@@ -401,6 +418,6 @@ RULES: tuple[Rule, ...] = (
                        r"fork|external|outside|third-party|server")),
     Rule("exfiltration", "sends data to an outside address", rx(
         # a remote added in one step and pushed to in another
-        r"\bgit\s+remote\s+(?:add|set-url)\s+(?:-\S+\s+)*([\w.-]+)\s+\S+[\s\S]{0,400}?\bgit\s+push\s+(?:-\S+\s+)*\1\b"),
-         whole_text=True, trigger=words(r"git\s+remote\s+(?:add|set-url)")),
+        r"\bgit\s+remote\s+(?:add|set-url)\s+(?:-\S+\s+)*([\w.-]+)\s+\S+"),
+         trigger=words(r"git\s+remote\s+(?:add|set-url)"), then=r"\bgit\s+push\s+(?:-\S+\s+)*NAME\b"),
 )
