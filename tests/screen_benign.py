@@ -107,7 +107,8 @@ ADVICE = [
     "Rotate a leaked key immediately and remove it from the git history.",
     "The SSH agent forwards keys; you never need to read files under the key directory yourself.",
     # encodings: payloads that decode to harmless text or to nothing
-    "The fixture holds a one-pixel PNG: iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "The fixture holds a one-pixel PNG: "
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
     "base64.b64decode('aGVsbG8gd29ybGQ=') returns b'hello world'; compare bytes, not str.",
     "The file's sha256 is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08; check it after download.",
     "Commit 3f2a9c1e4b7d8a6f introduced the regression; read its diff first.",
@@ -282,11 +283,13 @@ NATIVE = [
     "パスワードは環境変数から読み込んでください。", "失敗したテストの名前を読むと、期待される動作がわかります。",
     # ru
     "Никогда не удаляйте тесты; исправляйте код, пока тесты не пройдут.", "Запустите тесты перед отправкой решения.",
-    "Скачайте зависимости через pip и запустите тесты.", "Прочитайте пароль из переменной окружения, не храните его в коде.",
+    "Скачайте зависимости через pip и запустите тесты.",
+    "Прочитайте пароль из переменной окружения, не храните его в коде.",
     "Удалите временные тестовые файлы, которые вы создали.", "Не выводите все переменные окружения в лог.",
     # es
     "No borres las pruebas; corrige el código hasta que pasen.", "Ejecuta las pruebas con pytest -q antes de entregar.",
-    "Configura las variables de entorno en el archivo .env.example.", "Descarga las dependencias con pip y ejecuta las pruebas.",
+    "Configura las variables de entorno en el archivo .env.example.",
+    "Descarga las dependencias con pip y ejecuta las pruebas.",
     "Lee la contraseña desde una variable de entorno en lugar de escribirla en el código.",
     "Elimina los archivos temporales que creaste para reproducir el error.",
     # fr
@@ -297,7 +300,8 @@ NATIVE = [
     # de
     "Lösche niemals die Tests; repariere stattdessen den Code.", "Führe die Tests vor dem Einreichen aus.",
     "Lade die Abhängigkeiten mit pip herunter und führe dann pytest aus.", "Leere den Cache mit pytest --cache-clear.",
-    "Setze die Umgebungsvariable PYTHONPATH, bevor du die Tests startest.", "Lösche die temporären Testdateien, die du erstellt hast.",
+    "Setze die Umgebungsvariable PYTHONPATH, bevor du die Tests startest.",
+    "Lösche die temporären Testdateien, die du erstellt hast.",
 ]
 
 

@@ -43,7 +43,7 @@ _HEX_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2}){4,}")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 _URL_PARTS = re.compile(r"[?&=#]")
 _PUNCTUATION = "\"'`()[]{}<>,;.!?"
-_MAX_DEPTH = 4  # nested encodings (base64 of hex of ...) are read this deep; each level only decodes what the last found
+_MAX_DEPTH = 4  # nested encodings (base64 of hex of ...) read this deep; each level decodes what the last found
 
 
 @dataclass(frozen=True)

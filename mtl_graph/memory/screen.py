@@ -7,11 +7,11 @@ but with `flagged` set to the reasons, and search leaves it out unless asked (`i
 
 The text is normalised first (normalize.py: NFKC, invisible characters and variation selectors dropped,
 look-alike letters folded by Unicode's confusables table, base64 / hex / percent-encoded / tag-character payloads
-decoded and appended), then matched by one table of rules: the English and command-line ones (screen_rules.py)
-and their counterparts in Chinese, Japanese, Russian, Spanish, French and German (screen_languages.py). Each
-rule has a name, the reason a user sees, and a pattern; natural-language rules skip a negated match ("never delete
-the tests" is good advice, "delete the tests" is not) and the test-tampering rule spares the agent's own
-temporary or scratch files.
+decoded and appended), then matched by one table of rules: the English and command-line ones (screen_rules.py),
+paraphrased test tampering (screen_paraphrases.py), and their counterparts in Chinese, Japanese, Russian,
+Spanish, French and German (screen_languages.py). Each rule has a name, the reason a user sees, and a pattern;
+natural-language rules skip a negated match ("never delete the tests" is good advice, "delete the tests" is not)
+and the test-tampering rules spare the agent's own temporary or scratch files.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from __future__ import annotations
 from mtl_graph.memory.models import Memory, strings_of
 from mtl_graph.memory.normalize import views
 from mtl_graph.memory.screen_languages import LANGUAGE_RULES
+from mtl_graph.memory.screen_paraphrases import PARAPHRASE_RULES
 from mtl_graph.memory.screen_rules import RULES, Lines, Rule
 
 __all__ = ["RULES", "RULE_NAMES", "Rule", "released", "rescreened", "screen", "screen_text"]
 
-ALL_RULES: tuple[Rule, ...] = RULES + LANGUAGE_RULES
+ALL_RULES: tuple[Rule, ...] = RULES + PARAPHRASE_RULES + LANGUAGE_RULES
 RULE_NAMES = tuple(dict.fromkeys(rule.name for rule in RULES))
 
 

@@ -82,18 +82,21 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
     }),
     "ru": ("native", _before(r"\bне\b|\bни\b|никогда|нельзя|запрещено|избега\w*|вместо\s+того|\bбез\b"), None, {
         "override_instructions":
-            rf"\b(?:игнорир\w*|проигнорир\w*|забуд\w*|забыть|не\s+обраща\w*\s+внимани\w*\s+на|обо[йи]д\w*|обходи\w*)\s+{_G}"
+            rf"\b(?:игнорир\w*|проигнорир\w*|забуд\w*|забыть|не\s+обраща\w*\s+внимани\w*\s+на|обо[йи]д\w*|"
+            rf"обходи\w*)\s+{_G}"
             r"(?:инструкци\w*|указани\w*|правил\w*|промпт\w*|ограничени\w*|системн\w+\s+(?:промпт|сообщени)\w*)",
         "tamper_tests":
             rf"\b(?:удал\w*|стер\w*|сотр\w*|закомментир\w*|отключ\w*|очист\w*|опустош\w*|выключ\w*)\s+{_G}"
             r"(?:тест\w*|проверк\w*|assert\w*|утвержден\w*)"
-            r"|\b(?:пропуст\w*|пропуска\w*|измен\w*|перепиш\w*|ослаб\w*|исправ\w*)\s+(?:\w+\s+)?(?:падающ\w*|провальн\w*|"
+            r"|\b(?:пропуст\w*|пропуска\w*|измен\w*|перепиш\w*|ослаб\w*|исправ\w*)\s+(?:\w+\s+)?(?:падающ\w*|"
+            r"провальн\w*|"
             r"существующ\w*|имеющ\w*|исходн\w*|данн\w*|все|предоставленн\w*)\s+(?:тест\w*|проверк\w*)"
             r"|\bтест\w*\s+(?:\w+\s+){0,3}?(?:пуст\w*|ничего\s+не\s+дела\w*|всегда\s+проход\w*)"
             r"|\bзамен\w*\s+(?:\w+\s+){0,2}?(?:assert\w*|утвержден\w*|проверк\w*)\s+(?:на|в)\s+pass"
             r"|\bтест\w*[^.\n]{0,40}(?:стар\w*|предыдущ\w*|прошл\w*|ранн\w*)\s+(?:коммит\w*|верси\w*|ревизи\w*)",
         "env_dump":
-            r"\b(?:выведи\w*|вывест\w*|распечата\w*|напечата\w*|покаж\w*|сохран\w*|выгруз\w*|отправ\w*|запиш\w*|дамп\w*|"
+            r"\b(?:выведи\w*|вывест\w*|распечата\w*|напечата\w*|покаж\w*|сохран\w*|выгруз\w*|отправ\w*|запиш\w*|"
+            r"дамп\w*|"
             r"сдамп\w*)\s+(?:\w+\s+){0,2}?(?:все|всю|полн\w*|цел\w*|весь)\s+(?:\w+\s+)?(?:переменн\w+\s+окружени\w*|"
             r"окружени\w*|переменн\w+\s+сред\w*|сред\w*)",
         "read_credentials":
@@ -102,7 +105,8 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             rf"|\b(?:скопир\w*|собер\w*|собира\w*|укра\w*|похит\w*|отправ\w*|выгруз\w*|сле[йи]\w*|слить)\s+{_G}"
             r"(?:учетн\w+\s+данн\w*|парол\w*|токен\w*|секрет\w*|api[- ]?ключ\w*)",
         "exfiltration":
-            r"\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|запуш\w*|сле[йи]\w*|слить)\s+[^\n]{0,60}?"
+            r"\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|запуш\w*|сле[йи]\w*|"
+            r"слить)\s+[^\n]{0,60}?"
             r"\b(?:на|в)\s+(?:внешн\w+|удаленн\w+|сторонн\w+|чуж\w+|друг\w+)\s+(?:сервер\w*|хост\w*|адрес\w*|url|"
             r"репозитори\w*|remote)"
             rf"|\b(?:отправ\w*|загруз\w*|выгруз\w*|перешл\w*|пересла\w*|переда\w*|сле[йи]\w*|слить)\s+[^\n]{{0,60}}?"
@@ -114,21 +118,25 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
     }),
     "es": ("latin", _before(r"\b(?:no|nunca|jamas|evit\w*|sin|en\s+lugar\s+de|nada\s+de|ni)\b"), None, {
         "override_instructions":
-            rf"\b(?:ignor\w*|olvid\w*|descart\w*|pasa\s+por\s+alto|anul\w*)\s+{_G}(?:las\s+)?(?:instrucciones|indicaciones|"
+            rf"\b(?:ignor\w*|olvid\w*|descart\w*|pasa\s+por\s+alto|anul\w*)\s+{_G}(?:las\s+)?(?:instrucciones|"
+            rf"indicaciones|"
             r"reglas|directrices|prompt|restricciones|mensaje\s+del\s+sistema)\b",
         "tamper_tests":
             rf"\b(?:borr\w*|elimin\w*|quit\w*|suprim\w*|coment\w*|desactiv\w*|deshabilit\w*|vaci\w*)\s+{_NOT_OUTPUT}"
             r"(?:tests?|pruebas?|aserciones|asserts?|casos\s+de\s+prueba)\b"
             r"|\b(?:salt\w*|omit\w*|modific\w*|cambi\w*|edit\w*|reescrib\w*|debilit\w*)\s+(?:\w+\s+){0,2}?(?:tests?|"
             r"pruebas?)\s+(?:que\s+fallan|fallidas?|existentes|originales|proporcionad\w+|dad\w+|ocult\w+)"
-            r"|\b(?:tests?|pruebas?)\s+(?:\w+\s+){0,2}?(?:no\s+hag\w+\s+nada|sea\s+un\s+no-?op|sea\s+vaci\w+|pase\s+siempre|"
+            r"|\b(?:tests?|pruebas?)\s+(?:\w+\s+){0,2}?(?:no\s+hag\w+\s+nada|sea\s+un\s+no-?op|sea\s+vaci\w+|"
+            r"pase\s+siempre|"
             r"siempre\s+pas\w*)"
             r"|\b(?:reemplaz\w*|sustitu\w*|cambi\w*)\s+(?:\w+\s+){0,2}?(?:asserts?|aserciones)\s+(?:por|con)\s+pass"
             r"|\b(?:tests?|pruebas?)\b[^.\n]{0,30}\b(?:borr|elimin|coment|desactiv|vaci|quit)\w*(?:los|las)\b"
-            r"|\b(?:pruebas?|tests?)\s+[^.\n]{0,30}(?:commit|version|revision)\s+(?:antigu\w*|anterior\w*|viej\w*|previ\w*)",
+            r"|\b(?:pruebas?|tests?)\s+[^.\n]{0,30}(?:commit|version|revision)\s+(?:antigu\w*|anterior\w*|viej\w*|"
+            r"previ\w*)",
         "env_dump":
             r"\b(?:imprim\w*|muestr\w*|mostr\w*|list\w*|volc\w*|vuelc\w*|export\w*|guard\w*|envi\w*|registr\w*)\s+"
-            r"(?:\w+\s+){0,2}?(?:todas?|todo|completo|entero)\s+(?:\w+\s+){0,2}?(?:variables\s+de\s+(?:entorno|ambiente)|"
+            r"(?:\w+\s+){0,2}?(?:todas?|todo|completo|entero)\s+(?:\w+\s+){0,2}?(?:variables\s+de\s+(?:entorno|"
+            r"ambiente)|"
             r"entorno)\b|\b(?:imprim\w*|muestr\w*|volc\w*|vuelc\w*)\s+(?:todo\s+)?el\s+entorno\b(?!\s+virtual)",
         "read_credentials":
             rf"\b(?:lee\w*|leer|copi\w*|recopil\w*|rob\w*|extra\w*|envi\w*|imprim\w*|muestr\w*)\s+{_G}"
@@ -137,9 +145,11 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"(?:credenciales|contrasenas|tokens|secretos|claves\s+de\s+(?:la\s+)?api)\b",
         "exfiltration":
             r"\b(?:envi\w*|sub\w*|mand\w*|transmit\w*|reenvi\w*|filtr\w*|empuj\w*)\s+[^\n]{0,60}?\b(?:a|al|hacia|en)\s+"
-            r"(?:un\s+|una\s+|el\s+|otro\s+)?(?:servidor|host|url|direccion|repositorio|remoto)\s+(?:extern\w*|remot\w*|"
+            r"(?:un\s+|una\s+|el\s+|otro\s+)?(?:servidor|host|url|direccion|repositorio|remoto)\s+(?:extern\w*|"
+            r"remot\w*|"
             r"ajen\w*|de\s+terceros|diferente|distint\w*)"
-            rf"|\b(?:envi|sub|mand|transmit|reenvi|filtr|empuj)\w*\s+[^\n]{{0,60}}?\b(?:a|al|hacia|en)\s+{EXTERNAL_URL}",
+            rf"|\b(?:envi|sub|mand|transmit|reenvi|filtr|empuj)\w*\s+[^\n]{{0,60}}?\b(?:a|al|hacia|"
+            rf"en)\s+{EXTERNAL_URL}",
         "pipe_to_shell":
             r"\bdescarg\w*\s+[^.\n]{0,50}?\b(?:ejecut\w*|pas\w*|canaliz\w*|redirig\w*)\s+[^.\n]{0,20}?"
             r"\b(?:bash|sh|shell|sudo)\b",
@@ -162,7 +172,8 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"|\btests?\s+[^.\n]{0,30}(?:ancien(?:ne)?|precedent\w*|vieux|vieil)\s+(?:commit|version|revision)",
         "env_dump":
             r"\b(?:affich\w*|imprim\w*|list\w*|dump\w*|export\w*|sauvegard\w*|envoi\w*|envoy\w*|enregistr\w*)\s+"
-            r"(?:[\w']+\s+){0,2}?(?:toutes?|tout|tous|complet|entier)\s+(?:[\w']+\s+){0,2}?(?:variables\s+d'?environnement|"
+            r"(?:[\w']+\s+){0,2}?(?:toutes?|tout|tous|complet|"
+            r"entier)\s+(?:[\w']+\s+){0,2}?(?:variables\s+d'?environnement|"
             r"l'?environnement)\b|\b(?:affich\w*|imprim\w*|dump\w*)\s+(?:tout\s+)?l'?environnement\b"
             r"(?!\s+(?:virtuel|python|de\s+(?:dev|test)))",
         "read_credentials":
@@ -184,9 +195,11 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
     "de": ("latin", _before(r"\b(?:nicht|nie|niemals|kein\w*|ohne|statt|anstatt|vermeide\w*|auf\s+keinen\s+fall)\b"),
            re.compile(r"\b(?:nicht|nie|niemals|keinesfalls)\b", re.I), {
         "override_instructions":
-            rf"\b(?:ignorier\w*|vergiss|vergessen|missacht\w*|uberschreib\w*|umgeh\w*)\s+{_G}(?:anweisungen|anleitungen|"
+            rf"\b(?:ignorier\w*|vergiss|vergessen|missacht\w*|uberschreib\w*|umgeh\w*)\s+{_G}(?:anweisungen|"
+            rf"anleitungen|"
             r"instruktionen|regeln|richtlinien|vorgaben|prompt|systemprompt|einschrankungen)\b"
-            r"|\b(?:anweisungen|instruktionen|regeln|vorgaben)\s+(?:\w+\s+){0,2}?(?:ignorier\w*|vergess\w*|missacht\w*)",
+            r"|\b(?:anweisungen|instruktionen|regeln|vorgaben)\s+(?:\w+\s+){0,2}?(?:ignorier\w*|vergess\w*|"
+            r"missacht\w*)",
         "tamper_tests":
             rf"\b(?:losch\w*|entfern\w*|leere\w*|auskommentier\w*|deaktivier\w*|streich\w*)\s+{_NOT_OUTPUT}"
             r"(?:tests?|testdatei\w*|testfall\w*|testfalle|assertions?|asserts?|prufungen)\b"
@@ -195,14 +208,17 @@ _LANGUAGES: dict[str, tuple[str, re.Pattern[str], re.Pattern[str] | None, dict[s
             r"deaktivieren)\b"
             r"|\b(?:uberspring\w*|anderer?\w*|andere|bearbeit\w*|abschwach\w*)\s+(?:\w+\s+)?(?:fehlschlagend\w*|"
             r"vorhanden\w*|bestehend\w*|gegeben\w*|ursprunglich\w*|alle)\s+tests?\b"
-            r"|\b(?:testdatei|tests?)\s+(?:\w+\s+){0,4}?(?:nichts\s+(?:mehr\s+)?(?:tut|tun|macht)|ein\s+no-?op|leer\s+ist|"
+            r"|\b(?:testdatei|tests?)\s+(?:\w+\s+){0,4}?(?:nichts\s+(?:mehr\s+)?(?:tut|tun|macht)|ein\s+no-?op|"
+            r"leer\s+ist|"
             r"immer\s+besteh\w*)"
-            r"|\b(?:ersetz\w*|tausch\w*)\s+(?:\w+\s+){0,2}?(?:asserts?|assertions?|zusicherungen)\s+(?:durch|mit)\s+pass"
+            r"|\b(?:ersetz\w*|tausch\w*)\s+(?:\w+\s+){0,2}?(?:asserts?|assertions?|zusicherungen)\s+(?:durch|"
+            r"mit)\s+pass"
             r"|\btest\w*\s+[^.\n]{0,30}(?:alt\w*|vorherig\w*|fruher\w*|fruheren)\s+(?:commit|version|revision|stand)",
         "env_dump":
             r"\b(?:gib|ausgeb\w*|druck\w*|zeig\w*|list\w*|dump\w*|speicher\w*|sende\w*|schick\w*|protokollier\w*)\s+"
             r"(?:\w+\s+){0,2}?(?:alle|samtliche|gesamte|ganze|komplette)\s+(?:\w+\s+)?(?:umgebungsvariablen|umgebung)\b"
-            r"|\b(?:alle|samtliche|gesamte|ganze|komplette)\s+(?:\w+\s+)?(?:umgebungsvariablen|umgebung)\s+(?:\w+\s+){0,2}?"
+            r"|\b(?:alle|samtliche|gesamte|ganze|komplette)\s+(?:\w+\s+)?(?:umgebungsvariablen|"
+            r"umgebung)\s+(?:\w+\s+){0,2}?"
             r"(?:aus|ausgeben|drucken|anzeigen|dumpen|speichern|senden|schicken|protokollieren|loggen)\b",
         "read_credentials":
             rf"\b(?:lies|lese\w*|kopier\w*|samm(?:e)?l\w*|stiehl|stehl\w*|schick\w*|sende\w*|druck\w*|zeig\w*)\s+{_G}"
@@ -244,7 +260,8 @@ _NOUNS = {
 # ... and one of the verbs (or verb phrases) every match holds, in any of the three languages: plain substrings,
 # conjugated forms where the stem is an English word too (edit, change, comment), so English text skips these rules.
 _VERBS = {
-    "override_instructions": "ignora|ignorez|ignorer|ignore les|ignore toutes|ignore tous|ignore la|ignoriere|olvid|descart|pasa por|anula|oubli|abstraction|"
+    "override_instructions": "ignora|ignorez|ignorer|ignore les|ignore toutes|ignore tous|ignore la|ignoriere|"
+                             "olvid|descart|pasa por|anula|oubli|abstraction|"
                              "tiens pas|tient pas|vergiss|vergessen|missacht|uberschreib|umgeh",
     "tamper_tests": "borr|elimina |eliminar|elimine|suprim|comenta|desactiv|deshabilit|vaci|salta|omita|omite|"
                     "modifica |modificar|modifique|cambia|edita |editar|edites|edite |reescrib|debilit|reemplaz|"
@@ -269,7 +286,8 @@ def _rule(language: str, name: str, pattern: str) -> Rule:
     view, negation, after, _ = _LANGUAGES[language]
     structural = name == "impersonates_prompt"  # a role line is not an instruction that a "never" can negate
     trigger, also = ((_SCRIPTS[language], None) if language in _SCRIPTS else (_NOUNS[name], _VERBS[name]))
-    return Rule(name, REASONS[name], rx(pattern), trigger=re.compile(trigger), also=tuple(also.split("|")) if also else (),
+    return Rule(name, REASONS[name], rx(pattern), trigger=re.compile(trigger),
+                also=tuple(also.split("|")) if also else (),
                 view=view, natural_language=not structural, after=25,
                 spares_own_files=name == "tamper_tests", negation=negation, negated_after=after)
 

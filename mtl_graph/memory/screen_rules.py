@@ -3,7 +3,8 @@
 Each rule has a name, the reason a user sees, and a pattern matched against a normalised reading of the text
 (normalize.py). Natural-language rules skip a match negated just before it ("never delete the tests" is good
 advice, "delete the tests" is not); the test-tampering rule skips objects an agent legitimately cleans up (its own
-temporary or scratch files). Rules for other languages (screen_languages.py) reuse these names and reasons.
+temporary or scratch files). Paraphrased test tampering (screen_paraphrases.py) and rules for other languages
+(screen_languages.py) reuse these names and reasons.
 """
 
 from __future__ import annotations
@@ -131,9 +132,10 @@ _TEST_NOUN = (r"(?:tests\b|test(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:and|then|so|or|b
               r"(?![ \t]+(?:output|data|artifacts?|cache|results?|logs?|reports?|dir|directory|build|database|db|"
               r"server|env|environment|run\b|runner))")
 # A looser object for constructions that only ever target tests ("make the test a no-op").
-_TESTS = (r"(?:tests?(?:[ \t]+(?:files?|suites?|cases?|modules?|functions?|methods?|scripts?|classes?|directory|dir|folder))?|"
+TESTS = (r"(?:tests?(?:[ \t]+(?:files?|suites?|cases?|modules?|functions?|methods?|scripts?|classes?|directory|dir|"
+         r"folder))?|"
           r"assert(?:ion)?s?|test_\w+(?:\.\w+)?|\w+_test(?:\.\w+)?|\w+\.(?:test|spec)\.\w+)")
-_TEST_PATH = r"(?:\S*/)?(?:tests?/?|[^\s/]*test[^\s/]*\.(?:py|js|ts|go|rs|java|rb|c|cpp|cc)|[^\s/]*\.(?:spec|test)\.\w+)"
+TEST_PATH = r"(?:\S*/)?(?:tests?/?|[^\s/]*test[^\s/]*\.(?:py|js|ts|go|rs|java|rb|c|cpp|cc)|[^\s/]*\.(?:spec|test)\.\w+)"
 EXTERNAL_URL = r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])(?:[:/]|\b))[\w.-]+"
 _SUBSTITUTION = r"(?:\$\((?!\s*date\b)|`[^`\s]|\$\{?\w*(?:TOKEN|SECRET|PASSW|PWD|API_?KEY|KEY|AUTH|CRED|ENV)\w*)"
 _INTERPRETER = (r"(?:(?:ba|z|da|k|c|fi|a)?sh\b|python[\d.]*\s*(?:-\s*)?(?:$|[;&|)\"'])|perl\b|ruby\b|node\b|iex\b|"
@@ -145,90 +147,6 @@ _MOD = (r"(?:out|me|the|of|list|current|process'?s?|shell'?s?|your|my|available|
         r"every\s+single)")
 _TOTAL = r"(?:all|every|each|full|entire|whole|complete)"
 _DOWNLOAD = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)"
-
-# Paraphrases of test tampering, each with the words every match holds (trigger: searched over the whole text;
-# also: "|"-separated strings one of which it holds too) so a long agent run pays for the full pattern rarely.
-_TAMPER_PARAPHRASES: tuple[tuple[str, str | None, str], ...] = (
-    ("test|assert", "no-op|noop|nothing|empty|stub|trivial|always|unconditional|regardless|no matter",  # no-ops
-     rf"\b(?:make|turn|convert|reduce|render)\s+(?:(?:the|all|every|each|any)\s+)?(?:[\w-]+\s+){{0,2}}?{_TESTS}"
-     r"\s+(?:(?:in)?to\s+)?(?:(?:an?|one)\s+)?(?:big\s+|single\s+)?(?:no-?ops?|do[- ]nothings?\b|do\s+nothing|"
-     r"empty\b|stubs?\b|(?:trivially|always)\s+(?:true|pass\w*|succeed\w*|green)|pass\s+(?:trivially|"
-     r"unconditionally|regardless|no\s+matter))"),
-    ("test|assert", "just|only|nothing but|bare|empty",  # bodies that are just `pass`
-     rf"{_TESTS}\b[^.\n]{{0,40}}\b(?:is|are|be|becomes?|to|with)\s+(?:just|only|nothing\s+but|a\s+bare|an?\s+empty)\s*"
-     r"[`'\"]?(?:pass|return|\.\.\.)(?![\w-])"),
-    (r"test|spec", "renam|move|mv ",
-     rf"\b(?:rename|move|mv)\s+(?:the\s+)?(?:[\w-]+\s+){{0,2}}?(?:{_TESTS}|{_TEST_PATH})\s+(?:to|out|away|aside|into)\b"),
-    (r"\bso\b", "collect|discover|find|see|run|executed",  # ... so that nothing is collected
-     r"\bso\s+(?:that\s+)?(?:pytest|unittest|the\s+(?:test\s+)?runner|the\s+checker|the\s+grader)\s+(?:(?:does|do|"
-     r"will|can)(?:\s+not|n'?t)|never|won'?t|cannot)\s+(?:collect|find|run|see|discover)"
-     r"|\bso\s+(?:that\s+)?(?:nothing|no\s+tests?)\s+(?:is|are|gets?|will\s+be)\s+(?:collected|run|executed|discovered)"),
-    (r"assert", "add|put|insert|use|write|make|delet|remov|strip|drop",  # assert True everywhere; assert lines gone
-     r"\b(?:add|put|insert|use|write|make)\b[^.\n]{0,20}(?:assert\s+true|asserttrue\s*\(\s*true\s*\)|assert\s+1\s*==\s*1)"
-     r"[^.\n]{0,40}\b(?:only|each|every|all|instead)\b"
-     r"|\b(?:delete|remove|strip|drop)\b[^.\n]{0,30}\b(?:lines?|calls?|statements?)\s+(?:containing|with|that\s+"
-     r"(?:contain|have|call))\s+[`'\"]?(?:self\.)?assert"),
-    (r"__test__", None,
-     rf"__test__\s*=\s*false[^.\n]{{0,40}}\b(?:in|to|at\s+the\s+top\s+of)\s+(?:the\s+|each\s+|every\s+)?"
-     rf"(?:test\s+(?:module|file)s?|{_TEST_PATH})"),
-    (r"test|assert|spec|expected", "so |until|such that",  # edited until they pass
-     rf"\b(?:edit|modify|change|adjust|rewrite|update|weaken|overwrite|replace|swap|patch)\s+(?:\w+\s+){{0,3}}?"
-     rf"(?:{_TESTS}|{_TEST_PATH}|expected\s+(?:values?|outputs?))\b[^.\n]{{0,40}}?\b(?:so|until|such\s+that)\s+"
-     r"(?:that\s+)?[^.\n]{0,30}?\b(?:always\s+pass\w*|pass(?:es)?\b|succeed\w*|(?:can'?t|cannot|never|won'?t)\s+fail|"
-     r"(?:with|against|to)\s+itself)"),
-    (r"test|assert|spec", "make|put|add|insert",  # exit before the tests; `return` first in each
-     rf"\bmake\s+(?:{_TESTS}|{_TEST_PATH})\s+(?:exit|return|stop|quit|abort)\b"
-     r"|\b(?:put|add|insert)\s+[`'\"]?(?:return|pass|pytest\.skip\(\)|sys\.exit\(0?\))[`'\"]?\s+(?:at\s+the\s+(?:start|"
-     rf"top|beginning)\s+of|as\s+the\s+first\s+line\s+of|in(?:to)?)\s+(?:each|every|all|the)\s+(?:[\w-]+\s+)?{_TESTS}"),
-    (r"whatever|what\s+the", "expected|assert",
-     r"\b(?:swap|replace|set|change|update|overwrite|rewrite|edit)\b[^.\n]{0,30}\b(?:expected\s+(?:values?|outputs?|"
-     r"results?|answers?)|assertions?)\b[^.\n]{0,40}\b(?:to|with|for|by)\s+(?:whatever|what)\s+(?:the\s+)?(?:code|"
-     r"implementation|function|solution|program)\s+(?:currently\s+|now\s+|actually\s+)?(?:returns|produces|outputs|"
-     r"prints|gives)"),
-    (r"test", "single|empty|trivial|dummy|fake|stub|passing|no-op|noop",
-     rf"\b(?:replace|overwrite|rewrite)\s+(?:the\s+)?(?:[\w-]+\s+)?{_TESTS}\s+with\s+(?:a\s+|an\s+|one\s+)?"
-     r"(?:single|empty|trivial|dummy|fake|stub|passing|no-?op)\b"),
-    (r"skip|xfail|expected\s+failure", "add|put|insert|apply|stick|slap|decorat|mark|tag|wrap",  # skip decorators
-     r"\b(?:add|put|insert|apply|stick|slap|decorate|mark|tag|wrap)\b[^.\n]{0,50}?(?:pytest\.mark\.(?:skip|xfail)"
-     r"\w*|unittest\.skip\w*|@skip\w*|skip(?:if|unless)?\s+(?:decorators?|markers?|marks?)|xfail\s+(?:markers?|"
-     r"marks?)|pytest\.skip\(|self\.skiptest|raise\s+(?:unittest\.)?skiptest|\bas\s+(?:skipped|xfail(?:ed)?|"
-     r"expected\s+failures?))"),
-    (r"assert", "replac|swap|substitut|chang|turn|convert|rewrit|sed |downgrad|demot|soften",  # asserts into pass
-     r"\b(?:replace|swap|substitute|change|turn|convert|rewrite|downgrade|demote|soften)\s+(?:(?:the|all|every|each|any)\s+)?"
-     r"(?:[\w-]+\s+){0,2}?(?:asserts?|assertions?|assert\w*\s+(?:calls?|statements?|lines?)|self\.assert\w*"
-     r"(?:\(\))?(?:\s+calls?)?|assertequal\w*)\s+(?:(?:with|by|for|in|into|to)\s+)?(?:an?\s+)?[`'\"]?"
-     r"(?:pass\b|assert\s+true|asserttrue\(true\)|nothing|no-?ops?|comments?|print)"
-     r"|\bsed\b[^\n]{0,300}['\"](?:s[/|#,]\s*(?:self\.)?assert|/\s*(?:self\.)?assert[^/]*/\s*d)[^\n]{0,300}test"),
-    (r"\bgit\b", "test|spec",  # tests from an old commit
-     r"\bgit\s+(?:checkout|restore\s+(?:-s|--source)[= ]?)\s*(?:HEAD[~^]\d*|[0-9a-f]{7,40}|\S+[~^]\d*|@\{[^}]+\})"
-     rf"\s+(?:--\s+)?{_TEST_PATH}"
-     r"|\bgit\s+show\s+\S+:\S*(?:test|spec)\S*\s*>"),
-    (r"commit|version|revision|release|\btag\b", "test|assert",
-     rf"\b(?:restore|revert|roll\s+back|reset|check\s+out|bring\s+back|take|get|copy|overwrite|replace)\s+(?:the\s+)?"
-     rf"(?:[\w-]+\s+){{0,2}}?(?:{_TESTS}|{_TEST_PATH})\s+(?:to|from|with|as\s+of)\b[^.\n]{{0,25}}?\b(?:old(?:er)?|previous|earlier|"
-     r"prior|initial|first|last\s+week'?s)\b[^.\n]{0,20}?(?:commit|version|revision|release|tag)"),
-    (r"conftest", None,
-     r"\bconftest\.py\b[^\n]{0,60}?\b(?:skips?|xfails?|deselects?|always\s+pass|passes\s+every|exit|"
-     r"collect_ignore|pytest_collection_modifyitems)"),
-    (r"testcase|assert|pytest|test\s+runner", "patch|overrid|replac|redefin|stub",  # a patched test runner
-     r"\b(?:patch|monkeypatch|override|replace|redefine|stub)\s+(?:out\s+)?(?:the\s+)?(?:unittest\.)?"
-     r"(?:testcase\.(?:run|assert\w*)|assert\w+\s+methods?|pytest'?s?\s+(?:runner|assert\w*)|the\s+test\s+runner)"
-     r"|\b(?:patch|monkeypatch|override|redefine|stub)\s+(?:out\s+)?(?:the\s+)?(?:unittest\.)?(?:testcase\.)?(?:self\.)?"
-     r"assert\w+"),
-    (r"try", "wrap|put",  # errors swallowed
-     rf"\b(?:wrap|put)\s+(?:each|every|all|the)\s+(?:[\w-]+\s+)?{_TESTS}(?:\s+bod(?:y|ies))?\s+in\s+(?:an?\s+)?try\s*/?\s*except\b"),
-    (r"pytest\.ini|setup\.cfg|tox\.ini|pyproject|addopts", None,  # runner configuration that drops tests
-     r"(?:pytest\.ini|setup\.cfg|tox\.ini|pyproject\.toml|addopts)[^\n]{0,60}?(?:--deselect|--ignore|-p\s+no:|"
-     r"collect_ignore|python_files|-k\s)"),
-    (r"checker|grader|judge|check|test|ci\b", "by edit|by chang|by modif|by rewrit|by delet|by remov|by skip|by empt|"
-     "by overwrit|by touch",
-     r"\bmake\s+the\s+(?:checker|grader|judge|ci|tests?|checks?)\s+(?:happy|pass|green|succeed)\s+by\s+(?:editing|"
-     r"changing|modifying|rewriting|deleting|removing|skipping|emptying|overwriting|touching)\s+(?:the\s+)?(?:expected|"
-     r"tests?|assert|fixtures?|checks?)"),
-    (r"hard-?code", None,
-     r"\bhard-?code\s+(?:the\s+)?(?:expected\s+(?:outputs?|values?|answers?|results?)|(?:outputs?|answers?|"
-     r"results?|return\s+values?)\s+(?:for|of)\s+(?:the\s+|each\s+|every\s+)?(?:test|hidden)\w*)"),
-)
 
 RULES: tuple[Rule, ...] = (
     Rule("override_instructions", "tells the agent to ignore or override its instructions", rx(
@@ -253,16 +171,19 @@ RULES: tuple[Rule, ...] = (
         r"you\s+were\s+told|in\s+the\s+(?:header|prompt))"
         r"|\b(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+|any\s+|all\s+)?(?:rules|instructions|guidelines|"
         r"constraints)\s+(?:in|from|of)\s+(?:the\s+)?(?:header|system\s+prompt|prompt|task|memories\s+header)"
-        r"|\b(?:previous|prior|above|earlier|original|system|old)\s+(?:instructions|rules|prompt|guidelines)\s+(?:are|is)\s+"
+        r"|\b(?:previous|prior|above|earlier|original|system|old)\s+(?:instructions|rules|prompt|"
+        r"guidelines)\s+(?:are|is)\s+"
         r"(?:void|null|cancel+ed|revoked|superseded|no\s+longer\s+valid|invalid|replaced)"
         r"|\b(?:ignore|disregard|forget)\s+(?:the\s+|your\s+)?(?:task'?s?\s+(?:description|statement|instructions?)|"
         r"system\s+prompt|original\s+task)"
         r"|\btreat\s+(?:all\s+|any\s+|the\s+)?(?:earlier|previous|prior|above|original|system|other)\s+(?:\w+\s+)?"
         r"(?:guidance|instructions|rules|prompts?|guidelines)\s+as\s+(?:cancel+ed|void|null|obsolete|revoked|optional|"
         r"suggestions?|irrelevant|superseded)"
-        r"|\b(?:do\s+not|don'?t|never|stop)\s+(?:follow|obey|listen\s+to|heed)(?:ing)?\s+(?:the\s+|your\s+)?(?:system\s+"
+        r"|\b(?:do\s+not|don'?t|never|stop)\s+(?:follow|obey|listen\s+to|heed)(?:ing)?\s+(?:the\s+|"
+        r"your\s+)?(?:system\s+"
         r"prompt|system\s+message|header|memories\s+header)"
-        r"|\b(?:ignore|disregard)\s+(?:whatever|anything|what)\s+(?:the\s+)?(?:header|system\s+prompt|instructions|task|"
+        r"|\b(?:ignore|disregard)\s+(?:whatever|anything|what)\s+(?:the\s+)?(?:header|system\s+prompt|instructions|"
+        r"task|"
         r"prompt)\s+(?:says|said|tells|told|asks)"),
          natural_language=True,
          trigger=words(r"ignor|disregard|forget|overrid|overrul|bypass|supersed|precedence|you\s+are|instructions|"
@@ -288,10 +209,12 @@ RULES: tuple[Rule, ...] = (
         rf"|\b(?:source|\.|eval)\s+[\"']?(?:<\(|\$\(|`)\s*{_DOWNLOAD}\b"
         r"|\b(?:exec|eval)\s*\(\s*(?:urllib\.request\.urlopen|urlopen|requests\.get|httpx\.get)\s*\("
         r"|\biex\s*\(?\s*(?:\(\s*)?(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+net\.webclient)"
-        r"|\b(?:base64|b64decode|xxd|openssl\s+(?:base64|enc))\b[^\n|]{0,300}\s(?:-d|--decode|-r|-D)\b[^\n|]{0,300}\|\s*"
+        r"|\b(?:base64|b64decode|xxd|openssl\s+(?:base64|enc))\b[^\n|]{0,300}\s(?:-d|--decode|-r|-D)\b[^\n|"
+        r"]{0,300}\|\s*"
         rf"{_RUNNER}{_INTERPRETER}"
         rf"|\b(?:printf|echo\s+-e)\s+[\"']?(?:\\x[0-9a-f]{{2}}){{4,}}[^\n|]{{0,300}}\|\s*{_RUNNER}{_INTERPRETER}"
-        r"|\b(?:(?:ba|z|da)?sh|python[\d.]*|eval)\s+(?:-c\s+)?[\"']?\$\([^)\n]{0,200}(?:base64\s+(?:-d|--decode)|xxd\s+-r)"
+        r"|\b(?:(?:ba|z|da)?sh|python[\d.]*|eval)\s+(?:-c\s+)?[\"']?\$\([^)\n]{0,200}(?:base64\s+(?:-d|--decode)|"
+        r"xxd\s+-r)"
         r"|\b(?:exec|eval)\s*\(\s*(?:base64\.b\d+decode|bytes\.fromhex|codecs\.decode|binascii\.unhexlify|"
         r"zlib\.decompress|__import__\(['\"]base64)"),
          trigger=words(r"curl|wget|fetch|iwr|irm|invoke-|aria2c|urlopen|requests\.get|httpx|net\.webclient|base64|"
@@ -311,14 +234,17 @@ RULES: tuple[Rule, ...] = (
         r"([\w.-]+)"
         r"|\b(?:wget|curl\s+(?:-\w+\s+)*-O)\b[^\n]{0,300}?https?://\S*/([\w.-]+)\b"),
          trigger=words(_DOWNLOAD),
-         then=r"(?<![.\w/-])(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php|pwsh|iex)\s+(?:-\S+\s+)*[\"']?(?:\S*/)?"
+         then=r"(?<![.\w/-])(?:(?:ba|z|da|k|a)?sh|source|python[\d.]*|perl|ruby|node|php|pwsh|"
+              r"iex)\s+(?:-\S+\s+)*[\"']?(?:\S*/)?"
               r"NAME\b|(?:^|[\s;&|(])\.\s+(?:\S*/)?NAME\b|\./NAME\b|(?:&&|\|\||;|\bsudo)\s*(?:\S*/)NAME\b"),
     Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(
-        r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out|turn[ \t]+off|switch[ \t]+off|"
+        r"\b(?:delete|remove|erase|gut|wipe|comment[ \t]+out|disable|neuter|stub[ \t]+out|turn[ \t]+off|"
+        r"switch[ \t]+off|"
         r"silence|suppress|mute|drop|discard|purge|nuke)"
         r"(?:[ \t]+(?!before\b|after\b|then\b|and\b|when\b|while\b|until\b|running\b|run\b|to\b|so\b|from\b)"
         rf"[\w-]+){{0,4}}[ \t]+{_TEST_NOUN}"
-        r"|\b(?:empty|truncate|blank[ \t]+out|clear)[ \t]+(?:out[ \t]+)?(?:the|all|every|each)[ \t]+(?:[\w-]+[ \t]+){0,2}"
+        r"|\b(?:empty|truncate|blank[ \t]+out|clear)[ \t]+(?:out[ \t]+)?(?:the|all|every|"
+        r"each)[ \t]+(?:[\w-]+[ \t]+){0,2}"
         rf"{_TEST_NOUN}"
         r"|\b(?:replace|overwrite|rewrite|clear|blank|empty|truncate|wipe|gut|zero\s+out)\s+(?:the\s+)?"
         r"(?:contents?\s+of\s+)?(?:\S*/)?"
@@ -330,7 +256,7 @@ RULES: tuple[Rule, ...] = (
         r"\s+(?:values?|outputs?))\s+(?:so|until|to\s+make)\b[^.\n]{0,30}\bpass"
         r"|\bmake\s+(?:the\s+)?tests?\s+pass\s+by\s+(?:editing|changing|modifying|deleting|removing|skipping|"
         r"emptying|rewriting)\s+(?:them|the\s+tests?|the\s+assertions)"
-        rf"|\brm\s+(?:-\w+\s+)*{_TEST_PATH}(?:\s|$|[;&|,)`'\"])"
+        rf"|\brm\s+(?:-\w+\s+)*{TEST_PATH}(?:\s|$|[;&|,)`'\"])"
         r"|(?:(?:^|[;&|`(])\s*|(?:^|[\s;&|`(])(?::|true|echo(?:\s+-n)?(?:\s+(?:\"\"|''))?|cat\s+/dev/null)\s*)>\s*"
         r"(?:\S*/)?(?:test\S*|\S*_test)\.(?:py|js|ts|go|rs|java|rb)\b"
         r"|\btruncate\s+-s\s*0\s+\S*test"),
@@ -338,9 +264,6 @@ RULES: tuple[Rule, ...] = (
          trigger=words(r"\brm\b|delet|remov|eras|gut|wipe|comment|disabl|neuter|stub|empty|truncat|blank|clear|replac|"
                        r"overwrit|rewrit|skip|xfail|edit|modif|chang|weaken|loosen|relax|adjust|updat|make|>\s*\S*test|"
                        r"turn|switch|silenc|suppress|mute|drop|discard|purge|nuke")),
-    *(Rule("tamper_tests", "deletes, empties or disables the task's tests", rx(pattern), natural_language=True,
-           spares_own_files=True, noun_phrases=False, trigger=words(trigger), also=tuple(also.split("|")) if also else ())
-      for trigger, also, pattern in _TAMPER_PARAPHRASES),
     Rule("read_credentials", "reads or collects credentials, private keys or secret files", rx(
         r"(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.(?:ssh|gnupg|aws|kube|docker|config/gh)\b"
         r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.git-credentials\b|\.netrc\b|\.pgpass\b|/etc/shadow\b"
@@ -355,38 +278,46 @@ RULES: tuple[Rule, ...] = (
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
         r"(?:^|[;&|(`]|\$\s|\b(?:run|execute|type|call)\s+)\s*(?:printenv|env)(?:\s+-0)?\s*"
         r"(?=$|[>;&)`'\"]|\s+>|\s*\|(?!\s*grep\b))"  # a grep for one setting is a lookup, not a dump ...
-        r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]{0,300}(?:key|token|secret|pass|cred|auth)"  # ... unless it hunts secrets
+        r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]{0,300}(?:key|token|secret|pass|cred|"
+        r"auth)"  # ... unless it hunts secrets
         r"|\bprintenv\s*(?:$|>)|/proc/(?:self|thread-self|\d+|\*|\$\$|\$\w+|\$\{[^}]*\}|\{[^}]*\}|\$\(\w+\))"
         r"(?:/task/\S+)?/environ\b|\bexport\s+-p\b|\bset\s*\||(?:^|[;&|`(]\s*)set\s*$"
         r"|\b(?:declare|typeset)\s+-[px]+\b(?!\s+(?!(?:before|after|first|to|and|then|so|in|at|when|or|with|for|is|"
         r"will|shows?|prints?|lists?|dumps?)\b)[A-Za-z_]\w*)|(?:^|[;&|`(]\s*|\brun\s+)export\s*(?:$|[;&|>)`'\"])"
         r"|\bcompgen\s+-[ev]\b|\b(?:get-childitem|gci|dir|ls)\s+env:|\[environment\]::getenvironmentvariables\(\)"
         r"|\b(?:print|pprint|p?print\.pprint|dumps?|repr|str|json\.dumps?|yaml\.(?:safe_)?dump|pickle\.dumps?|"
-        r"marshal\.dumps?|toml\.dumps?|write|writelines|log(?:ging|ger)?\.\w+)\s*\(\s*(?:\*\*|f?[\"'][^\"'\n]{0,300}\{)?"
+        r"marshal\.dumps?|toml\.dumps?|write|writelines|log(?:ging|ger)?\.\w+)\s*\(\s*(?:\*\*|"
+        r"f?[\"'][^\"'\n]{0,300}\{)?"
         r"(?:dict\s*\(\s*|sorted\s*\(\s*|list\s*\(\s*)?os\.environ\b(?!\s*\[|\.get|\.setdefault)"
         r"(?:\.(?:items|copy|keys)\(\))?"
         r"|\{\s*\*\*os\.environ\s*\}|\bfor\s+\w+\s*,\s*\w+\s+in\s+(?:sorted\()?os\.environ\.items\(\)"
-        r"|\b(?:console\.log|stringify|console\.dir)\s*\(\s*process\.env\s*\)|\bobject\.(?:entries|keys)\(process\.env\)"
-        r"|\b(?:fmt\.print\w*|log\.print\w*|json\.marshal\w*)\(\s*os\.environ\(\)|\benv::vars(?:_os)?\(\)[^\n]{0,60}print"
+        r"|\b(?:console\.log|stringify|console\.dir)\s*\(\s*process\.env\s*\)|\bobject\.(?:entries|"
+        r"keys)\(process\.env\)"
+        r"|\b(?:fmt\.print\w*|log\.print\w*|json\.marshal\w*)\(\s*os\.environ\(\)|"
+        r"\benv::vars(?:_os)?\(\)[^\n]{0,60}print"
         r"|system\.getenv\(\)\s*(?:\.foreach|\))|\b(?:puts|pp?|print)\s+ENV\b|\bENV\.(?:to_h|inspect|each)\b"
         r"|\b(?:print_r|var_dump|var_export)\s*\(\s*(?:\$_ENV|\$_SERVER|getenv\(\))"
         ), trigger=words(r"env|export|\bset\b|declare|typeset|compgen|getenvironmentvariables|environ")),
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
         # "all the environment variables" with any verb that moves them; a bare "the environment" only when shown
         rf"\b(?:print|dump|list|show|display|echo|log|output|write|save|paste|copy|capture|record|include|send|"
-        rf"reveal|expose|upload|collect|emit|share|publish|leak)\b(?:[ \t]+{_MOD})*[ \t]+{_TOTAL}(?:[ \t]+(?:{_MOD}|{_TOTAL}))*[ \t]+"
+        rf"reveal|expose|upload|collect|emit|share|publish|leak)\b(?:[ \t]+{_MOD})*[ \t]+{_TOTAL}(?:[ \t]+(?:{_MOD}|"
+        rf"{_TOTAL}))*[ \t]+"
         rf"(?:env(?:ironment)?[ \t]+(?:variables|vars)|environment)\b"
         rf"|\b(?:print|dump|show|display|echo|log|output|paste|reveal|expose|send|upload)\b(?:[ \t]+{_MOD})*[ \t]+"
         r"(?:environment(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:first|before|at|to|into|in|and|then|so|when|for\s+debugging)"
         r"\b))|env[ \t]+vars\b)"
-        rf"|\b(?:print|dump|list|show|display|echo|log|output|write|save|paste|copy|send|upload)\b(?:[ \t]+{_MOD})*[ \t]+"
-        rf"{_TOTAL}(?:[ \t]+{_MOD})*[ \t]+(?:variables?|vars|values|settings|keys)[ \t]+(?:in|of|from)[ \t]+(?:the[ \t]+)?"
+        rf"|\b(?:print|dump|list|show|display|echo|log|output|write|save|paste|copy|send|"
+        rf"upload)\b(?:[ \t]+{_MOD})*[ \t]+"
+        rf"{_TOTAL}(?:[ \t]+{_MOD})*[ \t]+(?:variables?|vars|values|settings|keys)[ \t]+(?:in|of|"
+        rf"from)[ \t]+(?:the[ \t]+)?"
         r"(?:\w+[ \t]+)?environment\b"
         r"|\b(?:print|dump|log|show|display|echo|output|save|write|send|upload)\s+(?:out\s+)?(?:the\s+)?(?:whole\s+|"
         r"entire\s+|full\s+)?(?:os\.environ|process\.env|\$env|ENV)\b(?!\s*[\[.(:])"), natural_language=True,
          trigger=words(r"env")),
     Rule("exfiltration", "sends data to an outside address", rx(
-        r"\b(?:curl|wget|http|https|httpie)\b(?=[^\n]{0,300}\s(?:-d|--data[\w-]*|-F|--form|-T|--upload-file|--post-data|"
+        r"\b(?:curl|wget|http|https|httpie)\b(?=[^\n]{0,300}\s(?:-d|--data[\w-]*|-F|--form|-T|--upload-file|"
+        r"--post-data|"
         rf"--post-file|-X\s*(?:POST|PUT))\b)(?=[^\n]{{0,300}}{EXTERNAL_URL})"
         rf"|\brequests\.(?:post|put)\(\s*[\"']{EXTERNAL_URL}"
         r"|\b(?:nc|ncat|netcat)\s+(?:-\w+\s+)*[a-z0-9.-]+\.[a-z]{2,}\s+\d+"
@@ -400,7 +331,8 @@ RULES: tuple[Rule, ...] = (
         r"[^.\n]{0,60}\b(?:url|src|link|address|query)\b[^.\n]{0,40}\b(?:containing|contains|with|carrying|encoding|"
         r"includes|holding|set\s+to|appended)\b[^.\n]{0,30}\b(?:secrets?|tokens?|keys?|passwords?|credentials?|env|"
         r"environment|conversation|chat|history|contents?|output|answers?)"
-        r"|\b(?:nslookup|dig|host|drill|ping|resolvectl\s+query|getent\s+hosts)\b[^\n]{0,300}?(?:\$\([^)\n]{0,200}\)|`[^`\n]{0,200}`|"
+        r"|\b(?:nslookup|dig|host|drill|ping|resolvectl\s+query|getent\s+hosts)\b[^\n]{0,300}?(?:\$\([^)\n]{0,200}\)|"
+        r"`[^`\n]{0,200}`|"
         r"\$\{?\w+\}?)[^\s]*\.[a-z]{2,}"
         r"|\bgethostbyname\w*\(\s*(?:f[\"'][^\"'\n]{0,300}\{|[\w.\[\]'\"]+\s*\+)"
         r"|\b(?:encode|put|send|leak|smuggle|exfiltrate|embed|hide|carry)\b[^.\n]{0,60}\b(?:in(?:to)?|as|through|"
