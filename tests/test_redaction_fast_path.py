@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 
 import pytest
 from agent_log import agent_log
@@ -111,3 +112,19 @@ def test_rules_without_triggers_scan_the_whole_text() -> None:
                                   "password=" * 2000, "://" * 3000 + "@", "-----BEGIN RSA PRIVATE KEY-----\n" * 50])
 def test_odd_texts_agree(text: str) -> None:
     assert FAST.redact(text) == FULL.redact(text)
+
+
+def test_threads_redact_at_once() -> None:
+    """Graph nodes and event writers redact from several threads: each scan has its own scratch space."""
+    log = agent_log(40_000, seed=6, mix="adversarial")
+    expected, results = FULL.redact(log), []
+
+    def work() -> None:
+        results.extend(FAST.redact(log) for _ in range(3))
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 18 and all(r == expected for r in results)

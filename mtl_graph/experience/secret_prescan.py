@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from collections import defaultdict
 from functools import lru_cache
 from typing import Callable, Iterator, NamedTuple, Sequence
@@ -132,6 +133,7 @@ class Prescan:
         self.engine = ("hyperscan" if hyperscan is not None else "re") if engine == "auto" else engine
         if self.engine == "hyperscan":
             self._db = _hyperscan_db(tuple(patterns))
+            self._local = threading.local()  # a scan needs scratch space no other thread is using
         else:
             self._compiled = [re.compile(p.pattern.encode(), re.M | (re.I if p.caseless else 0)) for p in patterns]
 
@@ -141,7 +143,10 @@ class Prescan:
         if self.engine == "hyperscan":
             def on_match(pid: int, start: int, end: int, flags: int, context: object) -> None:
                 found.append((end, pid))
-            self._db.scan(data, match_event_handler=on_match)
+            scratch = getattr(self._local, "scratch", None)
+            if scratch is None:
+                scratch = self._local.scratch = hyperscan.Scratch(self._db)
+            self._db.scan(data, match_event_handler=on_match, scratch=scratch)
         else:
             for pid, pattern in enumerate(self._compiled):
                 found.extend((m.end(), pid) for m in pattern.finditer(data))
