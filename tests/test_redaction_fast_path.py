@@ -128,3 +128,8 @@ def test_threads_redact_at_once() -> None:
     for t in threads:
         t.join()
     assert len(results) == 18 and all(r == expected for r in results)
+
+
+def test_an_unknown_engine_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="not one of auto, hyperscan, re"):
+        Redactor(engine="pcre")

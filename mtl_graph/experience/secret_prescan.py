@@ -131,6 +131,10 @@ class Prescan:
                 self._rules_of[pid].append(r)
         self._always = [r for r, rule in enumerate(self.rules) if not rule.triggers]
         self.engine = ("hyperscan" if hyperscan is not None else "re") if engine == "auto" else engine
+        if self.engine not in ("hyperscan", "re"):
+            raise ValueError(f"pre-scan engine {engine!r} is not one of auto, hyperscan, re")
+        if self.engine == "hyperscan" and hyperscan is None:
+            raise ValueError("pre-scan engine 'hyperscan' is not installed (pip install hyperscan), use 're'")
         if self.engine == "hyperscan":
             self._db = _hyperscan_db(tuple(patterns))
             self._local = threading.local()  # a scan needs scratch space no other thread is using
