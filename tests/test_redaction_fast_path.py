@@ -109,7 +109,10 @@ def test_rules_without_triggers_scan_the_whole_text() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "\n", "\n\n\n", "\r\n", "é", "\ud800", "a" * 100_000, "\n" * 10_000,
-                                  "password=" * 2000, "://" * 3000 + "@", "-----BEGIN RSA PRIVATE KEY-----\n" * 50])
+                                  "password=" * 2000, "://" * 3000 + "@", "-----BEGIN RSA PRIVATE KEY-----\n" * 50,
+                                  # Unicode digits where a rule reads \d, a percent-encoded name in a query
+                                  "Private-Lines: \u0663\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n", "x AP\u0663bcdefgh12 y",
+                                  "GET /x?%6Bey=" + "aB3" * 10 + " ok"])
 def test_odd_texts_agree(text: str) -> None:
     assert FAST.redact(text) == FULL.redact(text)
 

@@ -43,7 +43,7 @@ VENDOR_TRIGGERS = {
 # detect-secrets' keyword-anchored plugins (IBM, Cloudant, Softlayer) share one assignment shape.
 _PLUGIN_ASSIGNMENT = r"(?:key|pwd|pw|password|pass|token)[\"']?\]?[ ]*(?:=|:|:=|=>|::|[ ]+)[ ]*[\"']?[a-z0-9_-]{24}"
 PLUGIN_TRIGGERS = {
-    "ArtifactoryDetector": (r"AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}", False),
+    "ArtifactoryDetector": (rf"AKC[a-zA-Z0-9]{{10}}|AP[{D}A-F][a-zA-Z0-9]{{8}}", False),
     "AWSKeyDetector": (r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}|aws", True),
     "AzureStorageKeyDetector": (r"AccountKey=", False),
     "CloudantDetector": (rf"{_PLUGIN_ASSIGNMENT}|\.cloudant\.com", True),
@@ -85,7 +85,7 @@ def catalog(secret_kind: Callable[[str], str | None] | None = None) -> list[Rule
     value = rules.value_findings
     out = [
         Rule("private_key", rules.private_key_findings, trigger(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"), whole=True),
-        Rule("putty_key", rules.putty_findings, trigger(r"Private-Lines: [0-9]"), whole=True),
+        Rule("putty_key", rules.putty_findings, trigger(rf"Private-Lines: [{D}]"), whole=True),
         *(Rule(f"vendor:{kind}", partial(rules.vendor_findings, pattern, kind), trigger(VENDOR_TRIGGERS[kind]))
           for kind, pattern in rules.VENDOR_PATTERNS),
         Rule("assignment_line", partial(value, c[0]), _name_then(r"[\"']?[ \t]*[=:]")),
@@ -113,7 +113,7 @@ def catalog(secret_kind: Callable[[str], str | None] | None = None) -> list[Rule
         Rule("url_token_user", shapes.url_user_findings, trigger(rf"://[{W}~-]{{16,}}@")),
         Rule("webhook", shapes.webhook_findings, trigger(r"/(?:webhooks?|hooks|webhookb2)/|://hooks\.")),
         Rule("query_signature", shapes.query_findings,
-             trigger(rf"[?&;][{W}.%-]*(?:key|sig|signature)[{W}.%-]*=", caseless=True)),
+             trigger(rf"[?&;][{W}.%-]*(?:key|sig|signature|%)[{W}.%-]*=", caseless=True)),
         Rule("positional_password", shapes.positional_findings,
              trigger(r"(?:connect|login|bind|bind_s|BasicAuth|DigestAuth|PlainCredentials|set_password|Connection"
                      r"|pass_|FTP|FTP_TLS|Redis)[ \t]*\(|auth[ \t]*=[ \t]*\(")),
