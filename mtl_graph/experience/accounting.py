@@ -80,18 +80,26 @@ def read_report(data: bytes) -> tuple[list[dict], list[str]]:
         except (json.JSONDecodeError, RecursionError):
             problems.append("the test report holds a line the harness did not write")
             break
-        if not isinstance(record, dict) or record.get("event") not in ("start", "end", "test"):
+        if not isinstance(record, dict) or record.get("event") not in ("start", "end", "test", "suspect"):
             problems.append("the test report holds a record the harness did not write")
             break
         records.append(record)
     return records, problems
 
 
+def hooked(report: bytes | None) -> bool:
+    """Whether the harness's hook ran in a process of the check (so code compiled at run time was scanned)."""
+    return any(r.get("event") == "start" for r in read_report(report or b"")[0])
+
+
 def suspicions(sources: Mapping[str, str], report: bytes | None, exit_code: int) -> list[str]:
-    """Why a check's green exit code cannot be trusted (empty when it can, or when the check is not green)."""
-    if exit_code != 0:
-        return []
+    """Why a check's result cannot be trusted: code the hook flagged when it was compiled at run time, and, for a
+    green exit code, tests that did not all report or end (empty when it can be trusted)."""
     records, problems = read_report(report or b"")
+    flagged = [str(r.get("finding"))[:300] for r in records if r.get("event") == "suspect"]
+    problems = list(dict.fromkeys(flagged))[:MAX_NAMED] + problems
+    if exit_code != 0:
+        return problems
     pytest_style = any(r.get("runner") == "pytest" for r in records)
     defined = defined_tests(sources, pytest_style)
     if not defined:

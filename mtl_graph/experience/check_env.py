@@ -20,6 +20,8 @@ from pathlib import Path
 
 REPORT_ENV = "MTL_CHECK_REPORT"
 HOOKS = ("sitecustomize.py", "mtl_check_report.py")
+SCANNER = "mtl_tamper_scan.py"
+"""tamper_scan.py itself, installed beside the hooks: text compiled at run time (eval, exec) is scanned too."""
 _HEREDOC = "MTL_CHECK_HOOK_EOF"
 SHIM_DIRS = ("shims",)
 """PATH entries of version managers (pyenv, rbenv, asdf, nodenv...): programs that pick a version from the cwd."""
@@ -58,8 +60,9 @@ def trusted_path(path: str | None = None) -> str:
 
 @functools.cache
 def _hook_sources() -> dict[str, str]:
-    folder = resources.files("mtl_graph.experience") / "check_hooks"
-    return {name: (folder / f"{name}.tmpl").read_text(encoding="utf-8") for name in HOOKS}
+    folder = resources.files("mtl_graph.experience")
+    hooks = {name: (folder / "check_hooks" / f"{name}.tmpl").read_text(encoding="utf-8") for name in HOOKS}
+    return {**hooks, SCANNER: (folder / "tamper_scan.py").read_text(encoding="utf-8")}
 
 
 def graded_command(check: str, report: str | Path, path: str | None = None) -> str:

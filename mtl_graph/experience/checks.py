@@ -16,11 +16,11 @@ import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from mtl_graph.experience.accounting import MAX_REPORT_BYTES, suspicions
+from mtl_graph.experience.accounting import MAX_REPORT_BYTES, hooked, suspicions
 from mtl_graph.experience.check_env import graded_command
 from mtl_graph.experience.clean_room import Room, build_room, pristine_path
 from mtl_graph.experience.no_tests import no_test_reason
-from mtl_graph.experience.tamper_scan import scan_file, test_words
+from mtl_graph.experience.tamper_scan import RUN_TIME_MARK, scan_file, test_words
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
 from mtl_graph.sandbox.factory import make_sandbox
@@ -185,7 +185,10 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
             result = sandbox.run(graded_command(task.check, report), timeout=task.check_timeout)
         finally:
             sandbox.close()
-        suspect += suspicions(tests, _read_report(report), result.exit_code)
+        report_bytes = _read_report(report)
+        if hooked(report_bytes):  # the hook scanned whatever eval / exec compiled: the static finding is moot
+            suspect = [f for f in suspect if not f.endswith(RUN_TIME_MARK)]
+        suspect += suspicions(tests, report_bytes, result.exit_code)
     finally:
         room.close()
     return _verdict(task, result, sorted(changes), changes, room.dropped_list(), suspect)
