@@ -33,12 +33,15 @@ def corpus_texts(seeds: range) -> list[str]:
 
 
 def hostile_variants(text: str, rng: random.Random) -> list[str]:
-    """The same text as a JSON log line, with CRLF, glued to other lines, in non-ASCII surroundings, and with the
-    letters Python folds onto ASCII under IGNORECASE (ſ for s, K for k, İ/ı for i) in place of the ASCII ones."""
+    """The same text as a JSON log line, with CRLF, glued to other lines, in non-ASCII surroundings, with Unicode
+    digits and accented letters in place of ASCII ones (what `\\d` and `\\w` match on `str`), and with the letters
+    Python folds onto ASCII under IGNORECASE (ſ for s, K for k, İ/ı for i)."""
     folded = text.replace("s", "\u017f", 1).replace("k", "\u212a", 1).replace("i", "\u0131", 1)
+    arabic_digits = text.translate(str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669"))
+    letters = text.translate(str.maketrans("aeo", "\u00e4\u00e9\u00f6"))
     return [json.dumps({"observation": text}), text.replace("\n", "\r\n"), f"é{text}ü\n日本語 {text}",
-            folded, text.replace(" ", "\u00a0", 2), f"{text}\n" * 3, text[: rng.randrange(len(text) + 1)],
-            "\ud800 " + text]
+            folded, arabic_digits, letters, text.replace(" ", "\u00a0", 2), f"{text}\n" * 3,
+            text[: rng.randrange(len(text) + 1)], "\ud800 " + text]
 
 
 def assert_same_per_rule(redactor: Redactor, text: str) -> None:
