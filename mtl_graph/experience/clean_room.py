@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from mtl_graph.sandbox.tree import remove_tree, walk
 from mtl_graph.tasks import Task
 
 MAX_ENTRIES = 200_000
@@ -113,7 +114,7 @@ def take_snapshot(workspace: str | Path) -> Path:
 def discard_snapshot(workspace: str | Path | None) -> None:
     """Remove a workspace's snapshot, if it has one."""
     if workspace:
-        shutil.rmtree(pristine_path(workspace), ignore_errors=True)
+        remove_tree(pristine_path(workspace))
 
 
 @dataclass
@@ -138,7 +139,7 @@ class Room:
         return listed + ([f"... and {self.more_dropped} more"] if self.more_dropped else [])
 
     def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_tree(self.path)
 
 
 def _read_regular(name: str, dir_fd: int) -> bytes | None:
@@ -156,23 +157,24 @@ def _read_regular(name: str, dir_fd: int) -> bytes | None:
 
 def _room_bytes(room: Path, rel: str) -> bytes | None:
     target = room / rel
-    if target.is_symlink() or not target.is_file():
-        return None
-    return target.read_bytes()
+    return target.read_bytes() if _is_plain_file(target) else None
 
 
 def _place(room: Path, rel: str, content: bytes, executable: bool) -> bool:
     """Write a carried file into the room; False when a link or a non-directory of the task's is in the way."""
     target = room.joinpath(*PurePosixPath(rel).parts)
-    for parent in reversed(target.relative_to(room).parents[:-1] if len(PurePosixPath(rel).parts) > 1 else []):
-        here = room / parent
-        if here.is_symlink() or (here.exists() and not here.is_dir()):
+    try:
+        for parent in reversed(target.relative_to(room).parents[:-1] if len(PurePosixPath(rel).parts) > 1 else []):
+            here = room / parent
+            if here.is_symlink() or (here.exists() and not here.is_dir()):
+                return False
+            here.mkdir(exist_ok=True)
+        if target.is_symlink() or target.is_dir():
             return False
-        here.mkdir(exist_ok=True)
-    if target.is_symlink() or target.is_dir():
+        target.write_bytes(content)
+        os.chmod(target, 0o755 if executable else 0o644)
+    except OSError:  # a path too long or deep to make: not carried
         return False
-    target.write_bytes(content)
-    os.chmod(target, 0o755 if executable else 0o644)
     return True
 
 
@@ -187,32 +189,44 @@ def _cargo_manifest_ok(pristine: bytes | None, carried: bytes) -> bool:
     return {k: v for k, v in before.items() if k not in strip} == {k: v for k, v in after.items() if k not in strip}
 
 
-def _changed_files(workspace: Path, room: Room):
-    """(relative path, its bytes or None when not a regular file) of every workspace entry that differs from the
-    room's pristine copy; iterative and fd-based, so depth and links cannot break or redirect it."""
+def _changed_files(workspace: Path, room: Room) -> list[tuple[str, bytes | None, bool]]:
+    """(relative path, its bytes or None when not a regular file, executable) of every workspace entry that differs
+    from the room's pristine copy; one iterative, descriptor-based walk, so no depth, name or link breaks it."""
+    found: list[tuple[str, bytes | None, bool]] = []
     seen = 0
-    for dirpath, dirnames, filenames, dir_fd in os.fwalk(workspace, follow_symlinks=False):
-        rel_dir = os.path.relpath(dirpath, workspace)
-        for name in sorted(filenames) + sorted(d for d in dirnames
-                                               if os.path.islink(os.path.join(dirpath, d))):
-            seen += 1
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if seen > MAX_ENTRIES:
-                room.drop(rel, f"past the first {MAX_ENTRIES} entries, unexamined")
-                continue
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except OSError:
-                continue
-            pristine = room.path / rel
-            if stat.S_ISREG(st.st_mode) and pristine.is_file() and not pristine.is_symlink():
-                ps = pristine.stat()
-                if ps.st_size == st.st_size and ps.st_mtime_ns == st.st_mtime_ns:
-                    continue  # copied untouched (copy2 keeps times); a reset time only keeps the pristine copy
-            content = _read_regular(name, dir_fd) if stat.S_ISREG(st.st_mode) else None
-            if content is not None and content == _room_bytes(room.path, rel):
-                continue
-            yield rel, content, bool(st.st_mode & 0o111)
+
+    def visit(dir_fd: int, rel: str, st: os.stat_result) -> None:
+        nonlocal seen
+        if stat.S_ISDIR(st.st_mode):
+            return
+        seen += 1
+        if seen > MAX_ENTRIES:
+            room.drop(rel, f"past the first {MAX_ENTRIES} entries, unexamined")
+            return
+        name = rel.rsplit("/", 1)[-1]
+        pristine = room.path / rel
+        if stat.S_ISREG(st.st_mode) and _is_plain_file(pristine):
+            ps = pristine.stat()
+            if ps.st_size == st.st_size and ps.st_mtime_ns == st.st_mtime_ns:
+                return  # copied untouched (copy2 keeps times); a reset time only keeps the pristine copy
+        content = _read_regular(name, dir_fd) if stat.S_ISREG(st.st_mode) else None
+        if content is not None and content == _room_bytes(room.path, rel):
+            return
+        found.append((rel, content, bool(st.st_mode & 0o111)))
+
+    top = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        walk(top, visit, relative=True)
+    finally:
+        os.close(top)
+    return sorted(found)
+
+
+def _is_plain_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):  # absent, or a name too long for the room (the agent's depth)
+        return False
 
 
 def build_room(task: Task, workspace: str | Path, snapshot: Path | None = None,
@@ -247,7 +261,7 @@ def _carry(task: Task, workspace: Path, room: Room) -> None:
                     and not _cargo_manifest_ok(_room_bytes(room.path, rel), content):
                 why = "build configuration beyond its dependencies"
         else:
-            why = excluded(rel, test_modules, new=not (room.path / rel).is_file())
+            why = excluded(rel, test_modules, new=not _is_plain_file(room.path / rel))
         if why is None and content is None:
             why = "not a regular file"
         if why is None and not _place(room.path, rel, content, executable):

@@ -37,13 +37,15 @@ class _Level:
     name: str
     """Its name in the level above."""
     subdirs: list[str] = field(default_factory=list)
+    rel: str = ""
+    """Its path below the top ("" for the top itself)."""
 
 
 def _ident(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def _scan(level: _Level, visit: Visit | None) -> None:
+def _scan(level: _Level, visit: Visit | None, relative: bool = False) -> None:
     """Visit the entries of level's directory; note its subdirectories (not links to one) to descend into."""
     with os.scandir(level.fd) as entries:
         for entry in entries:
@@ -52,7 +54,7 @@ def _scan(level: _Level, visit: Visit | None) -> None:
             except OSError:  # gone, or in a directory its owner made unsearchable (mode 444): not ours to see
                 continue
             if visit is not None:
-                visit(level.fd, entry.name, st)
+                visit(level.fd, f"{level.rel}{entry.name}" if relative else entry.name, st)
             if stat.S_ISDIR(st.st_mode):
                 level.subdirs.append(entry.name)
 
@@ -106,26 +108,28 @@ def _reopen_parent(child: _Level, parent: _Level) -> None:
 
 
 def walk(top_fd: int, visit: Visit | None = None, leave: Callable[[int, str], None] | None = None,
-         repair: bool = False) -> None:
+         repair: bool = False, relative: bool = False) -> None:
     """Visit every entry below the directory open as top_fd (not closed here), depth first.
 
     leave(parent_fd, name) is called after a subdirectory's whole content was visited (to remove it); repair
-    gives the owner rwx on the directories it may not list or change (to empty them)."""
+    gives the owner rwx on the directories it may not list or change (to empty them); relative: visit gets each
+    entry's path below the top instead of its name (its directory's descriptor is still the first argument)."""
     top = _Level(os.dup(top_fd), _ident(os.fstat(top_fd)), ".")
     stack = [top]
     try:
-        _scan(top, visit)
+        _scan(top, visit, relative)
         while stack:
             level = stack[-1]
             if level.subdirs:
                 child = _open_child(level, level.subdirs.pop(), repair)
                 if child is None:
                     continue
+                child.rel = f"{level.rel}{child.name}/"
                 stack.append(child)
                 if len(stack) > KEEP_OPEN and (far := stack[-KEEP_OPEN - 1]).fd is not None:
                     os.close(far.fd)
                     far.fd = None
-                _scan(child, visit)
+                _scan(child, visit, relative)
                 continue
             stack.pop()
             if stack:
