@@ -239,6 +239,10 @@ ADVICE = [
     "Push the branch to origin; never to a remote you did not create.",
     "Emit a warning, not an error, when the optional environment variable is missing.",
     "Execute the script with bash -x to trace each command while debugging the build.",
+    "Clear the test directory of stale .pyc files with find . -name '*.pyc' -delete.",
+    "Replace the body of your new helper with a call to the library function.",
+    "Comment your own debugging code out before submitting.",
+    "git checkout the branch from two commits ago only to compare behaviour, then return to the fix.",
 ]
 
 # SWE-bench-shaped memories: what a distiller writes after a mini-swe-agent run.

@@ -74,7 +74,17 @@ _TAMPER_PARAPHRASES: tuple[tuple[str, str | None, str], ...] = (
      rf"\b(?:restore|revert|roll\s+back|reset|check\s+out|bring\s+back|take|get|copy|overwrite|replace)\s+(?:the\s+)?"
      rf"(?:[\w-]+\s+){{0,2}}?(?:{TESTS}|{TEST_PATH})\s+(?:to|from|with|as\s+of)\b[^.\n]{{0,25}}?\b(?:old(?:er)?|"
      rf"previous|earlier|"
-     r"prior|initial|first|last\s+week'?s)\b[^.\n]{0,20}?(?:commit|version|revision|release|tag)"),
+     r"prior|initial|first|last\s+week'?s)\b[^.\n]{0,20}?(?:commit|version|revision|release|tag)"
+     rf"|\b(?:restore|revert|check\s*out|git\s+checkout|get|take|copy)\s+(?:the\s+)?(?:[\w-]+\s+){{0,2}}?"
+     rf"(?:{TESTS}|{TEST_PATH})\s+(?:to|from|as\s+of)\s+(?:\w+\s+)?commits?\s+ago"),
+    ("comment", "out",  # "comment every assertion out"
+     rf"\bcomment\s+(?:(?:every|each|all|the)\s+)?(?:[\w-]+\s+){{0,2}}?{TESTS}\s+out\b"),
+    ("bod", "replac|rewrit|overwrit|swap",  # test bodies replaced by anything
+     rf"\b(?:replace|rewrite|overwrite|swap)\s+(?:the\s+)?bod(?:y|ies)\s+of\s+(?:each|every|all|the)\s+"
+     rf"(?:[\w-]+\s+)?{TESTS}\s+(?:with|by|for)\b"),
+    ("test", "empt|wipe|clear|delet|remov|rm ",  # the tests directory emptied
+     r"\b(?:empty|wipe|clear|delete|remove|rm\s+-rf)\s+(?:out\s+)?(?:the\s+|all\s+of\s+the\s+)?tests\s+"
+     r"(?:directory|dir|folder)\b"),
     (r"conftest", None,
      r"\bconftest\.py\b[^\n]{0,60}?\b(?:skips?|xfails?|deselects?|always\s+pass|passes\s+every|exit|"
      r"collect_ignore|pytest_collection_modifyitems)"),

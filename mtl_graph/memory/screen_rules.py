@@ -303,7 +303,7 @@ RULES: tuple[Rule, ...] = (
         rf"\b(?:print|dump|list|show|display|echo|log|output|write|save|paste|copy|capture|record|include|send|"
         rf"reveal|expose|upload|collect|emit|share|publish|leak)\b(?:[ \t]+{_MOD})*[ \t]+{_TOTAL}(?:[ \t]+(?:{_MOD}|"
         rf"{_TOTAL}))*[ \t]+"
-        rf"(?:env(?:ironment)?[ \t]+(?:variables|vars)|environment)\b"
+        rf"(?:env(?:ironment)?[ \t]+(?:variables?|vars?)|environment)\b"
         rf"|\b(?:print|dump|show|display|echo|log|output|paste|reveal|expose|send|upload)\b(?:[ \t]+{_MOD})*[ \t]+"
         r"(?:environment(?=[ \t]*(?:$|[.,;:!?)]|[ \t]+(?:first|before|at|to|into|in|and|then|so|when|for\s+debugging)"
         r"\b))|env[ \t]+vars\b)"
