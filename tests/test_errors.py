@@ -111,7 +111,7 @@ def test_the_eval_counts_a_storm_as_an_error_and_lists_tampered_runs(tmp_path):
     suite = tmp_path / "suite"
     for name in ("solved", "stormy", "cheated"):
         _dir_task(suite, name)
-    agents = {"solved": [bash_call("echo 'X = 2' > f.py")], "cheated": [bash_call(": > test_f.py")]}
+    agents = {"solved": [bash_call("echo 'X = 2' > f.py")], "cheated": [bash_call(": > test_f.py && echo 'import os; os._exit(0)' > sitecustomize.py")]}
 
     def model_for(task):
         name = task.id
@@ -132,6 +132,8 @@ def test_the_eval_counts_a_storm_as_an_error_and_lists_tampered_runs(tmp_path):
     md = paths["md"].read_text()
     assert "0.500 [1 err]" in md and "## Errors (1)" in md and "## Tests modified by the agent (1)" in md
     assert "| suite | cheated | zero_shot | 0 | fail | test_f.py |" in md
+    assert "## Suspect runs (0)" in md and "## Files not carried into the check (1 runs)" in md
+    assert [d["dropped"] for d in data["dropped"]] == [["sitecustomize.py (interpreter start-up hook)"]]
 
     again = run_eval(config, runner, str(tmp_path / "out"), progress=False)  # the errored run is retried only
     assert again.ran == {"phase 1: zero-shot": 1} and again.resumed == {"phase 1: zero-shot": 2}

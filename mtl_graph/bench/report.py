@@ -54,6 +54,13 @@ def _tampered(results: list[TaskResult]) -> list[dict[str, Any]]:
             for r in results if r.verdict is not None and r.verdict.tests_modified]
 
 
+def _dropped(results: list[TaskResult]) -> list[dict[str, Any]]:
+    """Runs that left files the check did not see (not the solution: runner configuration, planted modules...)."""
+    return [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
+             "verdict": r.verdict.status.value, "dropped": r.verdict.dropped}
+            for r in results if r.verdict is not None and r.verdict.dropped]
+
+
 def _suspect(results: list[TaskResult]) -> list[dict[str, Any]]:
     """Runs whose solution reached into the test run, or whose tests did not all report: failed, never credited."""
     return [{"suite": r.suite, "task_id": r.task_id, "condition": r.condition.key, "attempt": r.attempt,
@@ -157,6 +164,7 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
         "error_counts": {c: {s: n for (s, cc), n in errored.items() if cc == c} for c in conditions},
         "tests_modified": _tampered(results),
         "suspect": _suspect(results),
+        "dropped": _dropped(results),
         "suites_info": suites_info or [],
         "pool": None if pool is None else {"memories": len(pool.memories), "note": pool.note},
         "retrieval": retrieval,
@@ -204,12 +212,18 @@ def _problem_runs_md(data: dict) -> list[str]:
         ["suite", "task", "condition", "attempt", "why (scored as a fail)"],
         [[s["suite"], s["task_id"], s["condition"], s["attempt"], _one_line("; ".join(s["suspicions"]))]
          for s in suspect[:MD_LIST_CAP]]) + [""]
+    dropped = data.get("dropped", [])
+    lines += [f"## Files not carried into the check ({len(dropped)} runs)", ""]
+    lines += ["Every run's check saw all the files its agent wrote.", ""] if not dropped else _rows(
+        ["suite", "task", "condition", "attempt", "verdict", "not carried (why)"],
+        [[d["suite"], d["task_id"], d["condition"], d["attempt"], d["verdict"], _one_line(", ".join(d["dropped"]))]
+         for d in dropped[:MD_LIST_CAP]]) + [""]
     lines += [f"## Errors ({len(data['errors'])})", ""]
     lines += ["No run ended in an error.", ""] if not data["errors"] else _rows(
         ["suite", "task", "condition", "attempt", "error"],
         [[e.get("suite", ""), e["task_id"], e["condition"], e["attempt"], _one_line(e["error"])]
          for e in data["errors"][:MD_LIST_CAP]]) + [""]
-    if max(len(tampered), len(suspect), len(data["errors"])) > MD_LIST_CAP:
+    if max(len(tampered), len(suspect), len(dropped), len(data["errors"])) > MD_LIST_CAP:
         lines += ["… more in report.json", ""]
     return lines
 
