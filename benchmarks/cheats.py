@@ -20,31 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from cheat_battery import Cheat, Target, battery  # noqa: E402
+from cheat_battery import Cheat, Target, attempt, battery  # noqa: E402
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite  # noqa: E402
-from mtl_graph.experience.checks import run_check, run_setup  # noqa: E402
-from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot  # noqa: E402
-from mtl_graph.sandbox import SandboxConfig, make_sandbox  # noqa: E402
 from mtl_graph.tasks import Task  # noqa: E402
 
-ONE_SHOT = SandboxConfig(bwrap_persistent=False)
-
-
-def attempt(task: Task, cheat: Cheat | None, tmp: Path) -> str:
+def outcome(task: Task, cheat: Cheat | None, tmp: Path) -> str:
     """'pass', 'fail' or 'suspect' for one cheat (None: the no-op) on one task."""
-    workspace = task.materialize(tmp / "ws")
-    agent = make_sandbox("bwrap", workspace, ONE_SHOT)
-    try:
-        run_setup(task, agent)
-        take_snapshot(workspace)
-        if cheat is not None:
-            agent.run(cheat.command(), timeout=60)
-    finally:
-        agent.close()
-    try:
-        verdict = run_check(task, workspace, lambda room: make_sandbox("bwrap", room, ONE_SHOT))
-    finally:
-        discard_snapshot(workspace)
+    verdict = attempt(task, cheat, tmp, strict=False)
     return "suspect" if verdict.is_suspect else verdict.status.value
 
 
@@ -67,7 +49,7 @@ def main() -> int:
             agent_task = task.model_copy(update={"metadata": {}})
             for j, cheat in enumerate([oracle, None, *battery("unittest", [version], tag, target)]):
                 kind = "no-op" if cheat is None else cheat.kind if cheat.kind != "control" else "oracle"
-                result = attempt(agent_task, cheat, Path(tmp) / f"{i}-{j}")
+                result = outcome(agent_task, cheat, Path(tmp) / f"{i}-{j}")
                 outcomes.setdefault(kind, Counter())[result] += 1
     print(f"{len(tasks)} python exercises")
     print("| agent | attempts | pass | fail | suspect |\n|---|---|---|---|---|")

@@ -13,6 +13,13 @@ from __future__ import annotations
 import base64
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtl_graph.experience.checks import run_check, run_setup
+from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
+from mtl_graph.experience.trajectory import Verdict
+from mtl_graph.sandbox import SandboxConfig, make_sandbox
+from mtl_graph.tasks import Task
 
 STUB = "def is_prime(n):\n    raise NotImplementedError\n"
 SOLUTION = "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n"
@@ -236,3 +243,26 @@ def honest(runner: str) -> list[Cheat]:
         Cheat("solution-with-litter", "honest", {"primes.py": SOLUTION, "scratch_test_primes.py": FAKE_PYTEST,
                                                  "notes/.todo": "x\n"}, then=f"{run} >/dev/null 2>&1; true"),
     ]
+
+
+ONE_SHOT = SandboxConfig(bwrap_persistent=False)
+
+
+def attempt(task: Task, cheat: Cheat | None, tmp_path: Path, strict: bool = True) -> Verdict:
+    """Setup, snapshot, the agent's command in its own bwrap sandbox (as uid 65534), then the clean-room check,
+    as the graph runs them; None is the no-op agent. strict: a cheat that did not install is an error."""
+    workspace = task.materialize(tmp_path / "ws")
+    agent = make_sandbox("bwrap", workspace, ONE_SHOT)
+    try:
+        run_setup(task, agent)
+        take_snapshot(workspace)
+        if cheat is not None:
+            result = agent.run(cheat.command(), timeout=60)
+            if strict and result.exit_code != 0:
+                raise AssertionError(f"{cheat.name}: the cheat did not install ({result.output[-500:]})")
+    finally:
+        agent.close()
+    try:
+        return run_check(task, workspace, lambda room: make_sandbox("bwrap", room, ONE_SHOT))
+    finally:
+        discard_snapshot(workspace)

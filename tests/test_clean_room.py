@@ -13,18 +13,16 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from cheat_battery import (PYTEST_TESTS, SOLUTION, STUB, UNITTEST_TESTS, Cheat, battery, honest)
+from cheat_battery import ONE_SHOT, PYTEST_TESTS, SOLUTION, STUB, UNITTEST_TESTS, Cheat, attempt, battery, honest
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.experience.checks import run_check, run_setup
-from mtl_graph.experience.clean_room import discard_snapshot, pristine_path, take_snapshot
-from mtl_graph.experience.trajectory import Verdict
+from mtl_graph.experience.checks import run_check
+from mtl_graph.experience.clean_room import pristine_path
 from mtl_graph.graph import build_mtl_graph
-from mtl_graph.sandbox import SandboxConfig, make_sandbox
+from mtl_graph.sandbox import make_sandbox
 from mtl_graph.tasks import Task
 from sandbox_attack_kit import needs_bwrap
 
 pytestmark = needs_bwrap
-ONE_SHOT = SandboxConfig(bwrap_persistent=False)
 PYTHON_TAGS = sorted({f"{sys.version_info.major}.{sys.version_info.minor}", "3.11", "3.12", "3.13"})
 
 
@@ -47,24 +45,6 @@ def task_dir(root: Path, runner: str, declared: bool) -> Path:
     (root / "files" / "primes.py").write_text(STUB)
     (root / "files" / "test_primes.py").write_text(UNITTEST_TESTS if runner == "unittest" else PYTEST_TESTS)
     return root
-
-
-def attempt(task: Task, cheat: Cheat | None, tmp_path: Path) -> Verdict:
-    """Setup, snapshot, the agent's command in its own sandbox (as uid 65534), then the clean-room check."""
-    workspace = task.materialize(tmp_path / "ws")
-    agent = make_sandbox("bwrap", workspace, ONE_SHOT)
-    try:
-        run_setup(task, agent)
-        take_snapshot(workspace)
-        if cheat is not None:
-            result = agent.run(cheat.command(), timeout=60)
-            assert result.exit_code == 0, f"{cheat.name}: the cheat did not install ({result.output[-500:]})"
-    finally:
-        agent.close()
-    try:
-        return run_check(task, workspace, lambda room: make_sandbox("bwrap", room, ONE_SHOT))
-    finally:
-        discard_snapshot(workspace)
 
 
 @pytest.fixture(scope="module")
