@@ -149,3 +149,25 @@ def test_a_suspect_run_through_the_graph_is_logged_and_teaches_nothing(pool, tmp
     base = pristine_path(tmp_path / "workspaces" / "x").parent  # the run's snapshot went with its workspace
     assert not list((tmp_path / "workspaces").iterdir())
     assert not [p for p in base.iterdir() if p.name.endswith(f"-{line['run_id']}")] if base.exists() else True
+
+
+def test_the_check_process_owns_its_environment(tmp_path):
+    """HOME and TMPDIR outside the room, no user site, no bytecode writes, no plugin autoloading, the real
+    interpreter first on PATH (no version-manager shim), whatever the agent's workspace held."""
+    from mtl_graph.experience.check_env import trusted_path, trusted_python
+
+    probe = ("import os, site, sys; print('HOME', os.environ['HOME']); print('TMP', os.environ['TMPDIR']); "
+             "print('PWD', os.getcwd()); print('USERSITE', site.ENABLE_USER_SITE); "
+             "print('NOBYTECODE', sys.dont_write_bytecode); print('EXE', sys.executable); "
+             "print('AUTOLOAD', os.environ.get('PYTEST_DISABLE_PLUGIN_AUTOLOAD'))")
+    task = Task(id="env", instruction="x", files={"probe.py": probe}, check="python3 probe.py")
+    verdict = attempt(task, Cheat("pin", "interpreter", {".python-version": "2.7\n",
+                                                         "sitecustomize.py": "raise SystemExit(3)\n"}), tmp_path)
+    lines = dict(line.split(" ", 1) for line in verdict.reason.splitlines() if line.split(" ", 1)[0].isupper()
+                 and " " in line)
+    assert verdict.status == "pass", verdict.reason
+    room = Path(lines["PWD"])
+    assert not Path(lines["HOME"]).is_relative_to(room) and not Path(lines["TMP"]).is_relative_to(room)
+    assert lines["USERSITE"] == "False" and lines["NOBYTECODE"] == "True" and lines["AUTOLOAD"] == "1"
+    assert lines["EXE"] == trusted_python() and "shims" not in trusted_path().split(":")[0]
+    assert not any(Path(p).name == "shims" for p in trusted_path("/a/shims:/usr/bin:/b/shims").split(":"))
