@@ -221,7 +221,7 @@ def test_a_thread_update_cannot_name_a_server_directory_as_the_workspace(served,
     client, roots, victim = served["client"], layout / "roots", layout / "victim"
     out, thread = run(client, str(roots / "echo"), {"model": f"scripted:{roots / 'echo' / 'solve.json'}"})
     assert out["verdict"]["status"] == "pass"
-    workspaces = Path(tempfile.gettempdir()) / "mtl-workspaces"
+    workspaces = Path(tempfile.gettempdir()) / f"mtl-workspaces-{os.geteuid()}"
     for workspace in (str(victim), f"{workspaces}/../{victim.relative_to('/')}", str(workspaces),
                       f"{workspaces}/x/../../{victim.relative_to('/')}"):
         client.threads.update_state(thread, {"workspace": workspace, "error": None}, as_node="execute")

@@ -1,6 +1,6 @@
 """The execute stage: the agent loop as a subgraph of the MTL graph.
 
-    prepare (workspace, files, setup, the check's baseline, the sandbox) -> agent (create_agent: one super-step per
+    prepare (workspace, files, setup, the snapshot for the check's clean room, the sandbox) -> agent (create_agent: one super-step per
     model call and per command) -> finish (sandbox released, trajectory, error verdict for provider failures)
 
 The workspace lives under the workspace root, keyed by thread and run, and its path is in the state: a run killed
@@ -9,6 +9,8 @@ again from the path on first use. An agent that only has `Agent.run` runs in one
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 import threading
 import uuid
@@ -72,8 +74,21 @@ class ExecuteState(TypedDict):
 
 
 def workspace_base(root: Path | None) -> Path:
-    """The directory run workspaces are made in: root, else the system temp dir's mtl-workspaces."""
-    return Path(root) if root is not None else Path(tempfile.gettempdir()) / "mtl-workspaces"
+    """The directory run workspaces are made in: root, else this user's own `mtl-workspaces-<uid>` in the system
+    temp dir (made 0700; one another user made first, or anyone may write to, is refused: it could hold or
+    redirect every run's workspace)."""
+    if root is not None:
+        return Path(root)
+    base = Path(tempfile.gettempdir()) / f"mtl-workspaces-{os.geteuid()}"
+    try:
+        base.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(base)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise PermissionError(f"{base} is not a private directory of this user (owner uid {st.st_uid}, mode "
+                              f"{stat.S_IMODE(st.st_mode):o}); remove it or set workspace_root")
+    return base
 
 
 def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:
