@@ -275,7 +275,10 @@ def test_sigint_prints_the_summary_so_far_and_how_to_resume(tmp_path: Path) -> N
     pool_dir = tmp_path / "pool"
     cmd = [sys.executable, "-m", "mtl_graph.cli", "ingest", str(logs), "--pool", str(pool_dir),
            "--formats", "trajectory", "--concurrency", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    # A suite started in the background (`make test &`, nohup) ignores SIGINT, and children inherit that: the CLI
+    # must get the default disposition a terminal's Ctrl-C meets.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     ledger = pool_dir / LEDGER_FILE
     while proc.poll() is None and not (ledger.is_file() and ledger.read_text().count("\n") >= 2):
         time.sleep(0.05)

@@ -139,6 +139,7 @@ def test_a_hostile_memory_cannot_produce_a_pass(embeddings, task_dir, tmp_path):
                                 submit_call("tests pass")])
     with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
         pool.add_many([hostile])
+        pool.release(hostile.id)  # screening flags it; a person released it: the check must still hold
         state = run_graph(model, str(task_dir), tmp_path, pool, memory_type="insight", top_k=1, online=True,
                           distill_formats=["trajectory"])
         assert [r["id"] for r in state["retrieved"]] == [hostile.id]
