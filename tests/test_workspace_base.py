@@ -37,3 +37,22 @@ def test_a_base_planted_by_someone_else_is_refused_in_one_line(monkeypatch, tmp_
     with pytest.raises(PermissionError, match="not a private directory of this user") as info:
         workspace_base(None)
     assert "\n" not in str(info.value) and list(elsewhere.iterdir()) == []
+
+
+def test_a_snapshot_directory_planted_by_someone_else_is_refused(monkeypatch, tmp_path):
+    """The pristine copy a check is made of never goes into a directory someone else controls."""
+    from mtl_graph.experience.clean_room import pristine_path, take_snapshot
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "f.py").write_text("X = 1\n")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    pristine_path(workspace).parent.symlink_to(theirs)
+    with pytest.raises(PermissionError, match="not a private directory"):
+        take_snapshot(workspace)
+    assert list(theirs.iterdir()) == []
+    pristine_path(workspace).parent.unlink()
+    assert (take_snapshot(workspace) / "f.py").read_text() == "X = 1\n"
+    assert pristine_path(workspace).parent.stat().st_mode & 0o777 == 0o700

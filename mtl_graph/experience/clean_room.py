@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from mtl_graph.sandbox.tree import remove_tree, walk
+from mtl_graph.sandbox.workspace import private_directory
 from mtl_graph.tasks import Task
 
 MAX_ENTRIES = 200_000
@@ -104,8 +105,7 @@ def _ignore_special(directory: str, names: list[str]) -> list[str]:
 def take_snapshot(workspace: str | Path) -> Path:
     """Copy the workspace as it is after setup (before the agent) aside; return where."""
     target = pristine_path(workspace)
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(target.parent, 0o700)
+    private_directory(target.parent)  # another user's directory (or a link) there would hold the pristine copy
     discard_snapshot(workspace)
     shutil.copytree(workspace, target, symlinks=True, ignore=_ignore_special)
     return target

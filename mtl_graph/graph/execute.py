@@ -10,7 +10,6 @@ again from the path on first use. An agent that only has `Agent.run` runs in one
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 import threading
 import uuid
@@ -41,6 +40,7 @@ from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
+from mtl_graph.sandbox.workspace import private_directory
 
 OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
@@ -79,16 +79,7 @@ def workspace_base(root: Path | None) -> Path:
     redirect every run's workspace)."""
     if root is not None:
         return Path(root)
-    base = Path(tempfile.gettempdir()) / f"mtl-workspaces-{os.geteuid()}"
-    try:
-        base.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(base)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        raise PermissionError(f"{base} is not a private directory of this user (owner uid {st.st_uid}, mode "
-                              f"{stat.S_IMODE(st.st_mode):o}); remove it or set workspace_root")
-    return base
+    return private_directory(Path(tempfile.gettempdir()) / f"mtl-workspaces-{os.geteuid()}")
 
 
 def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:

@@ -46,6 +46,21 @@ def _walk_workspace(workspace: Path, visit: Visit) -> None:
         os.close(fd)
 
 
+def private_directory(path: Path) -> Path:
+    """path as a directory of this user's that no one else may write to (made 0700 when absent); one someone else
+    made first, a link or a file is refused with a PermissionError in one line (it could hold or redirect what
+    goes into it)."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise PermissionError(f"{path} is not a private directory of this user (owner uid {st.st_uid}, mode "
+                              f"{stat.S_IMODE(st.st_mode):o}); remove it or choose another directory")
+    return path
+
+
 def make_reachable(workspace: Path) -> list[Path]:
     """Let other users traverse (not list) the workspace's parents, so an unprivileged uid can reach it by its
     absolute path (interpreters resolve their script's path); the directories changed."""
