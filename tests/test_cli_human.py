@@ -228,7 +228,7 @@ def test_a_real_terminal_is_asked(tmp_path):
     [line] = log_lines(tmp_path)
     assert [s["action"].splitlines()[0] for s in line["steps"]] == ["ls && cat slug.py test_slug.py",
                                                                      "cat > slug.py <<'PY'"]
-    assert line["exit_status"] == "declined" and not list((tmp_path / "mtl-workspaces").iterdir())
+    assert line["exit_status"] == "declined" and not list((tmp_path / f"mtl-workspaces-{os.geteuid()}").iterdir())
 
 
 def test_a_proposal_that_is_not_a_memory_is_shown_as_it_came_and_still_asked(monkeypatch):
