@@ -77,10 +77,9 @@ def test_every_cheat_of_the_battery_fails_and_honest_solutions_pass(runner, cach
             assert verdict.is_suspect and verdict.reason.startswith("suspect: "), (cheat.name, verdict.reason)
         else:
             assert all(any(d.startswith(p) for d in verdict.dropped) for p in planted), (cheat.name, verdict.dropped)
-    for control in honest(runner):
-        verdict = attempt(task, control, tmp_path / f"h-{control.name}")
-        assert verdict.status == "pass" and not verdict.is_suspect, (control.name, verdict.reason)
-    litter = attempt(task, honest(runner)[-1], tmp_path / "litter")
+    for control in honest(runner):  # the last one also leaves a real run's litter behind
+        litter = attempt(task, control, tmp_path / f"h-{control.name}")
+        assert litter.status == "pass" and not litter.is_suspect, (control.name, litter.reason)
     assert any(d.startswith("scratch_test_primes.py (test file)") for d in litter.dropped)
     assert any(d.startswith("notes/.todo (hidden path)") for d in litter.dropped)
     assert attempt(task, None, tmp_path / "noop").status == "fail"
