@@ -177,6 +177,7 @@ def test_a_paused_agent_cannot_be_pointed_at_a_server_directory(tmp_path: Path) 
     while agent.tasks and agent.tasks[0].state is not None:
         agent = agent.tasks[0].state
     assert agent.next == ("tools",) and Path(agent.values["workspace"]).parent == tmp_path / "workspaces"
+    own = agent.values["workspace"]
     graph.update_state(agent.config, {"workspace": str(victim)})
     while graph.get_state(config).next:
         out = graph.invoke(None, config)
@@ -186,3 +187,6 @@ def test_a_paused_agent_cannot_be_pointed_at_a_server_directory(tmp_path: Path) 
     assert canary not in json.dumps(out) and not (victim / "done").exists()
     assert out["verdict"]["status"] == "error" and out["error"].startswith("refused: workspace")  # nor judged there
     assert (victim / "keep.txt").read_text() == canary
+    from mtl_graph.experience.clean_room import discard_snapshot
+
+    discard_snapshot(own)  # the refused run never reached its own cleanup

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.bench.suites import load_suite
 from mtl_graph.experience.checks import tampered_tests
-from mtl_graph.experience.clean_room import build_room, take_snapshot
+from mtl_graph.experience.clean_room import build_room, discard_snapshot, take_snapshot
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
@@ -301,6 +301,7 @@ def test_the_room_holds_the_task_s_own_modules_and_none_the_agent_planted(tmp_pa
         assert (room.path / "conftest.py").read_text().startswith("# the repository's own")
     finally:
         room.close()
+        discard_snapshot(ws)
 
 
 GO_EMPTY_TEST = 'package leap\\n\\nimport "testing"\\n\\nfunc TestNothing(t *testing.T) {}\\n'
