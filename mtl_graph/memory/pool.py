@@ -319,7 +319,7 @@ class MemoryPool:
                outcome: Outcome | str | None = None, hybrid: bool = True,
                min_score: float | None = None, only_ids: Iterable[str] | None = None,
                include_flagged: bool = False) -> list[SearchHit]:
-        """Top-k memories for a query. Hybrid (dense + BM25 fused with RRF) runs inside Qdrant.
+        """Top-k memories for a query. Hybrid: dense + BM25, BM25 weighing in for identifiers (memory/search.py).
 
         exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
         the same-task contamination guard); min_score is a floor on cosine similarity; only_ids restricts the
@@ -332,7 +332,7 @@ class MemoryPool:
         where = _search_conditions(type, outcome, exclude_domains, exclude_task_ids, only_ids, include_flagged)
         dense = self.query_vector(query)
         sparse = self._sparse(query, query=True) if hybrid else None
-        ranked = ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score)
+        ranked = ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query)
         return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
     def query_vector(self, query: str) -> list[float]:
