@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
-from mtl_graph.memory.models import Memory, Provenance, UsageStats, parse_memory
+from mtl_graph.memory.models import COUNTS, Memory, Provenance, UsageStats, parse_memory
+from mtl_graph.memory.record import stored_stats
 from mtl_graph.memory.screen import screen
 
 Status = Literal["added", "merged", "identical"]
@@ -112,8 +113,9 @@ def _order(source: Provenance) -> tuple[str, str]:
 
 
 def _max_stats(stats: Iterable[UsageStats]) -> UsageStats:
-    stats = list(stats)
-    return UsageStats(**{name: max((getattr(s, name) for s in stats), default=0) for name in UsageStats.model_fields})
+    stats = list(stats)  # the stored counts only: each run's credit entry moves to the kept point (pool.add_many)
+    counts = {name: max((getattr(s, name) for s in stats), default=0) for name in (*COUNTS, "shown_since_cited")}
+    return UsageStats(**counts, last_shown=max((s.last_shown for s in stats if s.last_shown), default=None))
 
 
 @dataclass
@@ -189,7 +191,7 @@ def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]]) -> Me
 
 def _merged(keep: str, old: dict[str, Memory], new: list[Memory], members: list[Memory]) -> Memory:
     base = old.get(keep) or next(m for m in new if m.id == keep)
-    stats = _max_stats([*(m.stats for m in old.values()), *(m.stats for m in new)])
+    stats = _max_stats([*(stored_stats(m) for m in old.values()), *(m.stats for m in new)])
     merged_ids = sorted({*(i for m in members for i in m.merged_ids), *(m.id for m in members)} - {keep})
     update: dict[str, Any] = {"sources": merge_sources(s for m in members for s in m.sources), "stats": stats,
                               "merged_ids": merged_ids}
@@ -197,4 +199,13 @@ def _merged(keep: str, old: dict[str, Memory], new: list[Memory], members: list[
         released = sorted({r for m in old.values() for r in m.released})
         if released and set(base.flagged) <= set(released):
             update.update(flagged=[], released=released)
-    return base.model_copy(update=update)
+        # the same content under a smaller id must not escape the stored one's quarantine or archive
+        quarantined = sorted({r for m in old.values() for r in m.quarantined})
+        if quarantined:
+            update["quarantined"] = sorted({*base.quarantined, *quarantined})
+        archived = next((m.archived for m in old.values() if m.archived), "")
+        if archived and not base.archived:
+            update["archived"] = archived
+    kept = base.model_copy(update=update)
+    kept._stored_stats = None  # its stats are now the merged stored counts
+    return kept

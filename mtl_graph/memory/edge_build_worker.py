@@ -73,7 +73,8 @@ def apply_write(q: Any, shard: Any, config: dict[str, Any], message: tuple) -> b
         shard.update(q.UpdateOperation.upsert_points(points_of(q, config, *message[1:])))
     elif kind == "payload":
         try:
-            shard.update(q.UpdateOperation.overwrite_payload([message[1]], message[2]))
+            key = message[3] if len(message) > 3 else None
+            shard.update(q.UpdateOperation.set_payload([message[1]], message[2], key=key))
         except Exception:  # the point was deleted after its payload changed: the delete follows in order
             pass
     elif kind == "delete":

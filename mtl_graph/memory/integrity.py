@@ -155,8 +155,8 @@ class GuardedStore:
             self._call("deleting", self.inner.delete, ids)
             self._after_write(adds=False)
 
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        self._call("writing", self.inner.set_payload, point_id, payload)
+    def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
+        self._call("writing", self.inner.set_payload, point_id, payload, key)
 
     def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         return self._call("reading", self.inner.retrieve, ids, with_dense)

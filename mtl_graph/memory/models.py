@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Annotated, Any, Iterator, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 
 MAX_SHORT = 300
 MAX_TEXT = 4_000
@@ -50,7 +50,8 @@ class MemoryType(StrEnum):
     INSIGHT = "insight"
 
 
-NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids"}
+NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
+               "quarantine_baseline", "archived", "consolidated_from"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -74,21 +75,50 @@ class Provenance(BaseModel):
     """The model that ran the source task."""
     distill_model: str | None = None
     """The model that distilled the run into this memory (None when built without a model call)."""
+    cited: list[str] = Field(default_factory=list, max_length=50)
+    """Ids of the memories the source run cited ("Using Memory N"): this memory descends from them."""
     created_at: datetime = Field(default_factory=_now)
     """When the memory was made."""
 
 
 class UsageStats(BaseModel):
-    """How often a memory was retrieved, and how those runs ended."""
+    """A memory's record: how often it was shown to an agent, how often the agent cited it, how those runs ended.
+
+    Read from a pool, it is the memory's stored counts (an import's, a consolidation's sums) plus one entry per
+    credited run (see memory/record.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
     retrieved: int = Field(default=0, ge=0)
-    """Times retrieved into a run."""
+    """Times shown to an agent (retrieved into a credited run)."""
     retrieved_success: int = Field(default=0, ge=0)
-    """Times retrieved into a run judged successful."""
+    """Times shown in a run judged successful."""
     retrieved_failure: int = Field(default=0, ge=0)
-    """Times retrieved into a run judged failed."""
+    """Times shown in a run judged failed."""
+    cited: int = Field(default=0, ge=0)
+    """Times the agent named it ("Using Memory N") in a credited run."""
+    cited_success: int = Field(default=0, ge=0)
+    """Times cited in a run judged successful."""
+    cited_failure: int = Field(default=0, ge=0)
+    """Times cited in a run judged failed."""
+    by_judge: int = Field(default=0, ge=0)
+    """Credited runs whose verdict came from an LLM judge rather than tests (weaker evidence)."""
+    shown_since_cited: int = Field(default=0, ge=0)
+    """Times shown, uncited, since it was last cited (or ever): what ranking decay counts."""
+    last_shown: datetime | None = None
+    """When it was last shown in a credited run."""
+
+    def plus(self, other: "UsageStats") -> "UsageStats":
+        """Both records summed (shown_since_cited: the later one's run continues the earlier's)."""
+        counts = {name: getattr(self, name) + getattr(other, name) for name in COUNTS}
+        last = max((t for t in (self.last_shown, other.last_shown) if t is not None), default=None)
+        return UsageStats(**counts, shown_since_cited=other.shown_since_cited + (
+            self.shown_since_cited if other.cited == 0 else 0), last_shown=last)
+
+
+COUNTS = ("retrieved", "retrieved_success", "retrieved_failure", "cited", "cited_success", "cited_failure",
+          "by_judge")
+"""The UsageStats fields that add up across runs and merged memories."""
 
 
 class _MemoryBase(BaseModel):
@@ -108,6 +138,25 @@ class _MemoryBase(BaseModel):
     """The screening reasons a person overrode with `mtl memories release` (the memory is retrievable again)."""
     merged_ids: list[str] = Field(default_factory=list, max_length=100_000)
     """Content ids of near-duplicates merged into this memory: `get` and credit still find it by them."""
+    quarantined: list[str] = Field(default_factory=list, max_length=50)
+    """Why the online loop stopped serving it (its cited runs failed, or it descends from such a memory), with
+    the evidence; empty when it is not quarantined. Released by a person (`mtl memories release`)."""
+    quarantine_released: list[str] = Field(default_factory=list, max_length=50)
+    """Quarantine reasons a person overrode (the memory is served again)."""
+    quarantine_baseline: UsageStats | None = None
+    """Its record when a person released it: quarantine judges only the evidence gathered after that."""
+    archived: str = ""
+    """Why it is kept but never retrieved (merged by consolidation, pruned as stale); empty when live."""
+    consolidated_from: list[str] = Field(default_factory=list, max_length=10_000)
+    """The archived memories a consolidation merged into this one."""
+    _stored_stats: UsageStats | None = PrivateAttr(default=None)
+    """Read from a pool: the counts its JSON holds, before the pool's credit entries were added (record.py)."""
+
+    @property
+    def status(self) -> str:
+        """active, flagged (screening), quarantined (the online loop) or archived (consolidated / pruned)."""
+        return "archived" if self.archived else "quarantined" if self.quarantined else \
+            "flagged" if self.flagged else "active"
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:

@@ -29,13 +29,15 @@ from mtl_graph.memory.models import (
     memory_type_of,
     parse_memory,
 )
+from mtl_graph.memory.pool_lifecycle import CreditReport, LifecycleOps, Retrieval
 from mtl_graph.memory.query_cache import QueryVectorCache
+from mtl_graph.memory.record import CREDIT_KEY, stored_stats, with_record
 from mtl_graph.memory.screen import released, rescreened
 from mtl_graph.memory.search import ranked_search
 from mtl_graph.memory.storage import Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
-           "EmbeddingMismatchError"]
+           "EmbeddingMismatchError", "CreditReport", "Retrieval"]
 
 
 @dataclass
@@ -60,8 +62,11 @@ class ImportReport:
 
 
 def _payload(memory: Memory) -> dict[str, Any]:
+    """A memory's payload (the credit entries are written beside it, never here: see memory/record.py)."""
+    data = memory.model_dump(mode="json")
+    data["stats"] = stored_stats(memory).model_dump(mode="json")
     return {
-        "memory": memory.model_dump(mode="json"),
+        "memory": data,
         "type": memory.type,
         "outcome": memory.outcome.value,
         "domains": memory.domains,
@@ -70,13 +75,15 @@ def _payload(memory: Memory) -> dict[str, Any]:
         "dedup_key": dedup_key(memory),
         "merged_ids": memory.merged_ids,
         "flagged": "true" if memory.flagged else "false",
+        "status": "archived" if memory.archived else "quarantined" if memory.quarantined else "active",
+        "derived_from": sorted({i for s in memory.sources for i in s.cited}),
     }
 
 
 def _memory_of(hit: RawHit) -> Memory:
     """The memory a stored point holds; a point that is not one is a clear error, not a crash deep inside."""
     try:
-        return parse_memory(hit.payload["memory"])
+        return with_record(parse_memory(hit.payload["memory"]), hit.payload)
     except (KeyError, TypeError, ValidationError) as exc:
         detail = first_validation_error(exc) if isinstance(exc, ValidationError) else "no memory in its payload"
         raise PoolError(f"point {hit.id} in the pool is not a valid memory ({detail})") from None
@@ -84,18 +91,20 @@ def _memory_of(hit: RawHit) -> Memory:
 
 def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | None, exclude_domains: Iterable[str],
                        exclude_task_ids: Iterable[str], only_ids: Iterable[str] | None,
-                       include_flagged: bool) -> Conditions:
-    """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening."""
+                       include_flagged: bool, include_quarantined: bool = True) -> Conditions:
+    """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening and the
+    lifecycle's statuses (archived memories are never retrieved; quarantined ones not with the lifecycle on)."""
     equals = {name: str(value) for name, value in
               (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value))
               if value}
     excludes = {"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)}
     if not include_flagged:  # "must not be flagged": points written before screening existed still match
         excludes["flagged"] = ["true"]
+    excludes["status"] = ["archived"] if include_quarantined else ["archived", "quarantined"]
     return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
 
 
-class MemoryPool:
+class MemoryPool(LifecycleOps):
     """Add, search and manage memories. Open with `MemoryPool.open(location)`."""
 
     _open_pools: dict[str, "MemoryPool"] = {}
@@ -194,7 +203,8 @@ class MemoryPool:
         with self._write_lock:
             texts = list(dict.fromkeys(m.key_text() for m in items))  # runs of one task share a key: embed it once
             vectors = dict(zip(texts, self._embed(texts)))
-            plan = plan_merges(items, self._stored_like(items, vectors))
+            credits: dict[str, dict[str, Any]] = {}
+            plan = plan_merges(items, self._stored_like(items, vectors, credits))
             new = [m for m in plan.write if m.id not in plan.stored_ids]
             if new:
                 self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), _payload(m))
@@ -206,11 +216,23 @@ class MemoryPool:
             for memory in plan.write:
                 if memory.id in plan.stored_ids:
                     self.store.set_payload(memory.id, _payload(memory))
+            self._move_credit(plan.write, plan.delete, credits)
             if plan.delete:
                 self.store.delete(plan.delete)
         return plan.report
 
-    def _stored_like(self, items: list[Memory], vectors: dict[str, list[float]]) -> dict[str, dict[str, Memory]]:
+    def _move_credit(self, kept: list[Memory], deleted: list[str], credits: dict[str, dict[str, Any]]) -> None:
+        """The credit entries of memories merged away join the memory that absorbed them (before they go)."""
+        for memory in kept:
+            moved: dict[str, Any] = {}
+            for absorbed in memory.merged_ids:
+                if absorbed in deleted:
+                    moved.update(credits.get(absorbed, {}))
+            if moved:
+                self.store.set_payload(memory.id, moved, key=CREDIT_KEY)
+
+    def _stored_like(self, items: list[Memory], vectors: dict[str, list[float]],
+                     credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
         """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
 
         The lookup is an exact filter on the indexed dedup key; the item's own vector only orders the candidates.
@@ -222,20 +244,9 @@ class MemoryPool:
         for hit in [*(h for hits in found for h in hits), *self.store.retrieve(list({m.id for m in items}))]:
             memory = _memory_of(hit)
             stored.setdefault(dedup_key(memory), {})[memory.id] = memory
+            if isinstance(hit.payload.get(CREDIT_KEY), dict):
+                credits[hit.id] = hit.payload[CREDIT_KEY]
         return stored
-
-    def update_stats(self, ids: Iterable[str], outcome: Outcome | str) -> None:
-        """Count one retrieval of each memory into a run that ended with `outcome`."""
-        outcome = Outcome(outcome)
-        with self._write_lock:
-            for hit in self._retrieve(list(dict.fromkeys(ids))):
-                memory = _memory_of(hit)
-                stats = memory.stats.model_copy()
-                stats.retrieved += 1
-                stats.retrieved_success += outcome == Outcome.SUCCESS
-                stats.retrieved_failure += outcome == Outcome.FAILURE
-                memory.stats = stats
-                self.store.set_payload(hit.id, _payload(memory))
 
     def delete(self, memory_id: str) -> bool:
         """Delete one memory; False when it was not there."""
@@ -250,11 +261,24 @@ class MemoryPool:
         return [m for m in self if m.flagged]
 
     def release(self, memory_id: str) -> Memory | None:
-        """Re-admit a flagged memory to retrieval (its reasons move to `released`); None when it is not there."""
+        """Re-admit a flagged or quarantined memory to retrieval (screening reasons move to `released`, quarantine
+        reasons to `quarantine_released`, with the record so far as the baseline); None when it is not there."""
         with self._write_lock:
             memory = self.get(memory_id)
             if memory is not None and memory.flagged:
                 memory = released(memory)
+                self.store.set_payload(memory.id, _payload(memory))
+            if memory is not None and memory.quarantined:
+                self.release_quarantine(memory)
+                memory = self.get(memory.id)
+            return memory
+
+    def archive(self, memory_id: str, why: str) -> Memory | None:
+        """Keep a memory with its record but never retrieve it again (consolidated, pruned); None when absent."""
+        with self._write_lock:
+            memory = self.get(memory_id)
+            if memory is not None and not memory.archived:
+                memory = memory.model_copy(update={"archived": why.strip() or "archived"})
                 self.store.set_payload(memory.id, _payload(memory))
             return memory
 
@@ -303,11 +327,13 @@ class MemoryPool:
             yield _memory_of(hit)
 
     def stats(self) -> dict[str, dict[str, int]]:
-        """Counts by type, domain, outcome and screening (flagged memories are not retrieved)."""
-        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}}
+        """Counts by type, domain, outcome, screening (flagged memories are not retrieved) and status (active,
+        flagged, quarantined, archived: only active ones are retrieved with the lifecycle on)."""
+        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}, "status": {}}
         for memory in self:
             screening = "flagged" if memory.flagged else "retrievable"
             out["screening"][screening] = out["screening"].get(screening, 0) + 1
+            out["status"][memory.status] = out["status"].get(memory.status, 0) + 1
             out["type"][memory.type] = out["type"].get(memory.type, 0) + 1
             out["outcome"][memory.outcome.value] = out["outcome"].get(memory.outcome.value, 0) + 1
             for domain in memory.domains or ["(none)"]:
@@ -318,7 +344,7 @@ class MemoryPool:
                exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
                outcome: Outcome | str | None = None, hybrid: bool = True,
                min_score: float | None = None, only_ids: Iterable[str] | None = None,
-               include_flagged: bool = False) -> list[SearchHit]:
+               include_flagged: bool = False, include_quarantined: bool = True) -> list[SearchHit]:
         """Top-k memories for a query. Hybrid: dense + BM25, BM25 weighing in for identifiers (memory/search.py).
 
         exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
@@ -329,11 +355,21 @@ class MemoryPool:
             raise ValueError("search query is empty")
         if k <= 0:
             return []
-        where = _search_conditions(type, outcome, exclude_domains, exclude_task_ids, only_ids, include_flagged)
+        where = _search_conditions(type, outcome, exclude_domains, exclude_task_ids, only_ids, include_flagged,
+                                   include_quarantined)
         dense = self.query_vector(query)
         sparse = self._sparse(query, query=True) if hybrid else None
         ranked = ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query)
         return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
+
+    def _search_where(self, type: MemoryType | str | None, filters: dict[str, Any]) -> Conditions:
+        """The filter `search` would use for these arguments, quarantined memories left out."""
+        return _search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
+                                  filters.get("exclude_task_ids", ()), filters.get("only_ids"),
+                                  filters.get("include_flagged", False), False)
+
+    _memory_of = staticmethod(_memory_of)
+    _payload = staticmethod(_payload)
 
     def query_vector(self, query: str) -> list[float]:
         """The query's vector, from the pool's LRU cache when it was asked before (or embedded ahead)."""

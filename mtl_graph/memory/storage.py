@@ -30,7 +30,8 @@ from mtl_graph.memory.edge_rebuild import (
 
 DENSE = "dense"
 SPARSE = "bm25"
-INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models", "dedup_key", "flagged", "merged_ids")
+INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models", "dedup_key", "flagged", "merged_ids",
+                  "status", "derived_from")
 RRF_K = 60
 """Reciprocal rank fusion constant: a point at 0-based rank r of a fused list contributes 1 / (RRF_K + r)."""
 HNSW_EF = 400
@@ -72,7 +73,7 @@ class Store(Protocol):
     """What MemoryPool needs from an engine."""
 
     def upsert(self, points: list[StoredPoint]) -> None: ...
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None: ...
+    def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None: ...
     def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]: ...
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
@@ -140,8 +141,9 @@ class ClientStore:
             ],
         )
 
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        self.client.overwrite_payload(self.collection, payload=payload, points=[point_id])
+    def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
+        # Merge, not overwrite: keys another writer added (a run's credit entry) survive a rewrite of the memory.
+        self.client.set_payload(self.collection, payload=payload, points=[point_id], key=key)
 
     def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         records = self.client.retrieve(self.collection, ids=ids, with_payload=not with_dense,
@@ -278,8 +280,10 @@ class EdgeStore:
             for p in points
         ]), journal_entry(points), len(points))
 
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        self._write(self._q.UpdateOperation.overwrite_payload([point_id], payload), ("payload", point_id, payload))
+    def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
+        # Merge, not overwrite: keys another writer added (a run's credit entry) survive a rewrite of the memory.
+        self._write(self._q.UpdateOperation.set_payload([point_id], payload, key=key),
+                    ("payload", point_id, payload, key))
 
     def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         """Points by id: payloads, or (with_dense) dense vectors alone."""
