@@ -69,3 +69,6 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
                    f"{report.readable} readable memories (the damaged copy is kept)")
     else:
         typer.echo("ok" + (": nothing to repair" if repair else ""))
+from mtl_graph.memory.snapshot_commands import diff_cmd, snapshot_app  # noqa: E402 - typer only, as above
+pool_app.add_typer(snapshot_app, name="snapshot")
+pool_app.command("diff")(diff_cmd)

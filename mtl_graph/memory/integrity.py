@@ -174,6 +174,16 @@ class GuardedStore:
                     return
             yield hit
 
+    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]:
+        points = self._call("reading", self.inner.scroll_points, batch)
+        while True:
+            with engine_errors(self.where, "reading", self.hint):
+                try:
+                    point = next(points)
+                except StopIteration:
+                    return
+            yield point
+
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
         return self._call("searching", self.inner.query, requests)
 

@@ -78,6 +78,7 @@ class Store(Protocol):
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
     def scroll(self, batch: int = 256) -> Iterator[RawHit]: ...
+    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]: ...
     def query(self, requests: list["QuerySpec"]) -> list[list[RawHit]]: ...
     def optimize(self, wait: bool = False) -> None: ...
     def close(self) -> None: ...
@@ -163,6 +164,19 @@ class ClientStore:
             records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True)
             for r in records:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
+            if offset is None:
+                return
+
+    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]:
+        """Every point whole: payload, dense and sparse vectors (snapshots)."""
+        offset = None
+        while True:
+            records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True,
+                                                 with_vectors=True)
+            for r in records:
+                sparse = (r.vector or {}).get(SPARSE)
+                yield StoredPoint(str(r.id), list(r.vector[DENSE]), (list(sparse.indices), list(sparse.values))
+                                  if sparse is not None else ([], []), r.payload or {})
             if offset is None:
                 return
 
@@ -320,6 +334,14 @@ class EdgeStore:
         for records in self._scroll(batch, vectors=False):
             for r in records:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
+
+    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]:
+        """Every point whole: payload, dense and sparse vectors (snapshots)."""
+        for records in self._scroll(batch, vectors=True):
+            for r in records:
+                sparse = r.vector.get(SPARSE)
+                yield StoredPoint(str(r.id), list(r.vector[DENSE]), (list(sparse.indices), list(sparse.values))
+                                  if sparse is not None else ([], []), r.payload or {})
 
     def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:
         for records in self._scroll(batch, vectors=True):
