@@ -92,6 +92,10 @@ class PipelineKnobs(BaseModel):
     """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
     only_ids: Annotated[Optional[list[str]], Flags(("--only-id",))] = None
     """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
+    lifecycle: Annotated[Literal["on", "off"], Flags(("--lifecycle",))] = "on"
+    """The online loop: re-rank by utility, a relevance floor, quarantine (off, or --paper: the research's top-k)."""
+    relevance_floor: Annotated[Optional[float], Field(ge=-1.0, le=1.0)] = None
+    """Cosine similarity under which a memory is not injected (unset: calibrated from the pool; lifecycle on)."""
     re_retrieve: bool = False
     """Retrieve once more, matched to the error, when a test run fails mid-task (off: the paper's protocol)."""
     judge_also: bool = False

@@ -27,12 +27,16 @@ def run_task(
     sandbox: SandboxOption = None,
     json_out: JsonOption = False,
     approve_commands: ApproveOption = False,
+    paper: Annotated[bool, typer.Option("--paper", help="The research's retrieval: top-k by similarity, no "
+                                        "re-ranking, floor or quarantine (same as --lifecycle off).")] = False,
     run: Any = None,
 ) -> None:
     """Run one task through plan -> retrieve -> execute -> judge -> distill -> write back, streaming progress.
 
     Every run setting is a flag here, else its MTL_* environment variable, else the graph's default. With
     --approve-commands or --review-memories the run waits for your answers on the terminal."""
+    if paper:
+        run = run.model_copy(update={"lifecycle": "off"})
     if not run.model:
         from mtl_graph.chat import NO_MODEL
 

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from mtl_graph.memory.lifecycle import LifecycleConfig
+
 from mtl_graph.run_settings import (AGENT_KNOBS, MTLContext, RunSettings, SettingsError, agent_config, as_context,
                                     merged)
 
@@ -36,8 +38,19 @@ class MTLConfig(RunSettings):  # type: ignore[misc,valid-type]
     """Plans longer than this (untrusted model output) are cut before being used as a query."""
     node_retry_attempts: int = Field(default=3, ge=1, le=10)
     """Attempts of a model-calling node (plan, judge, distill) when its provider fails transiently (429, 5xx)."""
+    lifecycle_settings: LifecycleConfig = Field(default_factory=LifecycleConfig)
+    """How the online loop ranks, floors, decays and quarantines (lifecycle on); relevance_floor overrides its floor."""
     node_retry_interval: float = Field(default=1.0, ge=0.0, le=600.0)
     """Seconds before a model-calling node's first retry; doubled before each next one."""
+
+
+def lifecycle_of(cfg: MTLConfig) -> LifecycleConfig | None:
+    """The run's lifecycle settings; None when the lifecycle is off (the research's retrieval)."""
+    if cfg.lifecycle == "off":
+        return None
+    if cfg.relevance_floor is None:
+        return cfg.lifecycle_settings
+    return cfg.lifecycle_settings.model_copy(update={"relevance_floor": cfg.relevance_floor})
 
 
 def effective(config: MTLConfig, context: Any) -> MTLConfig:

@@ -22,7 +22,8 @@ from langgraph.runtime import Runtime
 
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective
+from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
+from mtl_graph.graph.credit import write_run
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
@@ -31,7 +32,7 @@ from mtl_graph.experience.checks import CheckJudge
 from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
                                       timed)
-from mtl_graph.memory.dedup import AddReport, of_run
+from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.graph.retry import describe, provider_errors, retry_now
 from mtl_graph.graph.server_policy import PolicyError, ServerPolicy
@@ -155,15 +156,18 @@ class MTLNodes:
         except PolicyError as exc:
             return {"error": f"invalid task: {exc}", "retrieved": [], "memory_block": ""}
         try:
-            hits = self._pool().search(state["query"], type=cfg.memory_type, k=cfg.top_k, **exclusions(task, cfg))
+            found = self._pool().retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
+                                          lifecycle=lifecycle_of(cfg), **exclusions(task, cfg))
         except Exception as exc:
             return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
-        retrieved = [retrieved_record(h) for h in hits]
+        retrieved = [retrieved_record(h) for h in found.hits]
+        trace = {**found.trace(), "lifecycle": cfg.lifecycle}
         events.retrieved(retrieved)
-        block = ""
-        if hits:
-            block = memory_block([h.memory for h in hits], cfg.observation_chars)
-        return {"retrieved": retrieved, "memory_block": block}
+        events.emit("retrieval", **trace)
+        if not found.hits:
+            events.emit("no_memory_applies", floor=trace["floor"], candidates=len(found.candidates))
+        block = memory_block([h.memory for h in found.hits], cfg.observation_chars) if found.hits else ""
+        return {"retrieved": retrieved, "memory_block": block, "retrieval": trace}
 
     @timed("judge")
     def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
@@ -257,15 +261,7 @@ class MTLNodes:
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
             if cfg.online and not state.get("error"):
-                pool = self._pool()
-                results = pool.add_many(of_run(state.get("distilled") or [], state.get("run_id")))
-                update["new_memory_ids"] = [r.merged_into or r.id for r in results]
-                update["memories_written"] = results.summary()
-                events.written(results)
-                used = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
-                if verdict is not None and not verdict.is_error and not verdict.is_suspect and used:
-                    pool.update_stats(used, verdict.outcome)
-                    events.emit("credited", ids=used, outcome=verdict.outcome.value)
+                update.update(write_run(self._pool(), state, cfg, verdict))
         except Exception as exc:
             update["error"] = f"write back failed: {exc}"
         update["retrieved_ids"] = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
@@ -313,6 +309,7 @@ class MTLNodes:
             "tests_modified": verdict.tests_modified if verdict else [],
             "dropped": verdict.dropped if verdict else [], "suspicions": verdict.suspicions if verdict else [],
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
+            "retrieval": state.get("retrieval"), "credit": update.get("credit"),
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
             "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),

@@ -7,7 +7,7 @@ from typing import Any
 
 from mtl_graph.experience.trajectory import Step
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLConfig
+from mtl_graph.graph.context import MTLConfig, lifecycle_of
 from mtl_graph.graph.support import prompt
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
@@ -52,8 +52,8 @@ class MemoryRefresh:
         self.used = True
         query = f"{self.task.instruction[:1500]}\n\nA test run failed with:\n{step.observation[-1000:]}"
         try:
-            found = self.pool.search(query, type=self.cfg.memory_type, k=self.cfg.top_k + len(self.already),
-                                     **exclusions(self.task, self.cfg))
+            found = self.pool.retrieve(query, type=self.cfg.memory_type, k=self.cfg.top_k + len(self.already),
+                                       lifecycle=lifecycle_of(self.cfg), **exclusions(self.task, self.cfg)).hits
         except Exception as exc:  # a refresh is a bonus: never let it end the run
             events.warning(f"re-retrieval failed: {exc}")
             return None

@@ -28,6 +28,8 @@ class MTLState(TypedDict):
     query: NotRequired[str]
     retrieved: NotRequired[list[dict[str, Any]]]
     re_retrieved: NotRequired[list[dict[str, Any]]]
+    retrieval: NotRequired[dict[str, Any] | None]
+    credit: NotRequired[dict[str, Any] | None]
     memory_block: NotRequired[str]
     workspace: NotRequired[str]
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
@@ -58,6 +60,10 @@ class MTLOutput(TypedDict):
     retrieved: NotRequired[list[dict[str, Any]]]
     re_retrieved: NotRequired[list[dict[str, Any]]]
     retrieved_ids: NotRequired[list[str]]
+    retrieval: NotRequired[dict[str, Any] | None]
+    """Why these memories: every candidate with similarity, utility, rank before and after re-ranking, the floor."""
+    credit: NotRequired[dict[str, Any] | None]
+    """What the run credited: shown and cited memory ids, outcome, verdict source, quarantined, re-extracted."""
     new_memory_ids: NotRequired[list[str]]
     memories_written: NotRequired[dict[str, Any]]
     trajectory: NotRequired[dict[str, Any] | None]
@@ -77,7 +83,8 @@ def fresh_run_state() -> dict[str, Any]:
     previous run's retrievals, trajectory, verdict or messages: only memories retrieved in this run are credited.
     Reducer fields are cleared past their reducers (RemoveMessage for messages, Overwrite for timings)."""
     return {
-        "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "memory_block": "", "workspace": None,
+        "run_id": None, "query": None, "retrieved": [], "re_retrieved": [], "retrieval": None, "credit": None,
+        "memory_block": "", "workspace": None,
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
         "judge_verdict": None, "distilled": [], "distill_failures": [], "reviewed": None, "new_memory_ids": [],
         "error": None,

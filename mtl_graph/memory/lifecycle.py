@@ -63,6 +63,12 @@ class BaseRate:
     def rate(self) -> float:
         return (self.success + 1) / (self.success + self.failure + 2)  # Laplace: 0.5 for a pool never credited
 
+    def without(self, stats: UsageStats) -> float:
+        """The rate of the runs other memories were shown in: a memory is not compared with itself."""
+        success = max(0, self.success - stats.retrieved_success)
+        failure = max(0, self.failure - stats.retrieved_failure)
+        return (success + 1) / (success + failure + 2)
+
     def add(self, stats: UsageStats) -> None:
         self.success += stats.retrieved_success
         self.failure += stats.retrieved_failure

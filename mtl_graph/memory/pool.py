@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
@@ -102,6 +103,14 @@ def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | N
         excludes["flagged"] = ["true"]
     excludes["status"] = ["archived"] if include_quarantined else ["archived", "quarantined"]
     return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 class MemoryPool(LifecycleOps):
@@ -306,6 +315,7 @@ class MemoryPool(LifecycleOps):
 
     def _retrieve(self, ids: list[str]) -> list[RawHit]:
         """The stored points for ids, each once; an id merged into another memory finds that memory."""
+        ids = [i for i in ids if _is_uuid(i)]  # an id that is not a point id is simply not in the pool
         hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
         missing = [i for i in ids if i not in hits]
         if missing:  # any vector will do: the filter on the indexed alias list is exact

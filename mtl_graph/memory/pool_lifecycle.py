@@ -126,18 +126,18 @@ class LifecycleOps:
     def _quarantine_if_harmful(self, ids: list[str], cfg: LifecycleConfig) -> list[str]:
         if not ids:
             return []
-        base = self.base_rate().rate
+        rate = self.base_rate()
         out = []
         for memory in [self._memory_of(h) for h in self._retrieve(ids)]:
             if memory.quarantined or memory.archived:
                 continue
-            reason = quarantine_reason(memory, base, cfg)
+            reason = quarantine_reason(memory, rate.without(memory.stats), cfg)
             if reason is not None:
                 self.store.set_payload(memory.id, self._payload(memory.model_copy(update={"quarantined": [reason]})))
-                out += [memory.id, *self._quarantine_descendants(memory.id, base, cfg)]
+                out += [memory.id, *self._quarantine_descendants(memory.id, rate, cfg)]
         return out
 
-    def _quarantine_descendants(self, parent: str, base: float, cfg: LifecycleConfig) -> list[str]:
+    def _quarantine_descendants(self, parent: str, rate: BaseRate, cfg: LifecycleConfig) -> list[str]:
         """Memories distilled from runs that cited `parent` follow it, unless their own record clears them."""
         out, frontier, seen = [], [parent], {parent}
         while frontier:
@@ -146,7 +146,7 @@ class LifecycleOps:
                 if memory.id in seen or memory.archived:
                     continue
                 seen.add(memory.id)
-                if clears_itself(memory, base, cfg):
+                if clears_itself(memory, rate.without(memory.stats), cfg):
                     continue
                 reason = f"{DESCENDANT}{current} (distilled from a run that cited it)"
                 if reason not in memory.quarantined:
@@ -207,3 +207,39 @@ class LifecycleOps:
         order = rerank(candidates, records, k, floor, base, lifecycle)
         hits = [SearchHit(found[i].memory, found[i].score, found[i].similarity, found[i].retriever) for i in order]
         return Retrieval(hits, candidates, floor, source, base)
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's credit entries, oldest first: run, when, cited, outcome, who gave the verdict."""
+        from mtl_graph.memory.record import history
+
+        hits = self._retrieve([memory_id])
+        return history(hits[0].payload) if hits else []
+
+    def near_copies(self, memories: list[Memory], among: list[str], threshold: float) -> dict[int, str]:
+        """Which of `memories` (index -> id) are near copies of one of the `among` memories: same format, key
+        texts at least `threshold` similar. A run that distils what it was shown has learnt nothing new."""
+        if not memories or not among:
+            return {}
+        import numpy as np
+
+        stored = {h.id: h for h in self._retrieve(among)}
+        vectors = {h.id: h.dense for h in self.store.retrieve(list(stored), with_dense=True) if h.dense}
+        types = {i: h.payload.get("type") for i, h in stored.items()}
+        if not vectors:
+            return {}
+        keys = self._embed([m.key_text() for m in memories])
+        out = {}
+        for index, (memory, vector) in enumerate(zip(memories, keys)):
+            q = np.asarray(vector, dtype=np.float32)
+            q /= float(np.linalg.norm(q)) or 1.0
+            best, best_id = -1.0, None
+            for mid in sorted(vectors):
+                if types.get(mid) != memory.type:
+                    continue
+                v = np.asarray(vectors[mid], dtype=np.float32)
+                similarity = float(v @ q) / (float(np.linalg.norm(v)) or 1.0)
+                if similarity > best:
+                    best, best_id = similarity, mid
+            if best_id is not None and best >= threshold:
+                out[index] = best_id
+        return out

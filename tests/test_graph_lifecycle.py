@@ -1,0 +1,126 @@
+"""The loop through the real graph: citations credit what the agent used, copies are not re-extracted, the trace."""
+
+import json
+
+from langchain_core.messages import AIMessage
+
+from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.experience.citations import cited_ids, cited_numbers
+from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.graph import MTLContext, build_mtl_graph
+from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.tasks import Task
+
+TASK = Task(id="lc-fix", domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",
+            files={"calc.py": "def add(a, b):\n    return a - b\n",
+                   "check.py": "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n"},
+            check="python3 check.py")
+RERUN = InsightMemory(title="Rerun the check after the last edit",
+                      description="Before submitting a fix, run the task's check command once more.",
+                      content="Run the check after the final edit and read its output before submitting.",
+                      sources=[Provenance(domain="strings", source_task_id="s1")])
+READ = InsightMemory(title="Read the failing assertion first",
+                     description="When a check fails, read the assertion before editing code.",
+                     content="Open the check file and read the failing line before changing the code.",
+                     sources=[Provenance(domain="text", source_task_id="x1")])
+FIX = [bash_call("sed -i 's/a - b/a + b/' calc.py", thought="Using Memory 2: read check.py first. Memory 1 does "
+                 "not apply yet."), bash_call("python3 check.py"), submit_call("fixed add")]
+
+
+def insight_json(memory):
+    return AIMessage(json.dumps({"title": memory.title, "description": memory.description,
+                                 "content": memory.content}))
+
+
+def test_citations_credit_the_memory_used_and_the_trace_says_why(pool, tmp_path):
+    pool.add_many([RERUN, READ])
+    model = ScriptedChatModel(responses=[AIMessage("Plan: read the failing check, fix add, rerun the check."),
+                                         *FIX, insight_json(InsightMemory(title="Fix the operator",
+                                                                          description="A sum written as a minus.",
+                                                                          content="Replace - with + in add."))])
+    log = tmp_path / "runs.jsonl"
+    graph = build_mtl_graph(model, pool, top_k=2, run_log=log, relevance_floor=-1)
+    state = graph.invoke({"task": TASK})
+    assert state["verdict"]["status"] == "pass" and state["error"] is None
+    shown = [r["id"] for r in state["retrieved"]]
+    assert set(shown) == {RERUN.id, READ.id}
+    number_of_read = shown.index(READ.id) + 1
+    assert state["credit"]["shown"] == shown
+    cited = [READ.id] if number_of_read == 2 else [RERUN.id]  # "Memory 2" is whatever the prompt numbered 2
+    assert state["credit"]["cited"] == cited and state["credit"]["verdict_by"] == "tests"
+    used, other = pool.get(cited[0]).stats, pool.get(next(i for i in shown if i not in cited)).stats
+    assert (used.cited_success, used.retrieved) == (1, 1) and (other.cited, other.retrieved_success) == (0, 1)
+    new = pool.get(state["new_memory_ids"][0])
+    assert new.sources[0].cited == cited  # it descends from the memory the run followed
+    record = json.loads(log.read_text().splitlines()[-1])
+    assert record["credit"]["cited"] == cited
+    trace = record["retrieval"]
+    assert trace["lifecycle"] == "on" and trace["floor"] == -1 and trace["injected"] == shown
+    assert {c["id"] for c in trace["candidates"]} == {RERUN.id, READ.id}
+    assert all({"similarity", "utility", "rank_before", "rank_after"} <= set(c) for c in trace["candidates"])
+
+
+def test_a_distilled_copy_of_a_shown_memory_credits_it_instead(pool):
+    pool.add(RERUN)
+    model = ScriptedChatModel(responses=[AIMessage("Plan: fix add and rerun the check."), *FIX,
+                                         insight_json(RERUN.model_copy(update={"title": "Rerun the check after "
+                                                                                        "your last edit"}))])
+    state = build_mtl_graph(model, pool, top_k=1, relevance_floor=-1).invoke({"task": TASK})
+    assert state["verdict"]["status"] == "pass"
+    assert state["new_memory_ids"] == [] and pool.count() == 1
+    assert list(state["credit"]["re_extracted"].values()) == [RERUN.id]
+    assert pool.get(RERUN.id).stats.cited_success == 1  # the copy counts as using it
+
+
+def test_an_unrelated_task_gets_no_memory_and_the_events_say_so(pool):
+    pool.add_many([RERUN, READ])
+    poem = Task(id="poem", domain="text", instruction="Write a haiku about autumn rain into poem.txt.")
+    model = ScriptedChatModel(responses=[AIMessage("Plan: write three lines about rain in autumn."),
+                                         bash_call("printf 'rain\\n' > poem.txt"), submit_call("done")])
+    events = []
+    graph = build_mtl_graph(model, pool, top_k=2, online=False, judge=_Pass())
+    for mode, chunk in graph.stream({"task": poem}, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            state = chunk
+    assert state["retrieved"] == [] and state["memory_block"] == ""
+    assert any(e["kind"] == "no_memory_applies" for e in events)
+    paper = build_mtl_graph(ScriptedChatModel(responses=[AIMessage("Plan: rain."), submit_call("done")]), pool,
+                            top_k=2, online=False, judge=_Pass())
+    assert len(paper.invoke({"task": poem}, context=MTLContext(lifecycle="off"))["retrieved"]) == 2
+
+
+class _Pass:
+    def judge(self, trajectory):
+        from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+
+        return Verdict(status=VerdictStatus.PASS, source="judge", reason="ok")
+
+
+PHRASES_CITING = ["Using Memory {n}.", "using memory {n}", "Following Memory {n}'s advice, I", "As memory #{n} "
+                  "suggests,", "Per Memory no. {n}:", "I'll apply **Memory {n}**", "Based on memory {n} I rerun",
+                  "Memory {n} applies here", "USING MEMORY {n}", "Using Memory\u00a0{n}", "Using Memory\u200b {n}"]
+PHRASES_DECLINING = ["Memory {n} does not apply.", "Ignoring memory {n}", "I won't use Memory {n}",
+                     "Memory {n} is irrelevant here", "Instead of Memory {n}, I", "memory {n} doesn't fit",
+                     "Memory {n} seems misleading", "Without memory {n}", "I disregard Memory {n}"]
+
+
+def test_citation_phrasings_are_read_as_a_class():
+    for template in PHRASES_CITING:
+        for n, shown in ((1, "1"), (2, "2"), (3, "３"), (2, "two")):
+            assert cited_numbers([template.format(n=shown)]) == {n}, template.format(n=shown)
+    for template in PHRASES_DECLINING:
+        for shown in ("1", "2", "３"):
+            assert cited_numbers([template.format(n=shown)]) == set(), template.format(n=shown)
+    assert cited_numbers(["Memories 1 and 3 apply; memory 2 does not."]) == {1, 3}
+    assert cited_numbers(["memorycard 4", "the memory was 2 GB", "no memory applies"]) == set()
+
+
+def test_only_the_agents_words_cite_and_numbers_map_to_what_was_shown():
+    trajectory = Trajectory(task=TASK.ref(), steps=[
+        Step(reasoning="Using Memory 2 and memory 7.", action="cat notes.txt",
+             observation="Using Memory 1 says the file"),  # command output cites nothing
+    ], submission="Done, as Memory 2 said.")
+    assert cited_ids(trajectory, ["a", "b", "c"]) == ["b"]  # 7 was never shown
+    assert cited_ids(trajectory, []) == [] and cited_ids(None, ["a"]) == []
