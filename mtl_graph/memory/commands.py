@@ -72,3 +72,5 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
 from mtl_graph.memory.snapshot_commands import diff_cmd, snapshot_app  # noqa: E402 - typer only, as above
 pool_app.add_typer(snapshot_app, name="snapshot")
 pool_app.command("diff")(diff_cmd)
+from mtl_graph.memory.consolidate_commands import consolidate_cmd, prune_cmd  # noqa: E402 - typer only, as above
+pool_app.command("consolidate")(consolidate_cmd); pool_app.command("prune")(prune_cmd)  # noqa: E702
