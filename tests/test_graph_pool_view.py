@@ -70,11 +70,53 @@ def test_listing_filters_and_flagged_memories(pool):
     ({"k": "many"}, "invalid k"),
     ({"format": "poem"}, "invalid format"),
     ({"exclude_domains": "strings"}, "invalid exclude_domains"),
+    ({"status": "poisoned"}, "invalid status"),
 ])
 def test_bad_input_is_one_error_line(pool, bad, message):
     pool, _ = pool
     out = build_pool_view(pool).invoke(bad)
     assert out["hits"] == [] and out["error"].startswith(message) and "\n" not in out["error"]
+
+
+def test_status_record_utility_and_quarantine_reasons(pool):
+    from mtl_graph.memory.lifecycle import LifecycleConfig
+    from mtl_graph.memory.record import Use
+
+    pool, held = pool
+    by_key = {m.key_text(): m for m in pool}
+    good = by_key["Run the unit tests after every edit. Run the unit tests after every edit (learned on strings)."]
+    bad = next(m for k, m in by_key.items() if k.startswith("Keep the output format"))
+    trajectory = next(m for m in by_key.values() if m.type == "trajectory")
+    strict = LifecycleConfig(quarantine_min_cited=2)
+    for i in range(6):
+        pool.credit(f"good-{i}", [Use(good.id, True)], "success", "tests", lifecycle=strict)
+    for i in range(2):
+        report = pool.credit(f"bad-{i}", [Use(bad.id, True)], "failure", "tests", lifecycle=strict)
+    assert report.quarantined == [bad.id]
+    pool.archive(trajectory.id, "pruned as stale")
+    view = build_pool_view(pool)
+
+    out = view.invoke({"status": "quarantined"})
+    assert out["error"] is None and [h["id"] for h in out["hits"]] == [bad.id]
+    hit, stats = out["hits"][0], out["stats"]
+    assert hit["status"] == "quarantined" and hit["quarantined"][0].startswith("harmful: cited in 2 judged runs")
+    assert hit["stats"]["cited_failure"] == 2 and hit["evidence"] == 2.0
+    assert stats["base_rate"] == {"rate": 0.7, "success": 6, "failure": 2} and hit["utility"] < 0.7
+    assert stats["status"] == {"active": 2, "flagged": 1, "quarantined": 1, "archived": 1}
+    assert stats["quarantined"] == 1 and stats["flagged"] == 1
+
+    listed = {h["id"]: h for h in view.invoke({"k": 50})["hits"]}
+    assert trajectory.id not in listed and held.id not in listed and listed[bad.id]["status"] == "quarantined"
+    assert listed[good.id]["status"] == "active" and listed[good.id]["utility"] > 0.7
+    assert [h["id"] for h in view.invoke({"status": "archived"})["hits"]] == [trajectory.id]
+    assert view.invoke({"status": "archived"})["hits"][0]["archived"] == "pruned as stale"
+
+    found = view.invoke({"query": "output format the tests expect", "status": "quarantined"})["hits"]
+    assert [h["id"] for h in found] == [bad.id] and "similarity" in found[0]
+    active = view.invoke({"query": "output format the tests expect", "status": "active", "k": 5})["hits"]
+    assert active and {h["status"] for h in active} == {"active"}
+    assert [h["id"] for h in view.invoke({"query": "sum a column", "status": "archived"})["hits"]] == [trajectory.id]
+    assert [h["id"] for h in view.invoke({"status": "flagged"})["hits"]] == [held.id]
 
 
 def test_the_studio_module_opens_the_pool_lazily_and_shares_the_mtl_graphs_handle(embeddings, tmp_path,

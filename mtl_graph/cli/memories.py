@@ -1,4 +1,5 @@
-"""`mtl memories ...`: add, import, search, list, show, delete, stats, export, flagged, release, screen."""
+"""`mtl memories ...`: add, import, search, list, delete, stats, export, flagged, screen; show, quarantined and
+release (a memory's status, record and history) are in memories_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import typer
 from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool
 
 memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
-                                "flagged, release, screen.",
+                                "flagged, quarantined, release, screen.",
                            no_args_is_help=True)
 app.add_typer(memories_app, name="memories")
+
+STATUSES = ("active", "flagged", "quarantined", "archived")
+"""A memory's status (Memory.status): only active memories are served with the online loop on."""
 
 
 def _memory_row(memory) -> tuple[str, str, str, str, str]:
@@ -21,6 +25,25 @@ def _memory_row(memory) -> tuple[str, str, str, str, str]:
 
     return (memory.id[:8], memory.type, memory.outcome.value, escape(",".join(memory.domains) or "-"),
             escape(memory.key_text()[:80]))
+
+
+def _status_of(value: str | None) -> str | None:
+    """A --status value checked, with one clear line for one that is not a status."""
+    if value is None:
+        return None
+    status = value.strip().lower()
+    if status not in STATUSES:
+        fail(f"unknown status {value!r}; expected one of: {', '.join(STATUSES)}")
+    return status
+
+
+def _type_of(value: str | None) -> str | None:
+    from mtl_graph.memory.models import memory_type_of
+
+    try:
+        return None if value is None else memory_type_of(value).value
+    except ValueError as exc:
+        fail(str(exc))
 
 
 @memories_app.command("add")
@@ -133,23 +156,32 @@ def memories_search(
 @memories_app.command("list")
 def memories_list(
     type: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this format.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", "-s", help="Only this status: active, flagged, quarantined, archived.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Archived memories too (hidden otherwise).")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
     json_out: JsonOption = False,
     pool: PoolOption = None,
 ) -> None:
-    """List memories in the pool."""
+    """List memories in the pool with their status (archived ones only with --status archived or --all)."""
     from itertools import islice
 
+    type, status = _type_of(type), _status_of(status)
+
+    def wanted(m) -> bool:
+        if type is not None and m.type != type:
+            return False
+        return m.status == status if status is not None else all_ or m.status != "archived"
+
     with open_pool(pool) as opened:
-        chosen = list(islice((m for m in opened if type is None or m.type == type), limit))
+        chosen = list(islice(filter(wanted, opened), limit))
     if json_out:
-        typer.echo(json.dumps([m.model_dump(mode="json") for m in chosen], indent=2))
+        typer.echo(json.dumps([{**m.model_dump(mode="json"), "status": m.status} for m in chosen], indent=2))
         return
     from rich.table import Table
 
-    table = Table("id", "type", "outcome", "domains", "key")
+    table = Table("id", "type", "outcome", "domains", "key", "status")
     for memory in chosen:
-        table.add_row(*_memory_row(memory))
+        table.add_row(*_memory_row(memory), memory.status)
     console().print(table)
 
 
@@ -165,27 +197,6 @@ def _resolve_id(opened, prefix: str):
     return memory
 
 
-@memories_app.command("show")
-def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
-                  json_out: JsonOption = False, pool: PoolOption = None) -> None:
-    """Show one memory with its provenance and usage stats."""
-    with open_pool(pool) as opened:
-        memory = _resolve_id(opened, memory_id)
-    if json_out:
-        typer.echo(memory.model_dump_json(indent=2))
-        return
-    out = console()
-    out.print(f"[bold]{memory.id}[/bold]  {memory.type}  outcome={memory.outcome.value}")
-    if memory.flagged:
-        out.print(f"[red]flagged (not retrieved):[/red] {'; '.join(memory.flagged)}")
-    out.print(memory.render(1), markup=False, highlight=False)  # memory text is data, never rich markup
-    s = memory.stats
-    out.print(f"retrieved {s.retrieved}× ({s.retrieved_success} in successful runs, {s.retrieved_failure} in failed)")
-    for src in memory.sources:
-        out.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
-                      f"distilled by={src.distill_model} run={src.run_id} at {src.created_at:%Y-%m-%d %H:%M}")
-
-
 @memories_app.command("delete")
 def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
                     pool: PoolOption = None) -> None:
@@ -198,11 +209,12 @@ def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or
 
 @memories_app.command("stats")
 def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> None:
-    """Counts by type, domain, outcome and screening (flagged memories are not retrieved)."""
+    """Counts by type, domain, outcome, screening and status; the base rate (runs shown memories that succeeded)."""
     with open_pool(pool) as opened:
-        stats, total = opened.stats(), opened.count()
+        stats, total, rate = opened.stats(), opened.count(), opened.base_rate()
+    base = {"rate": round(rate.rate, 4), "success": rate.success, "failure": rate.failure}
     if json_out:
-        typer.echo(json.dumps({"total": total, **stats}, indent=2))
+        typer.echo(json.dumps({"total": total, **stats, "base_rate": base}, indent=2))
         return
     from rich.table import Table
 
@@ -211,6 +223,8 @@ def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> Non
         for value, n in sorted(counts.items()):
             table.add_row(group, value, str(n))
     console().print(table)
+    typer.echo(f"base rate {rate.rate:.0%}: {rate.success} successful and {rate.failure} failed runs memories "
+               "were shown in")
 
 
 @memories_app.command("export")
@@ -241,20 +255,6 @@ def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None) -> N
     console().print(table)
 
 
-@memories_app.command("release")
-def memories_release(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
-                     json_out: JsonOption = False, pool: PoolOption = None) -> None:
-    """Re-admit a flagged memory to retrieval (after reading it: `mtl memories show ID`)."""
-    with open_pool(pool) as opened:
-        memory = _resolve_id(opened, memory_id)
-        was_flagged = bool(memory.flagged)
-        memory = opened.release(memory.id) or memory
-    if json_out:
-        typer.echo(json.dumps({"id": memory.id, "released": was_flagged, "reasons": memory.released}, indent=2))
-        return
-    typer.echo(f"released {memory.id}" if was_flagged else f"{memory.id} was not flagged; nothing to release")
-
-
 @memories_app.command("screen")
 def memories_screen(json_out: JsonOption = False, pool: PoolOption = None) -> None:
     """Screen every memory in the pool again (after a rules update, or for a pool written before screening)."""
@@ -264,3 +264,6 @@ def memories_screen(json_out: JsonOption = False, pool: PoolOption = None) -> No
         typer.echo(json.dumps({"newly_flagged": newly, "flagged": held}, indent=2))
         return
     typer.echo(f"{len(newly)} newly flagged, {held} flagged in all (see `mtl memories flagged`)")
+
+
+from mtl_graph.cli import memories_lifecycle  # noqa: E402,F401 - registers show, quarantined, release

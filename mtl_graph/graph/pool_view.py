@@ -14,8 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from mtl_graph.graph.support import open_default_pool
+from mtl_graph.memory.lifecycle import LifecycleConfig, evidence, utility
 from mtl_graph.memory.models import Memory
 from mtl_graph.memory.pool import MemoryPool, SearchHit
+
+Status = Literal["active", "flagged", "quarantined", "archived"]
 
 
 class PoolQuery(BaseModel):
@@ -37,6 +40,9 @@ class PoolQuery(BaseModel):
     """Also show memories write-time screening holds back from retrieval."""
     flagged_only: bool = False
     """List only the flagged memories (with their reasons)."""
+    status: Status | None = None
+    """Only memories with this status: active, flagged, quarantined or archived (flagged_only wins over it);
+    None: all but the archived ones (and the flagged ones unless include_flagged)."""
 
 
 class PoolViewInput(TypedDict):
@@ -49,6 +55,7 @@ class PoolViewInput(TypedDict):
     outcome: NotRequired[str | None]
     include_flagged: NotRequired[bool]
     flagged_only: NotRequired[bool]
+    status: NotRequired[str | None]
 
 
 class PoolViewOutput(TypedDict):
@@ -63,23 +70,43 @@ class PoolViewState(PoolViewInput, PoolViewOutput):
     """Input and output together."""
 
 
-def memory_view(memory: Memory, hit: SearchHit | None = None) -> dict[str, Any]:
-    """One memory as Studio shows it: what it says, where it came from, how it fared, whether it is held back."""
+def memory_view(memory: Memory, hit: SearchHit | None = None, base: float = 0.5) -> dict[str, Any]:
+    """One memory as Studio shows it: what it says, where it came from, how it fared (its record, its utility
+    against the pool's base rate `base` and the evidence behind it), and whether it is held back and why."""
+    cfg = LifecycleConfig()
     scores = {"score": hit.score, "similarity": hit.similarity, "retriever": hit.retriever} if hit else {}
     return {"id": memory.id, "type": memory.type, "key": memory.key_text(), "outcome": memory.outcome.value,
             "domains": memory.domains, "source_task_ids": memory.source_task_ids,
             "sources": [s.model_dump(mode="json") for s in memory.sources], **scores,
-            "stats": memory.stats.model_dump(mode="json"), "flagged": memory.flagged,
+            "status": memory.status, "stats": memory.stats.model_dump(mode="json"),
+            "utility": round(utility(memory.stats, base, cfg), 4), "evidence": round(evidence(memory.stats, cfg), 2),
+            "flagged": memory.flagged, "quarantined": memory.quarantined, "archived": memory.archived,
             "memory": memory.model_dump(mode="json")}
 
 
-def _listing(pool: MemoryPool, q: PoolQuery) -> list[dict[str, Any]]:
-    def wanted(m: Memory) -> bool:
-        return ((q.format is None or m.type == q.format) and (q.outcome is None or m.outcome.value == q.outcome)
-                and not set(m.domains) & set(q.exclude_domains)
-                and (bool(m.flagged) if q.flagged_only else q.include_flagged or not m.flagged))
+def _wanted(q: PoolQuery, m: Memory) -> bool:
+    if (q.format is not None and m.type != q.format) or (q.outcome is not None and m.outcome.value != q.outcome) \
+            or set(m.domains) & set(q.exclude_domains):
+        return False
+    if q.flagged_only:
+        return bool(m.flagged)
+    if q.status is not None:
+        return m.status == q.status
+    return m.status != "archived" and (q.include_flagged or not m.flagged)
 
-    return [memory_view(m) for m in islice(filter(wanted, pool), q.k)]
+
+def _search(pool: MemoryPool, q: PoolQuery, base: float) -> list[dict[str, Any]]:
+    only = None
+    if q.status is not None:  # the search runs among the memories with that status, whatever screening says
+        chosen = [m for m in pool if _wanted(q, m)]
+        if q.status == "archived":  # retrieval never returns archived memories: listed instead
+            return [memory_view(m, base=base) for m in chosen[:q.k]]
+        if not chosen:
+            return []
+        only = [m.id for m in chosen]
+    found = pool.search(q.query, type=q.format, k=q.k, exclude_domains=q.exclude_domains, outcome=q.outcome,
+                        include_flagged=q.include_flagged or q.status is not None, only_ids=only)
+    return [memory_view(h.memory, h, base) for h in found]
 
 
 def view_pool(pool: MemoryPool, fields: dict[str, Any]) -> PoolViewOutput:
@@ -91,13 +118,15 @@ def view_pool(pool: MemoryPool, fields: dict[str, Any]) -> PoolViewOutput:
         where = ".".join(str(p) for p in first["loc"]) or "input"
         return {"hits": [], "stats": {}, "error": f"invalid {where}: {first['msg']}"}
     try:
+        rate = pool.base_rate()
         if q.query.strip() and not q.flagged_only:
-            found = pool.search(q.query, type=q.format, k=q.k, exclude_domains=q.exclude_domains,
-                                outcome=q.outcome, include_flagged=q.include_flagged)
-            hits = [memory_view(h.memory, h) for h in found]
+            hits = _search(pool, q, rate.rate)
         else:
-            hits = _listing(pool, q)
-        stats = {"total": pool.count(), **pool.stats(), "flagged": len(pool.flagged())}
+            hits = [memory_view(m, base=rate.rate) for m in islice((m for m in pool if _wanted(q, m)), q.k)]
+        counts = pool.stats()
+        stats = {"total": pool.count(), **counts, "flagged": len(pool.flagged()),
+                 "quarantined": counts["status"].get("quarantined", 0),
+                 "base_rate": {"rate": round(rate.rate, 4), "success": rate.success, "failure": rate.failure}}
     except Exception as exc:  # an unreadable pool is reported to the viewer, not raised into the server's log
         return {"hits": [], "stats": {}, "error": f"{type(exc).__name__}: {exc}"}
     return {"hits": hits, "stats": stats, "error": None}

@@ -1,0 +1,136 @@
+"""`mtl memories show | quarantined | release`: why a memory is (or is not) served, its record and its history.
+
+A memory is active, flagged (write-time screening holds it back), quarantined (the online loop stopped serving it
+because runs that cited it failed more often than the pool's runs do, or it descends from such a memory) or
+archived (kept, never retrieved). `show` explains one: its status with the reasons, its record, its utility
+against the pool's base rate and the runs that credited it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from mtl_graph.cli.app import JsonOption, PoolOption, console, open_pool
+from mtl_graph.cli.memories import _memory_row, _resolve_id, memories_app
+
+HISTORY_ROWS = 20
+"""History rows `show` prints (the latest; --json prints all of them)."""
+
+
+def explain(opened, memory) -> dict[str, Any]:
+    """What `show` reports beside the memory itself: status, utility against the base rate, evidence, history."""
+    from mtl_graph.memory.lifecycle import LifecycleConfig, evidence, utility
+
+    cfg, rate = LifecycleConfig(), opened.base_rate()
+    return {"status": memory.status, "utility": round(utility(memory.stats, rate.rate, cfg), 4),
+            "evidence": round(evidence(memory.stats, cfg), 2), "min_evidence": cfg.min_evidence,
+            "base_rate": {"rate": round(rate.rate, 4), "success": rate.success, "failure": rate.failure},
+            "history": opened.history(memory.id)}
+
+
+@memories_app.command("show")
+def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
+                  json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """Show one memory: status with reasons, provenance, record, utility against the pool's base rate, history."""
+    with open_pool(pool) as opened:
+        memory = _resolve_id(opened, memory_id)
+        why = explain(opened, memory)
+    if json_out:  # the memory's own fields as before, what `show` adds beside them
+        typer.echo(json.dumps({**memory.model_dump(mode="json"), **why}, indent=2))
+        return
+    out = console()
+    plain = {"markup": False, "highlight": False}  # reasons and memory text are data, never rich markup
+    out.print(f"[bold]{memory.id}[/bold]  {memory.type}  outcome={memory.outcome.value}  status={memory.status}")
+    if memory.flagged:
+        out.print("flagged (not retrieved): " + "; ".join(memory.flagged), **plain)
+    if memory.quarantined:
+        out.print("quarantined (not served by the online loop): " + "; ".join(memory.quarantined), **plain)
+    if memory.archived:
+        out.print(f"archived (never retrieved): {memory.archived}", **plain)
+    for what, reasons in (("screening", memory.released), ("quarantine", memory.quarantine_released)):
+        if reasons:
+            out.print(f"released by a person ({what}): " + "; ".join(reasons), **plain)
+    out.print(memory.render(1), **plain)
+    _print_record(memory.stats, why)
+    for src in memory.sources:
+        out.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
+                  f"distilled by={src.distill_model} run={src.run_id} at {src.created_at:%Y-%m-%d %H:%M}", **plain)
+    _print_history(why["history"])
+
+
+def _print_record(s, why: dict[str, Any]) -> None:
+    base = why["base_rate"]
+    typer.echo(f"shown {s.retrieved}× ({s.retrieved_success} in successful runs, {s.retrieved_failure} in failed); "
+               f"cited {s.cited}× ({s.cited_success} succeeded, {s.cited_failure} failed); "
+               f"{s.by_judge} verdicts by an LLM judge; shown {s.shown_since_cited}× uncited since last cited")
+    moves = "moves its ranking" if why["evidence"] >= why["min_evidence"] else \
+        f"too little to move its ranking (needs {why['min_evidence']:g})"
+    typer.echo(f"utility {why['utility']:.2f} against the pool's base rate {base['rate']:.2f} "
+               f"({base['success']} successful, {base['failure']} failed runs); evidence {why['evidence']:g} "
+               f"weighted runs: {moves}")
+
+
+def _print_history(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        typer.echo("history: no credited runs")
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    earlier = len(rows) - HISTORY_ROWS
+    title = f"{len(rows)} credited runs" + (f" (last {HISTORY_ROWS}; {earlier} earlier)" if earlier > 0 else "")
+    table = Table("run", "when", "cited", "outcome", "verdict by", title=title)
+    for row in rows[-HISTORY_ROWS:]:
+        table.add_row(escape(row["run_id"]), row["at"], "yes" if row["cited"] else "no", row["outcome"],
+                      row["verdict_by"])
+    console().print(table)
+
+
+@memories_app.command("quarantined")
+def memories_quarantined(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """List memories the online loop stopped serving (their cited runs failed), with the reasons and evidence."""
+    with open_pool(pool) as opened:
+        held = opened.quarantined()
+    if json_out:
+        typer.echo(json.dumps([m.model_dump(mode="json") for m in held], indent=2))
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} quarantined memories")
+    for memory in held:
+        table.add_row(*_memory_row(memory), escape("; ".join(memory.quarantined)))
+    console().print(table)
+
+
+@memories_app.command("release")
+def memories_release(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
+                     json_out: JsonOption = False, pool: PoolOption = None) -> None:
+    """Serve a flagged or quarantined memory again (read it first: `mtl memories show ID`); descendants follow.
+
+    The memories quarantined only because they descend from it are released with it."""
+    with open_pool(pool) as opened:
+        memory = _resolve_id(opened, memory_id)
+        flagged, quarantined = list(memory.flagged), list(memory.quarantined)
+        before = {m.id for m in opened.quarantined()} if quarantined else set()
+        memory = opened.release(memory.id) or memory
+        descendants = sorted(before - {m.id for m in opened.quarantined()} - {memory.id})
+    if json_out:
+        extra = {"quarantine_reasons": quarantined, "descendants": descendants} if quarantined else {}
+        typer.echo(json.dumps({"id": memory.id, "released": bool(flagged or quarantined), "reasons": memory.released,
+                               **extra}, indent=2))
+        return
+    if not flagged and not quarantined:
+        note = " (archived: release does not bring it back)" if memory.archived else ""
+        typer.echo(f"{memory.id} was not flagged or quarantined; nothing to release{note}")
+        return
+    if flagged:
+        typer.echo(f"released {memory.id} from screening ({'; '.join(flagged)})")
+    if quarantined:
+        typer.echo(f"released {memory.id} from quarantine ({'; '.join(quarantined)}); it is judged only on "
+                   "evidence from now on")
+        typer.echo(f"released with it, as its descendants: {', '.join(descendants)}" if descendants else
+                   "no descendants were quarantined because of it")
