@@ -1,0 +1,93 @@
+"""The learning condition through the real graph: a harmful memory is served forever by the frozen pool and
+quarantined by the loop after its cited failures; a lesson distilled online lifts the rest of the sequence."""
+
+import json
+
+import pytest
+
+from mtl_graph.bench import learning_sequences as ls
+from mtl_graph.bench.learning import main, run_sequence, scripted, write_report
+from mtl_graph.memory.lifecycle import LifecycleConfig
+from mtl_graph.memory.pool import MemoryPool
+
+MIN_CITED = 3
+
+
+def _factory(tmp_path, embeddings, sequence):
+    made = iter(range(100))
+    return lambda: ls.starting_pool(MemoryPool.open(tmp_path / f"pool-{next(made)}", embeddings), sequence)
+
+
+def test_the_loop_quarantines_the_harmful_memory_after_its_cited_failures_and_the_rest_passes_more(
+        tmp_path, embeddings):
+    specs = ls.make_tasks(9, prefix="neg")
+    # The first three tasks all have the second bug, so following the harmful memory fails each of them.
+    specs = [s for s in specs if s.second_fix][:MIN_CITED] + [s for s in specs if not s.second_fix] + \
+        [s for s in specs if s.second_fix][MIN_CITED:]
+    by_id = {s.task.id: s for s in specs}
+    result = run_sequence([s.task for s in specs], _factory(tmp_path, embeddings, "negative"),
+                          lambda task: ls.agent_for(by_id[task.id]), sequence="negative", watched=ls.HARMFUL.id,
+                          sandbox="local", lifecycle=LifecycleConfig(quarantine_min_cited=MIN_CITED))
+    static, learning = result.conditions["static"], result.conditions["learning"]
+    assert all(r.watched_injected for r in static.runs) and static.stopped_serving() is None
+    assert all(r.cited == [] for r in static.runs)  # the frozen pool is never credited
+    assert [r.passed for r in static.runs] == [s.second_fix is None for s in specs]  # only the hasty-proof pass
+    first = learning.runs[:MIN_CITED]
+    assert all(r.watched_injected and ls.HARMFUL.id in r.cited and not r.passed for r in first)
+    assert [bool(r.quarantined) for r in learning.runs] == [i == MIN_CITED - 1 for i in range(len(specs))]
+    assert learning.runs[MIN_CITED - 1].quarantined == [ls.HARMFUL.id]
+    assert learning.stopped_serving() == MIN_CITED
+    assert not any(r.watched_injected for r in learning.runs[MIN_CITED:])
+    assert learning.pass_rate_after(MIN_CITED) == 1.0 > static.pass_rate_after(MIN_CITED)
+    assert result.summary()["learning"]["quarantined"] == [ls.HARMFUL.id]
+
+
+def test_a_lesson_distilled_online_lifts_the_positive_sequence(tmp_path, embeddings):
+    result = scripted("positive", 6, embeddings=embeddings, sandbox="local", root=tmp_path,
+                      run_log=tmp_path / "runs.jsonl")
+    static, learning = result.conditions["static"], result.conditions["learning"]
+    assert static.pool_size_end == len(ls.NEUTRAL) and all(r.cited == [] for r in static.runs)
+    assert learning.pass_rate > static.pass_rate
+    learnt = next(i for i, r in enumerate(learning.runs) if r.passed)
+    later = learning.runs[learnt + 1:]
+    assert later and all(r.passed and r.cited for r in later)  # every later run follows the learnt lesson
+    assert learning.pool_size_end == len(ls.NEUTRAL) + 1
+    paths = write_report([result], tmp_path / "out")
+    assert paths["png"].stat().st_size > 1000
+    assert "| positive | 6 |" in paths["md"].read_text()
+    data = json.loads(paths["json"].read_text())
+    assert data[0]["learning"]["pass_rate"] == pytest.approx(learning.pass_rate, abs=1e-4)
+
+
+def test_the_scripted_agent_reads_its_prompts_memory_block():
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from mtl_graph.graph.support import memory_block
+
+    block = memory_block([ls.NEUTRAL[0], ls.RERUN, ls.HARMFUL])
+    messages = [SystemMessage(f"You are an agent.\n\n{block}"), HumanMessage("task")]
+    shown = ls.memories_in(messages)
+    assert [n for n, _ in shown] == [1, 2, 3]
+    spec = ls.make_tasks(1)[0]
+    reply = ls.agent_for(spec).invoke(messages)
+    assert reply.content.startswith("Using Memory 3") and reply.tool_calls[0]["args"]["command"] == spec.first_fix
+    alone = ls.agent_for(spec).invoke([SystemMessage("You are an agent."), HumanMessage("task")])
+    assert "memory" not in alone.content.lower()
+
+
+def test_bad_inputs_fail_with_one_clear_error(tmp_path, embeddings, capsys):
+    with pytest.raises(ValueError, match="at least one task"):
+        run_sequence([], _factory(tmp_path, embeddings, "positive"), ls.agent_for)
+    with pytest.raises(ValueError, match="unknown condition 'frozen'"):
+        run_sequence([ls.make_tasks(1)[0].task], _factory(tmp_path, embeddings, "positive"), ls.agent_for,
+                     condition="frozen")
+    with pytest.raises(ValueError, match="1 to 40 tasks"):
+        ls.make_tasks(0)
+    with pytest.raises(ValueError, match="unknown sequence 'neutral'"):
+        scripted("neutral", 3)
+    with pytest.raises(ValueError, match="unknown sequence"):
+        ls.starting_pool(MemoryPool.open(":memory:", embeddings), "neutral")
+    assert main(["--sequence", "neutral", "--out", str(tmp_path / "cli")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: unknown sequence 'neutral'; choose negative, positive or both"]
+    assert not (tmp_path / "cli").exists()  # nothing written
