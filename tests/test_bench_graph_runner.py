@@ -69,13 +69,15 @@ def _scores(out) -> dict:
 
 
 def test_run_context_maps_scopes_to_the_graph():
-    assert run_context(None).given() == {"memory_type": "none", "online": False, "hold_one_out": False}
+    assert run_context(None).given() == {"memory_type": "none", "online": False, "hold_one_out": False,
+                                         "lifecycle": "off"}
     scope = MemoryScope(memory_type=MemoryType.INSIGHT, exclude_domains=["a"], exclude_task_ids=["t"],
                         allowed_ids=["m1"], top_k=2)
     # the evaluation's shared settings ride along; the scope's own fields win over them
     shared = {"model": "openai:x", "step_limit": 5, "top_k": 9, "hold_one_out": True}
     assert run_context(scope, shared).given() == {
-        "memory_type": "insight", "top_k": 2, "online": False, "hold_one_out": False, "exclude_domains": ["a"],
+        "memory_type": "insight", "top_k": 2, "online": False, "hold_one_out": False, "lifecycle": "off",
+        "exclude_domains": ["a"],
         "exclude_task_ids": ["t"], "only_ids": ["m1"], "model": "openai:x", "step_limit": 5}
     task = load_suite(PROBLEMS, limit=1).tasks[0]
     assert REFERENCE_KEY in task.metadata and REFERENCE_KEY not in agent_task(task).metadata

@@ -61,7 +61,7 @@ def test_a_provider_storm_is_an_error_not_a_failure(error, embeddings, tmp_path)
         pool.add_many(seeded)
         graph = build_mtl_graph(Storm(error=error), pool, memory_type="insight", top_k=3, online=True,
                                 distill_formats=["insight", "trajectory"], sandbox="bwrap",
-                                run_log=tmp_path / "runs.jsonl")
+                                run_log=tmp_path / "runs.jsonl", relevance_floor=-1)  # all three, however far
         state = graph.invoke({"task": TASK})
         assert state["error"].startswith("model provider error: ")
         assert ("RateLimitError (HTTP 429)" if error == "429" else "ProviderDown (HTTP 503)") in state["error"]

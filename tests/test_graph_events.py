@@ -36,10 +36,11 @@ def test_a_run_streams_its_events_in_order(pool, tmp_path):
                             distill_formats=["trajectory"], run_log=tmp_path / "runs.jsonl")
     events, out = custom_events(graph, str(EXAMPLES / "slugify"))
 
-    assert [e["kind"] for e in events] == ["plan", "retrieved", "step", "step", "step", "step", "agent", "verdict",
-                                           "written", "credited"]
+    assert [e["kind"] for e in events] == ["plan", "retrieved", "retrieval", "step", "step", "step", "step", "agent",
+                                           "verdict", "written", "credited"]
     assert json.loads(json.dumps(events)) == events  # JSON-friendly as they are (Studio, HTTP clients)
-    plan, found, *steps, agent, verdict, written, credited = events
+    plan, found, trace, *steps, agent, verdict, written, credited = events
+    assert trace["injected"] == [memory.id] and trace["lifecycle"] == "on" and trace["floor"] is not None
     assert plan["query"] == PLAN
     assert found["refresh"] is False and [m["id"] for m in found["memories"]] == [memory.id]
     assert found["memories"][0] | {"score": 0, "similarity": 0} == {
@@ -53,7 +54,8 @@ def test_a_run_streams_its_events_in_order(pool, tmp_path):
     assert verdict["status"] == "pass" and verdict["source"] == "tests" and verdict["tests_modified"] == []
     assert [w["id"] for w in written["memories"]] == out["new_memory_ids"] and written["memories"][0]["status"] \
         == "added"
-    assert credited == {"kind": "credited", "ids": [memory.id], "outcome": "success"}
+    assert credited == {"kind": "credited", "ids": [memory.id], "cited": [], "outcome": "success",
+                        "verdict_by": "tests", "quarantined": []}
 
 
 def test_a_failing_test_run_streams_the_refresh_and_a_failed_verdict(pool, tmp_path):
@@ -66,12 +68,14 @@ def test_a_failing_test_run_streams_the_refresh_and_a_failed_verdict(pool, tmp_p
                           content="Read which input fails and what the test expects.",
                           sources=[Provenance(domain="data", source_task_id="d1")])
     pool.add(other)
-    events, _ = custom_events(graph, str(EXAMPLES / "slugify"), context=MTLContext(re_retrieve=True, top_k=1))
+    events, _ = custom_events(graph, str(EXAMPLES / "slugify"), context=MTLContext(re_retrieve=True, top_k=1,
+                                                                                        relevance_floor=-1))
     kinds = [e["kind"] for e in events]
-    assert kinds == ["plan", "retrieved", "step", "retrieved", "step", "agent", "verdict", "written", "credited"]
-    assert events[2]["exit_code"] != 0 and events[3]["refresh"] is True
-    assert events[3]["memories"][0]["id"] not in {m["id"] for m in events[1]["memories"]}
-    assert events[6]["status"] == "fail" and events[-1]["outcome"] == "failure"
+    assert kinds == ["plan", "retrieved", "retrieval", "step", "retrieved", "step", "agent", "verdict", "written",
+                     "credited"]
+    assert events[3]["exit_code"] != 0 and events[4]["refresh"] is True
+    assert events[4]["memories"][0]["id"] not in {m["id"] for m in events[1]["memories"]}
+    assert events[7]["status"] == "fail" and events[-1]["outcome"] == "failure"
 
 
 def test_an_errored_run_streams_its_error_verdict_and_writes_nothing(pool, tmp_path):

@@ -235,7 +235,7 @@ def test_the_middleware_never_raises_a_rate_limit_it_cannot_retry(pool, tmp_path
 
     planner = Flaky(responses=[], failing={1})  # a create_agent node has no RetryPolicy: plan falls back at once
     middleware = MemoryTransferMiddleware(pool, model=planner, top_k=1, distill_formats=["trajectory"],
-                                          run_log=tmp_path / "runs.jsonl")
+                                          run_log=tmp_path / "runs.jsonl", lifecycle="off")  # a poem: no floor
     agent = create_agent(ScriptedChatModel(responses=[AIMessage("Done.")]), tools=[], middleware=[middleware],
                          context_schema=MTLContext)
     out = agent.invoke({"messages": [("user", UNCHECKED.instruction)]}, context=MTLContext())

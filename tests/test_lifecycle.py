@@ -186,7 +186,7 @@ def test_descendants_follow_into_quarantine_unless_their_record_clears_them(codi
     assert coding_pool.get(grandchild.id).quarantined[0].startswith(f"descendant of {child.id}")
     assert coding_pool.get(proven.id).status == "active"
     coding_pool.release(parent.id)
-    assert {coding_pool.get(i).status for i in (parent.id, child.id)} == {"active"}
+    assert {coding_pool.get(i).status for i in (parent.id, child.id, grandchild.id)} == {"active"}
 
 
 def test_the_floor_leaves_an_unrelated_task_without_memories(coding_pool):

@@ -112,7 +112,7 @@ def test_studio_runs_the_graph_end_to_end(server):
     events = [p.data for p in parts if p.event == "custom"]
     out = [p.data for p in parts if p.event == "values"][-1]
     assert "no chat model configured" in out["error"]
-    assert [e["kind"] for e in events] == ["warning", "plan", "retrieved", "verdict"]
+    assert [e["kind"] for e in events] == ["warning", "plan", "retrieved", "retrieval", "no_memory_applies", "verdict"]
     assert events[0]["message"].startswith("planning failed") and events[1]["query"] == "do it"
     assert events[-1]["status"] == "error" and "no chat model configured" in events[-1]["reason"]
 

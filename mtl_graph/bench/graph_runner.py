@@ -40,14 +40,15 @@ def run_context(scope: MemoryScope | None, base: Any = None) -> Any:
     evaluation keeps fixed for every run (model, agent limits, model options, judge_also). The scope's fields win.
 
     hold_one_out stays off: the scope already lists the task's domain in exclude_domains when the condition
-    holds it out, and a no-holdout condition must not get it back from the graph's default."""
+    holds it out, and a no-holdout condition must not get it back from the graph's default. The lifecycle is off:
+    the protocol's conditions retrieve as the research does (top-k by similarity, a frozen pool)."""
     from mtl_graph.run_settings import MTLContext, as_context, merged
 
     if scope is None:
-        fields: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False}
+        fields: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False, "lifecycle": "off"}
     else:
         fields = {"memory_type": scope.memory_type.value, "top_k": scope.top_k, "online": scope.write_back,
-                  "hold_one_out": False, "exclude_domains": list(scope.exclude_domains),
+                  "hold_one_out": False, "lifecycle": "off", "exclude_domains": list(scope.exclude_domains),
                   "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.allowed_ids}
     return merged(as_context(base) or MTLContext(), MTLContext(**fields))
 

@@ -173,12 +173,19 @@ class LifecycleOps:
         self.store.set_payload(memory.id, self._payload(memory.model_copy(update={
             "quarantined": [], "quarantine_released": sorted({*memory.quarantine_released, *memory.quarantined}),
             "quarantine_baseline": memory.stats})))
-        for child in self._derived_from(memory.id):
-            mine = [r for r in child.quarantined if r.startswith(f"{DESCENDANT}{memory.id} ")]
-            if mine:
+        frontier, seen = [memory.id], {memory.id}
+        while frontier:  # down the chain: a grandchild followed its parent, which followed this one
+            parent = frontier.pop()
+            for child in self._derived_from(parent):
+                mine = [r for r in child.quarantined if r.startswith(f"{DESCENDANT}{parent} ")]
+                if not mine or child.id in seen:
+                    continue
+                seen.add(child.id)
                 rest = [r for r in child.quarantined if r not in mine]
                 self.store.set_payload(child.id, self._payload(child.model_copy(update={"quarantined": rest})))
-                out += [child.id] if not rest else []
+                if not rest:
+                    out.append(child.id)
+                    frontier.append(child.id)
         return out
 
     # ------------------------------------------------------------------ retrieval
