@@ -124,3 +124,32 @@ def test_only_the_agents_words_cite_and_numbers_map_to_what_was_shown():
     ], submission="Done, as Memory 2 said.")
     assert cited_ids(trajectory, ["a", "b", "c"]) == ["b"]  # 7 was never shown
     assert cited_ids(trajectory, []) == [] and cited_ids(None, ["a"]) == []
+
+
+def test_a_wrapped_agent_and_the_middleware_credit_what_their_ai_messages_cite(pool, tmp_path):
+    from langchain.agents import create_agent
+
+    from mtl_graph.agent.tools import sandbox_tools
+    from mtl_graph.graph import MemoryTransferMiddleware, with_memory_transfer
+
+    pool.add_many([RERUN, READ])
+    solve = [bash_call("sed -i 's/a - b/a + b/' calc.py"), bash_call("python3 check.py"),
+             AIMessage("Fixed. Following Memory 1, I reran the check; memory 2 was not needed.")]
+    wrapped = with_memory_transfer(create_agent(ScriptedChatModel(responses=solve), tools=sandbox_tools()), pool,
+                                   model=ScriptedChatModel(responses=[AIMessage("Plan: fix add, rerun check.")]),
+                                   memory_type="insight", top_k=2, online=True, distill_formats=["trajectory"],
+                                   relevance_floor=-1, run_log=tmp_path / "runs.jsonl")
+    state = wrapped.invoke({"task": TASK})
+    assert state["verdict"]["status"] == "pass"
+    first = state["retrieved"][0]["id"]
+    assert state["credit"]["cited"] == [first] and pool.get(first).stats.cited_success == 1
+
+    middleware = MemoryTransferMiddleware(pool, model=ScriptedChatModel(responses=[AIMessage("Plan: answer.")]),
+                                          top_k=2, distill_formats=["trajectory"], relevance_floor=-1,
+                                          run_log=tmp_path / "runs2.jsonl")
+    agent = create_agent(ScriptedChatModel(responses=[AIMessage("Using Memory 2: the check is all that matters.")]),
+                         tools=[], middleware=[middleware])
+    out = agent.invoke({"messages": [("user", "Explain how to verify a fix to add() before submitting it.")]})
+    second = out["mtl"]["retrieved"][1]["id"]
+    assert out["mtl"]["credit"]["cited"] == [second]
+    assert pool.get(second).stats.cited >= 1
