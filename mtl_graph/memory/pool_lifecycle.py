@@ -78,9 +78,13 @@ class LifecycleOps:
         _, cell = self._lifecycle_state()
         if cell[0] is None:
             rate = BaseRate()
-            for hit in self.store.scroll():
-                memory = self._memory_of(hit)
-                rate.add(memory.stats)
+            for hit in self.store.scroll():  # counts straight from the payloads: no memory is parsed
+                stored = ((hit.payload.get("memory") or {}).get("stats") or {}) if isinstance(
+                    hit.payload.get("memory"), dict) else {}
+                success, failure = stored.get("retrieved_success", 0), stored.get("retrieved_failure", 0)
+                rate.success += success if isinstance(success, int) and success > 0 else 0
+                rate.failure += failure if isinstance(failure, int) and failure > 0 else 0
+                rate.add(tally(entries(hit.payload)))
             cell[0] = rate
         return cell[0]
 
@@ -109,7 +113,8 @@ class LifecycleOps:
             rate = self.__dict__.get("_lifecycle", (None, [None]))[1][0]
             for stored, cited in report.credited.items():
                 entry = CreditEntry(run_id, cited, outcome, verdict_source(source), at)
-                fresh = run_id not in (found[stored].payload.get(CREDIT_KEY) or {})
+                before = found[stored].payload.get(CREDIT_KEY)
+                fresh = not isinstance(before, dict) or run_id not in before
                 self.store.set_payload(stored, {run_id: entry.payload()}, key=CREDIT_KEY)
                 if fresh and rate is not None:
                     rate.add(tally([entry]))
