@@ -259,3 +259,12 @@ def test_a_merge_keeps_the_credit_of_the_memory_it_absorbs(pool):
     pool.add(small)
     kept = pool.get(large.id)
     assert (kept.stats.cited_success, kept.stats.retrieved) == (1, 1) and pool.count() == 1
+
+
+def test_a_credit_map_that_is_not_a_map_is_replaced_not_a_crash(pool):
+    memory = insight(*CODING[0])
+    pool.add(memory)
+    pool.store.set_payload(memory.id, {CREDIT_KEY: "garbage"})
+    assert pool.get(memory.id).stats.retrieved == 0
+    pool.credit("r1", [Use(memory.id, True)], "success", "tests")
+    assert pool.get(memory.id).stats.cited_success == 1
