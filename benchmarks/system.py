@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import bench_graph  # noqa: E402
 import bench_pool  # noqa: E402
 import bench_process  # noqa: E402
+import lifecycle  # noqa: E402
 import quality  # noqa: E402
 from retrieval import machine  # noqa: E402
 
@@ -247,9 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     results["graph"] = bench_graph.run(args)
     step("pool at each size")
     results["pool"] = bench_pool.run(args)
+    step("online loop: lifecycle retrieval and credit")
+    results["lifecycle"] = lifecycle.run([2000] if args.quick else [2000, 20000], 30 if args.quick else 100,
+                                         30 if args.quick else 100)
     elapsed = time.perf_counter() - start
     end_load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    rows = table(results, args)
+    rows = table(results, args) + lifecycle.rows(results["lifecycle"])
     machine_line = (f"{info['cpus']} CPUs ({info['cpu']}), {info['ram']} RAM, Python {info['python']}, {info['os']}; "
                     f"{info['libraries']}; load average {info['load']} at start, {end_load} at end; "
                     f"run took {elapsed / 60:.1f} min")

@@ -91,3 +91,19 @@ def test_bad_inputs_fail_with_one_clear_error(tmp_path, embeddings, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: unknown sequence 'neutral'; choose negative, positive or both"]
     assert not (tmp_path / "cli").exists()  # nothing written
+
+
+def test_mtl_eval_learning_writes_the_report(tmp_path):
+    from typer.testing import CliRunner
+
+    from mtl_graph.cli import app
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["eval-learning", "--sequence", "negative", "--tasks", "3", "--sandbox",
+                                      "local", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "| negative | 3 |" in result.output and "static: never (served to the end)" in result.output
+    assert {p.name for p in out.iterdir()} == {"learning.json", "learning.md", "learning.png", "runs.jsonl"}
+    bad = CliRunner().invoke(app, ["eval-learning", "--sequence", "negative", "--tasks", "41", "--out",
+                                   str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and not (tmp_path / "bad").exists()

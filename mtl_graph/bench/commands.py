@@ -132,3 +132,24 @@ def report_cmd(out: Path = typer.Argument(..., help="Results directory of `mtl e
     except StoreError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"report: {paths['md']}")
+
+
+def eval_learning_cmd(
+    sequence: str = typer.Option("both", "--sequence", help="Scripted sequence: negative, positive or both."),
+    out: Path = typer.Option(..., "--out", help="Directory for learning.md, learning.json, learning.png."),
+    tasks: int = typer.Option(30, "--tasks", min=1, max=40, help="Tasks in each sequence."),
+    seed: int = typer.Option(7, "--seed", help="Seed of the scripted agent's coin flips."),
+    sandbox: str = typer.Option("auto", "--sandbox", help="auto, bwrap, local or docker."),
+    min_cited: int = typer.Option(5, "--min-cited", min=1, help="Cited runs before a memory can be quarantined."),
+) -> None:
+    """The learning condition: the same task sequence with a frozen pool and with the online loop, pass rate
+    over the sequence (docs/evaluation.md)."""
+    from mtl_graph.bench.learning import run_and_report
+
+    names = ["negative", "positive"] if sequence == "both" else [sequence]
+    try:
+        paths = run_and_report(names, out, tasks, seed, sandbox, min_cited)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(paths["md"].read_text(encoding="utf-8").rstrip())
+    typer.echo(f"report: {paths['md']} (plot: {paths['png']})")

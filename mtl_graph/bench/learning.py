@@ -244,44 +244,34 @@ def write_report(results: Sequence[SequenceResult], out: Path) -> dict[str, Path
     return paths
 
 
+def run_and_report(sequences: Sequence[str], out: Path, tasks: int = 30, seed: int = 7, sandbox: str = "auto",
+                   min_cited: int = 5) -> dict[str, Path]:
+    """The scripted sequences static vs learning, reported in `out` (what `mtl eval-learning` runs)."""
+    from mtl_graph.bench.learning_sequences import SEQUENCES
+
+    unknown = [n for n in sequences if n not in SEQUENCES]
+    if unknown:  # before anything is written
+        raise ValueError(f"unknown sequence {unknown[0]!r}; choose negative, positive or both")
+    cfg = LifecycleConfig(quarantine_min_cited=min_cited)
+    out.mkdir(parents=True, exist_ok=True)
+    results = [scripted(n, tasks, seed, sandbox=sandbox, lifecycle=cfg, run_log=out / "runs.jsonl")
+               for n in sequences]
+    return write_report(results, out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m mtl_graph.bench.learning ...`: the same command as `mtl eval-learning`."""
     import typer
 
+    from mtl_graph.bench.commands import eval_learning_cmd
+
     app = typer.Typer(add_completion=False)
-
-    @app.command()
-    def learning_cmd(
-        sequence: str = typer.Option("both", "--sequence", help="negative, positive or both."),
-        out: Path = typer.Option(..., "--out", help="Directory for learning.json, learning.md, learning.png."),
-        tasks: int = typer.Option(30, "--tasks", min=1, help="Tasks in each sequence."),
-        seed: int = typer.Option(7, "--seed", help="Seed of the scripted agent's coin flips."),
-        sandbox: str = typer.Option("auto", "--sandbox", help="auto, bwrap, local or docker."),
-        min_cited: int = typer.Option(5, "--min-cited", min=1, help="Cited runs before a quarantine."),
-    ) -> None:
-        """Run the scripted sequences static vs learning and write the report."""
-        from mtl_graph.bench.learning_sequences import SEQUENCES
-
-        names = list(SEQUENCES) if sequence == "both" else [sequence]
-        if any(n not in SEQUENCES for n in names):
-            typer.secho(f"error: unknown sequence {sequence!r}; choose negative, positive or both",
-                        fg=typer.colors.RED, err=True)
-            raise typer.Exit(code=2)
-        cfg = LifecycleConfig(quarantine_min_cited=min_cited)
-        out.mkdir(parents=True, exist_ok=True)
-        results = [scripted(n, tasks, seed, sandbox=sandbox, lifecycle=cfg, run_log=out / "runs.jsonl")
-                   for n in names]
-        paths = write_report(results, out)
-        typer.echo(paths["md"].read_text(encoding="utf-8"))
-        typer.echo(f"report: {paths['md']}")
-
-    import click
-
+    app.command()(eval_learning_cmd)
     try:
-        code = app(list(argv) if argv is not None else None, standalone_mode=False)  # click returns Exit's code
-    except click.ClickException as exc:  # a bad option: click's one-line usage error
-        exc.show()
-        return exc.exit_code
-    return code if isinstance(code, int) else 0
+        app(list(argv) if argv is not None else None, prog_name="mtl eval-learning")
+    except SystemExit as exc:  # typer's standalone mode: errors printed, then the exit code
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
 
 
 if __name__ == "__main__":
