@@ -39,7 +39,9 @@ def test_the_loop_quarantines_the_harmful_memory_after_its_cited_failures_and_th
     assert learning.stopped_serving() == MIN_CITED
     assert not any(r.watched_injected for r in learning.runs[MIN_CITED:])
     assert learning.pass_rate_after(MIN_CITED) == 1.0 > static.pass_rate_after(MIN_CITED)
-    assert result.summary()["learning"]["quarantined"] == [ls.HARMFUL.id]
+    summary = result.summary()
+    assert summary["learning"]["quarantined"] == [ls.HARMFUL.id] and summary["learning"]["stopped_serving"] == 3
+    assert summary["static"]["stopped_serving"] is None and summary["static"]["quarantined"] == []
 
 
 def test_a_lesson_distilled_online_lifts_the_positive_sequence(tmp_path, embeddings):

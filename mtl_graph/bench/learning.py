@@ -98,9 +98,11 @@ class SequenceResult:
         out: dict[str, Any] = {"sequence": self.sequence, "tasks": len(self.task_ids), "watched": self.watched,
                                "seconds": round(self.seconds, 1)}
         for name, cond in self.conditions.items():
-            out[name] = {"pass_rate": round(cond.pass_rate, 4), "stopped_serving": cond.stopped_serving(),
+            out[name] = {"pass_rate": round(cond.pass_rate, 4),
                          "quarantined": sorted({q for r in cond.runs for q in r.quarantined}),
                          "pool_size_end": cond.pool_size_end}
+            if self.watched is not None:  # runs after which it was never injected again (None: served to the end)
+                out[name]["stopped_serving"] = cond.stopped_serving()
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -193,7 +195,7 @@ def scripted(sequence: str, n: int = 30, seed: int = 7, embeddings: Any = None, 
 def markdown(results: Sequence[SequenceResult], window: int = 10) -> str:
     """One table row per sequence: pass rate static vs learning, per window, when the watched memory stopped."""
     lines = ["| sequence | tasks | static pass rate | learning pass rate | per window of "
-             f"{window} (static → learning) | harmful memory stopped being served after | learning run s |",
+             f"{window} (static → learning) | harmful memory stopped being served after | s per learning run |",
              "|---|---|---|---|---|---|---|"]
     for r in results:
         s, l = r.conditions["static"], r.conditions["learning"]
