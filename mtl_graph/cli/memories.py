@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -244,14 +244,20 @@ def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None) -> N
     """List memories that write-time screening holds back from retrieval, with the reasons."""
     with open_pool(pool) as opened:
         held = opened.flagged()
+    print_held(held, "flagged", lambda m: m.flagged, json_out)
+
+
+def print_held(held: list[Any], what: str, reasons: Callable[[Any], list[str]], json_out: bool) -> None:
+    """Memories held back from retrieval (flagged, quarantined) as JSON or a table with their reasons."""
     if json_out:
         typer.echo(json.dumps([m.model_dump(mode="json") for m in held], indent=2))
         return
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} flagged memories")
+    table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} {what} memories")
     for memory in held:
-        table.add_row(*_memory_row(memory), "; ".join(memory.flagged))
+        table.add_row(*_memory_row(memory), escape("; ".join(reasons(memory))))
     console().print(table)
 
 

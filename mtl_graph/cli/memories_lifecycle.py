@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from mtl_graph.cli.app import JsonOption, PoolOption, console, open_pool
-from mtl_graph.cli.memories import _memory_row, _resolve_id, memories_app
+from mtl_graph.cli.memories import _memory_row, _resolve_id, memories_app, print_held
 
 HISTORY_ROWS = 20
 """History rows `show` prints (the latest; --json prints all of them)."""
@@ -94,16 +94,7 @@ def memories_quarantined(json_out: JsonOption = False, pool: PoolOption = None) 
     """List memories the online loop stopped serving (their cited runs failed), with the reasons and evidence."""
     with open_pool(pool) as opened:
         held = opened.quarantined()
-    if json_out:
-        typer.echo(json.dumps([m.model_dump(mode="json") for m in held], indent=2))
-        return
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} quarantined memories")
-    for memory in held:
-        table.add_row(*_memory_row(memory), escape("; ".join(memory.quarantined)))
-    console().print(table)
+    print_held(held, "quarantined", lambda m: m.quarantined, json_out)
 
 
 @memories_app.command("release")
