@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from mtl_graph.cli.app import JsonOption, PoolOption, console, open_pool
-from mtl_graph.cli.memories import _memory_row, _resolve_id, memories_app, print_held
+from mtl_graph.cli.memories import _resolve_id, memories_app, print_held
 
 HISTORY_ROWS = 20
 """History rows `show` prints (the latest; --json prints all of them)."""
