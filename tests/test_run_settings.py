@@ -53,7 +53,8 @@ def sample(name: str) -> tuple[Any, list[str], dict[str, str]]:
     if isinstance(kind, type) and issubclass(kind, BaseModel):  # model_options: one flag per option
         return {"temperature": 0.5}, ["--temperature", "0.5"], {f"{env}__TEMPERATURE": "0.5"}
     floor = max((m.ge for m in info.metadata if hasattr(m, "ge")), default=0)  # e.g. observation_cap >= 200
-    value = {int: max(4, floor + 1), float: 12.5, str: "openai:x"}[kind]
+    ceiling = min((m.le for m in info.metadata if hasattr(m, "le")), default=None)  # e.g. relevance_floor <= 1
+    value = {int: max(4, floor + 1), float: 12.5 if ceiling is None else ceiling / 2, str: "openai:x"}[kind]
     return value, [flag, str(value)], {env: str(value)}
 
 
@@ -279,5 +280,5 @@ def test_a_remote_run_sends_only_the_settings_given_as_json() -> None:
     shared = MTLContext(model="openai:x", step_limit=3, model_options={"temperature": 0.1})
     sent = json.loads(json.dumps(run_context(None, shared).model_dump(mode="json", exclude_none=True)))
     assert sent == {"model": "openai:x", "memory_type": "none", "online": False, "hold_one_out": False,
-                    "step_limit": 3, "model_options": {"temperature": 0.1}}
+                    "lifecycle": "off", "step_limit": 3, "model_options": {"temperature": 0.1}}
     assert MTLContext(**sent).given() == run_context(None, shared).given()  # what the server rebuilds from it
