@@ -361,16 +361,24 @@ class MemoryPool(LifecycleOps):
         the same-task contamination guard); min_score is a floor on cosine similarity; only_ids restricts the
         search to a subset of the pool (e.g. a seeded fraction for scaling experiments); memories flagged by
         write-time screening are left out unless include_flagged."""
+        ranked = self._ranked(query, type, k, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
+                              outcome=outcome, hybrid=hybrid, min_score=min_score, only_ids=only_ids,
+                              include_flagged=include_flagged, include_quarantined=include_quarantined)
+        return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
+
+    def _ranked(self, query: str, type: MemoryType | str | None, k: int, *, hybrid: bool = True,
+                min_score: float | None = None, include_quarantined: bool = True, **filters: Any) -> list[Any]:
+        """`search`'s hits before their memories are parsed (payloads read)."""
         if not query or not query.strip():
             raise ValueError("search query is empty")
         if k <= 0:
             return []
-        where = _search_conditions(type, outcome, exclude_domains, exclude_task_ids, only_ids, include_flagged,
-                                   include_quarantined)
+        where = _search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
+                                   filters.get("exclude_task_ids", ()), filters.get("only_ids"),
+                                   filters.get("include_flagged", False), include_quarantined)
         dense = self.query_vector(query)
         sparse = self._sparse(query, query=True) if hybrid else None
-        ranked = ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query)
-        return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
+        return ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query)
 
     def _search_where(self, type: MemoryType | str | None, filters: dict[str, Any]) -> Conditions:
         """The filter `search` would use for these arguments, quarantined memories left out."""

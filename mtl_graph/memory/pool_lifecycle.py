@@ -15,7 +15,7 @@ from mtl_graph.memory.floor import FloorCache
 from mtl_graph.memory.lifecycle import (BaseRate, Candidate, LifecycleConfig, clears_itself, quarantine_reason,
                                         rerank)
 from mtl_graph.memory.models import Memory, MemoryType, Outcome
-from mtl_graph.memory.record import CREDIT_KEY, CreditEntry, Use, tally, entries, verdict_source
+from mtl_graph.memory.record import CREDIT_KEY, CreditEntry, Use, record_of, tally, verdict_source
 from mtl_graph.memory.storage import Conditions, QuerySpec
 
 if TYPE_CHECKING:
@@ -79,12 +79,7 @@ class LifecycleOps:
         if cell[0] is None:
             rate = BaseRate()
             for hit in self.store.scroll():  # counts straight from the payloads: no memory is parsed
-                stored = ((hit.payload.get("memory") or {}).get("stats") or {}) if isinstance(
-                    hit.payload.get("memory"), dict) else {}
-                success, failure = stored.get("retrieved_success", 0), stored.get("retrieved_failure", 0)
-                rate.success += success if isinstance(success, int) and success > 0 else 0
-                rate.failure += failure if isinstance(failure, int) and failure > 0 else 0
-                rate.add(tally(entries(hit.payload)))
+                rate.add(record_of(hit.payload))
             cell[0] = rate
         return cell[0]
 
@@ -205,19 +200,19 @@ class LifecycleOps:
             candidates = [Candidate(h.memory.id, h.similarity, h.score, i, rank_after=i, injected=True)
                           for i, h in enumerate(hits)]
             return Retrieval(hits, candidates, filters.get("min_score"), "off (research retrieval)", 0.5)
-        found = self.search(query, type=type, k=max(k, lifecycle.candidates), include_quarantined=False,
-                            **filters)
+        found = self._ranked(query, type, max(k, lifecycle.candidates), include_quarantined=False, **filters)
         if lifecycle.relevance_floor is not None:
             floor, source = lifecycle.relevance_floor, "set"
         else:
             where = self._search_where(type, filters)
             floor, source = self._lifecycle_state()[0].floor(self, type and str(type), where)
-        records = [h.memory.stats for h in found]
+        records = [record_of(h.raw.payload) for h in found]  # the candidates' records; only the kept are parsed
         needs_rate = any(r.retrieved for r in records)
         base = self.base_rate().rate if needs_rate else 0.5
-        candidates = [Candidate(h.memory.id, h.similarity, h.score, i) for i, h in enumerate(found)]
+        candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i) for i, h in enumerate(found)]
         order = rerank(candidates, records, k, floor, base, lifecycle)
-        hits = [SearchHit(found[i].memory, found[i].score, found[i].similarity, found[i].retriever) for i in order]
+        hits = [SearchHit(self._memory_of(found[i].raw), found[i].raw.score, found[i].similarity,
+                          found[i].retriever) for i in order]
         return Retrieval(hits, candidates, floor, source, base)
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:

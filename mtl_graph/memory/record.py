@@ -97,6 +97,19 @@ def tally(found: Iterable[CreditEntry]) -> UsageStats:
     return UsageStats(**n, shown_since_cited=since, last_shown=last)
 
 
+def record_of(payload: dict[str, Any]) -> UsageStats:
+    """A point's full record read straight from its payload, without parsing the memory (ranking, base rate):
+    the stored counts (ignored when malformed: a damaged or hostile payload is not trusted) plus its entries."""
+    raw = payload.get("memory")
+    stored = raw.get("stats") if isinstance(raw, dict) else None
+    try:
+        base = UsageStats.model_validate(stored) if isinstance(stored, dict) else UsageStats()
+    except ValueError:
+        base = UsageStats()
+    found = entries(payload)
+    return base.plus(tally(found)) if found else base
+
+
 def with_record(memory: Memory, payload: dict[str, Any]) -> Memory:
     """The memory with its full record as `stats` (stored counts + credit entries); the stored counts stay
     available as `stored_stats(memory)` so writing the memory back never counts its entries twice."""
