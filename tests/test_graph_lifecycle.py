@@ -153,3 +153,43 @@ def test_a_wrapped_agent_and_the_middleware_credit_what_their_ai_messages_cite(p
     second = out["mtl"]["retrieved"][1]["id"]
     assert out["mtl"]["credit"]["cited"] == [second]
     assert pool.get(second).stats.cited >= 1
+
+
+def test_a_served_graph_credits_what_its_own_nodes_decided_not_a_clients_state_update(pool, tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from mtl_graph.graph.server_policy import ServerPolicy
+
+    victim = InsightMemory(title="Keep the public interface", description="Do not rename what the tests import.",
+                           content="Keep function names and signatures.", sources=[Provenance(domain="o",
+                                                                                              source_task_id="o1")])
+    pool.add_many([RERUN, victim])
+    model = ScriptedChatModel(responses=[AIMessage("Plan: fix add and rerun the check."), *FIX[1:]])
+    model.responses.insert(1, bash_call("sed -i 's/a - b/a + b/' calc.py", thought="Using Memory 1."))
+    graph = build_mtl_graph(model, pool, top_k=1, distill_formats=["trajectory"], relevance_floor=-1,
+                            checkpointer=InMemorySaver(), policy=ServerPolicy(task_roots=(tmp_path,)))
+    config = {"configurable": {"thread_id": "t"}}
+    context = MTLContext(review_memories=True)
+    graph.invoke({"task": TASK.model_dump(mode="json")}, config=config, context=context)  # paused for review
+    state = graph.get_state(config).values
+    shown = [r["id"] for r in state["retrieved"]]
+    assert state["verdict"]["status"] == "pass" and shown in ([RERUN.id], [victim.id])
+    forged_verdict = {**state["verdict"], "status": "fail"}
+    forged_trajectory = {**state["trajectory"], "steps": [{**s, "reasoning": "Using Memory 2."}
+                                                          for s in state["trajectory"]["steps"]]}
+    graph.update_state(config, {"retrieved": [{**state["retrieved"][0], "id": victim.id},
+                                              {**state["retrieved"][0], "id": RERUN.id}],
+                                "verdict": forged_verdict, "trajectory": forged_trajectory}, as_node="judge")
+    out = graph.invoke(Command(resume="approve"), config=config, context=context)
+    if graph.get_state(config).next:  # the update made review ask again
+        out = graph.invoke(Command(resume="approve"), config=config, context=context)
+    assert out["credit"]["shown"] == shown and out["credit"]["outcome"] == "success"
+    assert out["credit"]["cited"] == shown  # the judge read "Using Memory 1" in the real run
+    credited, other = pool.get(shown[0]).stats, pool.get(next(i for i in (RERUN.id, victim.id)
+                                                               if i not in shown)).stats
+    assert (credited.cited_success, credited.retrieved_failure) == (1, 0) and other.retrieved == 0
+    for run_id in (state["run_id"], "client-made"):  # write back again: the same run, a made-up one
+        graph.update_state(config, {"run_id": run_id, "verdict": state["verdict"]}, as_node="review")
+        graph.invoke(None, config=config, context=context)
+    assert pool.get(shown[0]).stats.retrieved == 1

@@ -25,11 +25,19 @@ def shown_ids(state: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]))
 
 
-def write_run(pool: MemoryPool, state: dict[str, Any], cfg: MTLConfig, verdict: Verdict | None) -> dict[str, Any]:
-    """Add the run's new memories and credit the memories it was shown; the update for the run's state."""
-    shown = shown_ids(state)
+def write_run(pool: MemoryPool, state: dict[str, Any], cfg: MTLConfig, verdict: Verdict | None,
+              served: "ServedRuns | None" = None) -> dict[str, Any]:
+    """Add the run's new memories and credit the memories it was shown; the update for the run's state.
+
+    With `served` (a graph with a server policy) the credit comes from what the graph's nodes recorded, never
+    from the thread's state."""
     trajectory = Trajectory.model_validate(state["trajectory"]) if state.get("trajectory") else None
-    cited = cited_ids(trajectory, shown)
+    if served is not None:
+        record = served.take(state.get("run_id")) or {}
+        shown, cited, verdict = record.get("shown", []), record.get("cited", []), record.get("verdict")
+    else:
+        shown = shown_ids(state)
+        cited = cited_ids(trajectory, shown)
     memories = of_run(state.get("distilled") or [], state.get("run_id"))
     if cited:
         memories = [m.model_copy(update={"sources": [s.model_copy(update={"cited": cited}) for s in m.sources]})
@@ -54,3 +62,44 @@ def write_run(pool: MemoryPool, state: dict[str, Any], cfg: MTLConfig, verdict: 
                     verdict_by=verdict.source, quarantined=report.quarantined)
     update["credit"] = credit
     return update
+
+
+class ServedRuns:
+    """What a served graph's own nodes decided for each run, kept out of the thread's state.
+
+    A server's client may update a thread's state between nodes (at an interrupt, or by re-running a node):
+    a forged `retrieved`, trajectory or verdict would credit or debit memories it names, and enough forged
+    failures would quarantine good memories for every client. So a graph with a server policy credits only what
+    its retrieve node chose, the citations its judge node read and the verdict it gave, by run id, once; a run
+    this process did not retrieve and judge (a client-made run id, a server restarted mid-run) credits nothing.
+    A mid-run refresh's memories are not credited there."""
+
+    LIMIT = 10_000
+    """Runs remembered (the oldest are forgotten first: an abandoned thread never credits)."""
+
+    def __init__(self) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self._runs: "OrderedDict[str, dict[str, Any]]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def retrieved(self, run_id: str | None, ids: list[str]) -> None:
+        if not run_id:
+            return
+        with self._lock:
+            self._runs[run_id] = {"shown": list(ids)}
+            self._runs.move_to_end(run_id)
+            while len(self._runs) > self.LIMIT:
+                self._runs.popitem(last=False)
+
+    def judged(self, run_id: str | None, trajectory: Trajectory | None, verdict: Verdict) -> None:
+        with self._lock:
+            run = self._runs.get(run_id or "")
+            if run is not None:
+                run.update(cited=cited_ids(trajectory, run["shown"]), verdict=verdict)
+
+    def take(self, run_id: str | None) -> dict[str, Any] | None:
+        """The run's record, once (a write back run again credits nothing more)."""
+        with self._lock:
+            return self._runs.pop(run_id or "", None)

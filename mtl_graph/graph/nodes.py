@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
-from mtl_graph.graph.credit import write_run
+from mtl_graph.graph.credit import ServedRuns, write_run
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
@@ -50,6 +50,8 @@ class MTLNodes:
                  distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
         self.distiller, self.config, self.policy = distiller, config, policy
+        self.served = ServedRuns() if policy is not None else None
+        """A served graph's own record of each run's retrieval and verdict: what its credit comes from."""
         self.retry_attempts = 1
         """Attempts a RetryPolicy gives the model-calling nodes (set by the graph that attaches one; 1: none)."""
 
@@ -161,6 +163,8 @@ class MTLNodes:
         except Exception as exc:
             return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
         retrieved = [retrieved_record(h) for h in found.hits]
+        if self.served is not None:
+            self.served.retrieved(state.get("run_id"), [r["id"] for r in retrieved])
         trace = {**found.trace(), "lifecycle": cfg.lifecycle}
         events.retrieved(retrieved)
         events.emit("retrieval", **trace)
@@ -197,6 +201,8 @@ class MTLNodes:
                 update["error"] = verdict.reason
         events.verdict(verdict)
         trajectory.verdict = verdict
+        if self.served is not None:
+            self.served.judged(state.get("run_id"), trajectory, verdict)
         return {**update, "verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
 
     def _llm_verdict(self, trajectory: Trajectory, runtime: Runtime[MTLContext]) -> Verdict:
@@ -261,7 +267,7 @@ class MTLNodes:
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
             if cfg.online and not state.get("error"):
-                update.update(write_run(self._pool(), state, cfg, verdict))
+                update.update(write_run(self._pool(), state, cfg, verdict, self.served))
         except Exception as exc:
             update["error"] = f"write back failed: {exc}"
         update["retrieved_ids"] = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
