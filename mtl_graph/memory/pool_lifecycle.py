@@ -53,6 +53,11 @@ class Retrieval:
                 "injected": [h.memory.id for h in self.hits]}
 
 
+def _listed(value: Any) -> list[str]:
+    """A payload list of ids (anything else, from a damaged or hostile pool, is none)."""
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
 class LifecycleOps:
     """Mixin of MemoryPool: the online loop's reads and writes."""
 
@@ -98,7 +103,7 @@ class LifecycleOps:
             wanted[use.id] = wanted.get(use.id, False) or use.cited
         with self._write_lock:
             found = {hit.id: hit for hit in self._retrieve(list(wanted))}
-            aliases = {i: h.id for h in found.values() for i in [h.id, *h.payload.get("merged_ids", [])]}
+            aliases = {i: h.id for h in found.values() for i in [h.id, *_listed(h.payload.get("merged_ids"))]}
             for given, cited in wanted.items():
                 stored = aliases.get(given)
                 if stored is None:
