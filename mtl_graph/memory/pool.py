@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
 
@@ -30,6 +29,7 @@ from mtl_graph.memory.models import (
     memory_type_of,
     parse_memory,
 )
+from mtl_graph.memory.pool_files import ImportReport, PoolFiles
 from mtl_graph.memory.pool_lifecycle import CreditReport, LifecycleOps, Retrieval
 from mtl_graph.memory.query_cache import QueryVectorCache
 from mtl_graph.memory.record import CREDIT_KEY, stored_stats, with_record
@@ -52,14 +52,6 @@ class SearchHit:
     """Cosine similarity between the query and the memory's key text."""
     retriever: Literal["dense", "bm25", "both"]
     """Which retriever found it."""
-
-
-@dataclass
-class ImportReport:
-    """The outcome of importing a JSONL file."""
-
-    results: AddReport = field(default_factory=AddReport)
-    errors: list[str] = field(default_factory=list)
 
 
 def _payload(memory: Memory) -> dict[str, Any]:
@@ -113,7 +105,7 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-class MemoryPool(LifecycleOps):
+class MemoryPool(LifecycleOps, PoolFiles):
     """Add, search and manage memories. Open with `MemoryPool.open(location)`."""
 
     _open_pools: dict[str, "MemoryPool"] = {}
@@ -400,43 +392,3 @@ class MemoryPool(LifecycleOps):
         """Start embedding a query in the background (e.g. the plan while the sandbox starts): a later
         `search(query)` then finds its vector ready."""
         self._query_cache.embed_ahead(self.embeddings, query)
-
-    # ------------------------------------------------------------------ files
-    def export(self, path: str | Path) -> int:
-        """Write every memory (with provenance and stats) as JSONL; returns the count."""
-        n = 0
-        with open(path, "w", encoding="utf-8") as fh:
-            for memory in self:
-                fh.write(memory.model_dump_json() + "\n")
-                n += 1
-        return n
-
-    def import_jsonl(self, path: str | Path, batch_size: int = 256, keep_stats: bool = True) -> ImportReport:
-        """Add every valid line of a JSONL file; bad lines are reported as `file:line: why`."""
-        report = ImportReport()
-        batch: list[Memory] = []
-        try:
-            fh = open(path, "rb")  # decoded line by line: one bad line must not cost the good ones
-        except OSError as exc:
-            raise PoolError(f"cannot read {path}: {exc.strerror}") from None
-        with fh:
-            for lineno, raw in enumerate(fh, 1):
-                try:
-                    # an editor's BOM, as ingest allows (on any line: exports joined with cat keep theirs)
-                    line = raw.decode("utf-8").removeprefix("\ufeff")
-                    if not line.strip():
-                        continue
-                    batch.append(parse_memory(json.loads(line)))  # add_many redacts it
-                except UnicodeDecodeError:
-                    report.errors.append(f"{path}:{lineno}: not UTF-8 text")
-                except json.JSONDecodeError as exc:
-                    report.errors.append(f"{path}:{lineno}: malformed JSON ({exc.msg})")
-                except RecursionError:  # the decoder's own limit: no memory nests that deep
-                    report.errors.append(f"{path}:{lineno}: malformed JSON (nested too deeply)")
-                except ValidationError as exc:
-                    report.errors.append(f"{path}:{lineno}: invalid memory ({first_validation_error(exc)})")
-                if len(batch) >= batch_size:
-                    report.results += self.add_many(batch, keep_stats=keep_stats)
-                    batch = []
-        report.results += self.add_many(batch, keep_stats=keep_stats)
-        return report
