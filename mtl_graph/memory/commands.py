@@ -10,7 +10,8 @@ import typer
 SHOWN = 20
 """Unreadable points listed in the text output."""
 
-pool_app = typer.Typer(help="Maintain an embedded pool directory: check it, repair it.", no_args_is_help=True)
+pool_app = typer.Typer(help="Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it.",
+                       no_args_is_help=True)
 
 
 def _fail(message: str) -> None:
@@ -69,8 +70,13 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
                    f"{report.readable} readable memories (the damaged copy is kept)")
     else:
         typer.echo("ok" + (": nothing to repair" if repair else ""))
-from mtl_graph.memory.snapshot_commands import diff_cmd, snapshot_app  # noqa: E402 - typer only, as above
+
+
+# The other `mtl pool` commands live beside what they maintain (their modules import only typer at the top).
+from mtl_graph.memory.consolidate_commands import consolidate_cmd, prune_cmd  # noqa: E402
+from mtl_graph.memory.snapshot_commands import diff_cmd, snapshot_app  # noqa: E402
+
 pool_app.add_typer(snapshot_app, name="snapshot")
 pool_app.command("diff")(diff_cmd)
-from mtl_graph.memory.consolidate_commands import consolidate_cmd, prune_cmd  # noqa: E402 - typer only, as above
-pool_app.command("consolidate")(consolidate_cmd); pool_app.command("prune")(prune_cmd)  # noqa: E702
+pool_app.command("consolidate")(consolidate_cmd)
+pool_app.command("prune")(prune_cmd)
