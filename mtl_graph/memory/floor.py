@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mtl_graph.memory.storage import Conditions, QuerySpec
 
@@ -71,5 +71,20 @@ class FloorCache:
 
     def _probes(self, pool: "MemoryPool") -> list[list[float]]:
         if self._probe_vectors is None:
-            self._probe_vectors = pool.embeddings.embed_documents(list(probes()))
+            self._probe_vectors = probe_vectors(pool.embeddings, pool.dim)
         return self._probe_vectors
+
+
+_PROBE_VECTORS: dict[tuple[str, int], list[list[float]]] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def probe_vectors(embeddings: Any, dim: int) -> list[list[float]]:
+    """The probes embedded once per embedding model (and size) in a process: every pool of it shares them."""
+    from mtl_graph.memory.embeddings import embeddings_name
+
+    name = (embeddings_name(embeddings), dim)
+    with _PROBE_LOCK:
+        if name not in _PROBE_VECTORS:
+            _PROBE_VECTORS[name] = embeddings.embed_documents(list(probes()))
+        return _PROBE_VECTORS[name]
