@@ -24,7 +24,7 @@ from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.embeddings import local_embeddings
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 STEPS = 20
 TASK = Task(id="bench-async", domain="bench", instruction="Create counter.txt with the numbers 1 to 18, one a line.",

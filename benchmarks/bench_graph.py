@@ -28,7 +28,7 @@ from mtl_graph.graph.support import memory_block  # noqa: E402
 from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
 from mtl_graph.memory.pool import MemoryPool  # noqa: E402
 from mtl_graph.sandbox.factory import make_sandbox  # noqa: E402
-from mtl_graph.tasks import Task  # noqa: E402
+from mtl_graph.core.task import Task  # noqa: E402
 
 STEPS = 20
 LINES = STEPS - 2  # 18 appends, one wc -l, one submit

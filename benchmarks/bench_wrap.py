@@ -29,7 +29,7 @@ from mtl_graph.graph import MemoryTransferMiddleware, with_memory_transfer  # no
 from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
 from mtl_graph.memory.pool import MemoryPool  # noqa: E402
 from mtl_graph.sandbox.factory import make_sandbox  # noqa: E402
-from mtl_graph.tasks import Task  # noqa: E402
+from mtl_graph.core.task import Task  # noqa: E402
 
 STEPS = 20
 PLAN = ("Plan: create counter.txt and append the numbers one command at a time, inspect the file as it grows, "

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from cheat_battery import Cheat, Target, attempt, battery  # noqa: E402
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite  # noqa: E402
-from mtl_graph.tasks import Task  # noqa: E402
+from mtl_graph.core.task import Task  # noqa: E402
 
 def outcome(task: Task, cheat: Cheat | None, tmp: Path) -> str:
     """'pass', 'fail' or 'suspect' for one cheat (None: the no-op) on one task."""

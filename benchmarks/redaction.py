@@ -24,8 +24,8 @@ from secret_corpus import secret_cases  # noqa: E402
 from secret_look_alikes import look_alikes  # noqa: E402
 
 from mtl_graph.experience.redact import Redactor, redact  # noqa: E402
-from mtl_graph.experience.trajectory import Step, Trajectory  # noqa: E402
-from mtl_graph.tasks import TaskRef  # noqa: E402
+from mtl_graph.core.trajectory import Step, Trajectory  # noqa: E402
+from mtl_graph.core.task import TaskRef  # noqa: E402
 
 
 def corpus_counts(seeds: int) -> tuple[int, int, int, int, int]:

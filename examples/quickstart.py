@@ -10,7 +10,7 @@ from pathlib import Path
 from mtl_graph.agent import ScriptedChatModel, load_action_script
 from mtl_graph.graph import MTLContext, build_mtl_graph
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 TASKS = Path(__file__).resolve().parent / "tasks"
 

@@ -17,7 +17,7 @@ from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.graph import with_memory_transfer
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 def call(name: str, **args) -> AIMessage:

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mtl_graph.core.errors import MTLError
+
 if TYPE_CHECKING:  # langchain is imported when a model is made, not by `mtl --help`
     from langchain_core.language_models import BaseChatModel
 
@@ -15,7 +17,7 @@ NO_MODEL = ("no chat model configured: pass --model PROVIDER:MODEL (e.g. openai:
             "or set `model` in the run's context; to see the pipeline without a model, run `mtl demo`")
 
 
-class ModelNotConfigured(RuntimeError):
+class ModelNotConfigured(MTLError, RuntimeError):
     """A run needs a chat model and none was given, or the one named cannot be loaded."""
 
 

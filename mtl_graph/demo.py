@@ -31,7 +31,7 @@ def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: An
     from mtl_graph.run_settings import MTLContext, as_context
     from mtl_graph.graph.progress import RichProgress, stream_run
     from mtl_graph.memory.pool import MemoryPool
-    from mtl_graph.tasks import Task
+    from mtl_graph.core.task import Task
 
     console = console or Console()
     root = examples_dir()

@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.chat import ModelOptions
+from mtl_graph.core.errors import MTLError
 
 M = TypeVar("M", bound=BaseModel)
 MemoryChoice = Literal["insight", "summary", "workflow", "trajectory", "none"]
@@ -147,7 +148,7 @@ MAX_SHOWN = 80
 """Characters of a bad value shown in its error line."""
 
 
-class SettingsError(ValueError):
+class SettingsError(MTLError, ValueError):
     """A run setting (context, flag or environment variable) has a bad value or an unknown name: one line."""
 
 

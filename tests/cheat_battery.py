@@ -17,9 +17,9 @@ from pathlib import Path
 
 from mtl_graph.experience.checks import run_check, run_setup
 from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
-from mtl_graph.experience.trajectory import Verdict
+from mtl_graph.core.trajectory import Verdict
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 STUB = "def is_prime(n):\n    raise NotImplementedError\n"
 SOLUTION = "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n"

@@ -2,7 +2,7 @@
 
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 RUN_TESTS = "python3 -m unittest -q test_sum"
 

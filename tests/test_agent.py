@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 TASK = Task(
     id="hello",

@@ -28,10 +28,10 @@ from mtl_graph.bench.passk import aggregate
 from mtl_graph.bench.runners import RunnerUnavailable, make_runner
 from mtl_graph.bench.store import ResultStore
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite
-from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = f"jsonl:{ROOT / 'tests' / 'fixtures' / 'bench' / 'problems.jsonl'}"

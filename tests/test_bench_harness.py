@@ -14,7 +14,7 @@ from mtl_graph.bench.runners import NoopRunner, OracleRunner, ScriptedRunner, el
 from mtl_graph.bench.store import RESULTS_FILE, ResultStore, StoreError
 from mtl_graph.bench.suites import load_suite
 from mtl_graph.memory.models import MemoryType
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 PROBLEMS = f"jsonl:{FIXTURES / 'problems.jsonl'}"
@@ -208,8 +208,8 @@ def test_config_validation():
 
 def test_outcome_from_a_graph_final_state():
     from mtl_graph.bench.runners import outcome_from_state
-    from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
-    from mtl_graph.tasks import TaskRef
+    from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+    from mtl_graph.core.task import TaskRef
 
     verdict = Verdict(status=VerdictStatus.PASS, source="tests")
     traj = Trajectory(task=TaskRef(id="t"), verdict=verdict, tokens=TokenUsage(input=7, output=3))

@@ -8,7 +8,7 @@ import pytest
 
 from mtl_graph.bench.models import Condition, TaskResult
 from mtl_graph.bench.passk import aggregate, pass_at_k
-from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 
 

@@ -9,7 +9,7 @@ import pytest
 from mtl_graph.bench.models import Condition, EvalConfig, RetrievedMemory, TaskResult
 from mtl_graph.bench.report import render_report
 from mtl_graph.bench.store import ResultStore, StoreError
-from mtl_graph.experience.trajectory import TokenUsage, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import TokenUsage, Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 
 INSIGHT, TRAJ = MemoryType.INSIGHT, MemoryType.TRAJECTORY

@@ -19,7 +19,7 @@ from mtl_graph.experience.checks import run_check
 from mtl_graph.experience.clean_room import pristine_path
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.sandbox import make_sandbox
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 from sandbox_attack_kit import needs_bwrap
 
 pytestmark = needs_bwrap

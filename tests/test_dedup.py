@@ -261,8 +261,8 @@ def test_eval_phase_two_keeps_every_attempt_as_a_run(tmp_path, embeddings):
     """pass@k: the same deterministic run three times, judged pass, pass, fail (a flaky test)."""
     from mtl_graph.bench.graph_runner import make_distiller
     from mtl_graph.bench.models import Condition, TaskResult
-    from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
-    from mtl_graph.tasks import Task
+    from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
+    from mtl_graph.core.task import Task
 
     run = Trajectory(task=Task(id="t1", instruction="Add two numbers.", domain="d").ref(), model="m-1",
                      steps=[Step(action="python3 add.py", observation="3", exit_code=0)])

@@ -11,9 +11,9 @@ from mtl_graph.experience.distill import DistillConfig, InsightDraft, count_sent
 from mtl_graph.experience.importers import load_file
 from mtl_graph.experience.leaks import find_leaks, task_specifics
 from mtl_graph.experience.testing import RoutedChatModel, RoutedTextModel
-from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import InsightMemory, MemoryType, Outcome, SummaryMemory, TrajectoryMemory, WorkflowMemory
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.task import TaskRef
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 INSIGHT = {"title": "Reproduce before you edit",

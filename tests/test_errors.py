@@ -16,11 +16,11 @@ from mtl_graph.bench.harness import run_eval
 from mtl_graph.bench.models import Condition, EvalConfig, TaskResult
 from mtl_graph.bench.passk import aggregate, task_scores
 from mtl_graph.bench.report import render_report
-from mtl_graph.experience.trajectory import Verdict
+from mtl_graph.core.trajectory import Verdict
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 def rate_limited() -> Exception:
@@ -141,7 +141,7 @@ def test_the_eval_counts_a_storm_as_an_error_and_lists_tampered_runs(tmp_path):
 
 def test_an_errored_run_is_never_distilled_even_when_imported_from_a_log():
     from mtl_graph.experience.distill import distill
-    from mtl_graph.experience.trajectory import Step, Trajectory
+    from mtl_graph.core.trajectory import Step, Trajectory
 
     run = Trajectory(task=TASK.ref(), steps=[Step(action="ls", observation="f.py")], exit_status="model_error",
                      verdict=Verdict.infrastructure_error("model provider error: RateLimitError"))

@@ -18,7 +18,7 @@ from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_c
 from mtl_graph.agent.middleware import ProviderRetry
 from mtl_graph.agent.providers import is_transient, retry_after
 from mtl_graph.graph import build_mtl_graph
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 DRIVER = Path(__file__).parent / "drivers" / "resumable_run.py"
 TASK = Task(id="hello", instruction="Create hello.py that prints 'hello, world'.",

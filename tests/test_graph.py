@@ -10,7 +10,7 @@ from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_c
 from mtl_graph.graph import MTLContext, build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 

@@ -9,7 +9,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.graph.approval import DECLINED, decline, pending_calls
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 TASK = Task(id="hello", instruction="Create hello.py that prints 'hello, world'.",
             check="python3 hello.py | grep -qx 'hello, world'")

@@ -19,7 +19,7 @@ from mtl_graph.graph import MTLContext, build_mtl_graph
 from mtl_graph.graph.pool_view import build_pool_view
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 TASK = Task(id="async-task", domain="math", instruction="Make f.X equal 2 so that test_f.py passes.",
             files={"f.py": "X = 1\n", "test_f.py": "import unittest\nimport f\n\nclass T(unittest.TestCase):\n"

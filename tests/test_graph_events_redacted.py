@@ -8,7 +8,7 @@ from secret_corpus import Gen
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.graph import build_mtl_graph
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 TASK = Task(id="leaky", domain="ops", instruction="Clone the app repository into app/.")
 

@@ -19,7 +19,7 @@ from mtl_graph.graph import build_mtl_graph
 from mtl_graph.graph.retry import is_transient
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 CHECKED = Task(id="flow-task", domain="math", instruction="Make f.X equal 2 so that test_f.py passes.",
                files={"f.py": "X = 1\n", "test_f.py": "import unittest\nimport f\n\nclass T(unittest.TestCase):\n"
@@ -268,7 +268,7 @@ def test_the_runs_sandbox_is_released_at_the_end_even_after_a_crash(crash, pool,
     """A sandbox registered for the workspace (by an agent's tools) is closed with the run: its processes die."""
     from mtl_graph.agent.base import AgentResult
     from mtl_graph.experience.distill import distill
-    from mtl_graph.experience.trajectory import Step
+    from mtl_graph.core.trajectory import Step
     from mtl_graph.sandbox import registry
 
     seen = {}

@@ -6,10 +6,10 @@ from langchain_core.messages import AIMessage
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.experience.citations import cited_ids, cited_numbers
-from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import MTLContext, build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 TASK = Task(id="lc-fix", domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",
             files={"calc.py": "def add(a, b):\n    return a - b\n",
@@ -93,7 +93,7 @@ def test_an_unrelated_task_gets_no_memory_and_the_events_say_so(pool):
 
 class _Pass:
     def judge(self, trajectory):
-        from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+        from mtl_graph.core.trajectory import Verdict, VerdictStatus
 
         return Verdict(status=VerdictStatus.PASS, source="judge", reason="ok")
 

@@ -22,7 +22,7 @@ from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.sandbox.registry import is_open
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 from test_tamper import CHEATS, SOLUTION, make_exercism
 from memory_fixtures import float_sum_task, money_memory, seeded
 
@@ -99,7 +99,7 @@ def test_without_a_check_the_judge_decides_and_a_failure_is_recorded(pool, tmp_p
 
     class FailAll:
         def judge(self, trajectory):
-            from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+            from mtl_graph.core.trajectory import Verdict, VerdictStatus
 
             assert trajectory.steps and trajectory.task.instruction == "Print the numbers one to three."
             return Verdict(status=VerdictStatus.FAIL, source="judge", reason="nothing was verified")

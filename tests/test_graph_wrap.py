@@ -24,7 +24,7 @@ from mtl_graph.graph import with_memories, with_memory_transfer
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 from test_tamper import CHEATS, SOLUTION, make_exercism
 from memory_fixtures import float_sum_task, money_memory
 

@@ -16,7 +16,7 @@ from langgraph.types import Command, interrupt
 from mtl_graph.agent import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.sandbox.registry import is_open
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 from test_graph_wrap import SOLVE, call, exercism_task, wrap
 
 
@@ -98,7 +98,7 @@ from langgraph.types import Command, interrupt
 from mtl_graph.agent import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.graph import with_memory_transfer
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 @tool
 def confirm(question: str) -> str:

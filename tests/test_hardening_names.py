@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.safe_text import safe_json_text, safe_text, safe_value
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 def invalid_utf8_names(rng: random.Random) -> list[bytes]:

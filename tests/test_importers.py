@@ -21,8 +21,8 @@ from mtl_graph.experience.importers import (
     render_call,
     task_text,
 )
-from mtl_graph.experience.trajectory import Trajectory, VerdictStatus
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.trajectory import Trajectory, VerdictStatus
+from mtl_graph.core.task import TaskRef
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 

@@ -234,7 +234,7 @@ def test_ledger_survives_a_cut_line(tmp_path: Path) -> None:
 
 
 def test_custom_judge_protocol(pool: MemoryPool) -> None:
-    from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+    from mtl_graph.core.trajectory import Verdict, VerdictStatus
 
     class TestsJudge:
         def judge(self, trajectory):  # stands in for the graph's test-based judge

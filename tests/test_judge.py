@@ -14,8 +14,8 @@ from mtl_graph.experience.prompting import load_prompt, render_trajectory
 from mtl_graph.experience.structured import (StructuredCallError, extract_json_object, model_label,
                                              structured_call)
 from mtl_graph.experience.testing import RoutedChatModel, RoutedTextModel
-from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.task import TaskRef
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 ALL_OK = dict(spec_satisfied=True, technically_correct=True, no_regressions=True, interfaces_respected=True,

@@ -38,7 +38,7 @@ def test_a_task_through_the_graph(server: LocalModelServer, action_format: str, 
     from mtl_graph.experience.quality import junk_reasons
     from mtl_graph.graph import build_mtl_graph
     from mtl_graph.memory.pool import MemoryPool
-    from mtl_graph.tasks import Task
+    from mtl_graph.core.task import Task
 
     from mtl_graph.graph.progress import stream_run
 
@@ -64,8 +64,8 @@ def test_a_task_through_the_graph(server: LocalModelServer, action_format: str, 
 def test_the_llm_judge_answers_with_a_verdict(server: LocalModelServer) -> None:
     from mtl_graph.chat import chat_model
     from mtl_graph.experience.judge import LLMJudge
-    from mtl_graph.experience.trajectory import Step, Trajectory
-    from mtl_graph.tasks import TaskRef
+    from mtl_graph.core.trajectory import Step, Trajectory
+    from mtl_graph.core.task import TaskRef
 
     run = Trajectory(task=TaskRef(id="t", instruction="Print hello."),
                      steps=[Step(action="echo hello", observation="hello", exit_code=0)], submission="done")

@@ -14,7 +14,7 @@ from mtl_graph.chat import ModelNotConfigured, chat_model
 from mtl_graph.cli import app
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 

@@ -7,7 +7,7 @@ import pytest
 from mtl_graph.experience.checks import run_check
 from mtl_graph.experience.no_tests import RULES, no_test_reason
 from mtl_graph.sandbox import make_sandbox
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 # (runner, check command, exit code, output that ran no test, output of a real test run)
 CASES = [

@@ -13,7 +13,7 @@ from mtl_graph.bench.report import build_report, render_markdown, render_report
 from mtl_graph.bench.runners import OracleRunner, ScriptedRunner
 from mtl_graph.bench.store import CONFIG_FILE, StoreError
 from mtl_graph.bench.suites import SuiteError
-from mtl_graph.experience.trajectory import Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 
 POLYGLOT = Path(__file__).parent / "fixtures" / "polyglot"

@@ -12,9 +12,9 @@ from mtl_graph.experience.quality import echo_share, junk_reasons, plan_problems
 from mtl_graph.experience.structured import structured_call, was_cut
 from mtl_graph.experience.distill import InsightDraft
 from mtl_graph.experience.testing import RoutedChatModel, RoutedTextModel
-from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph.support import prompt
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.task import TaskRef
 
 FAILURE_PROMPT = fill("insight_failure", trajectory="", outcome="", verdict_reason="")
 TASK = ("Write a function that parses ISO-8601 durations such as P3DT4H into a number of seconds, rejecting "

@@ -17,8 +17,8 @@ from secret_corpus import Gen, LookAlike, SecretCase, secret_cases
 from secret_look_alikes import look_alikes
 
 from mtl_graph.experience.redact import RedactionConfig, Redactor, redact, redact_trajectory, redact_value
-from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.task import TaskRef
 
 SEED = int(os.environ.get("MTL_REDACTION_SEED", "7"))
 SECRETS = secret_cases(SEED)

@@ -18,11 +18,11 @@ from mtl_graph.experience.distill import distill
 from mtl_graph.experience.ingest import IngestConfig, ingest
 from mtl_graph.experience.judge import JudgeConfig, LLMJudge
 from mtl_graph.experience.testing import RoutedChatModel
-from mtl_graph.experience.trajectory import Step, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph.support import append_run_log
 from mtl_graph.memory.models import InsightMemory, MemoryType, Provenance, TrajectoryMemory, TrajectoryStep, UsageStats
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.task import TaskRef
 
 CASES = secret_cases(11)
 ALL_SECRETS = [s for c in CASES for s in c.secrets]

@@ -24,7 +24,7 @@ from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.run_settings import (MTLContext, RunSettings, SettingsError, agent_config, merged, non_none,
                                     overrides_model)
 from mtl_graph.settings import get_settings, settings_model
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 FIELDS = list(RunSettings.model_fields)

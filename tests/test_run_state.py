@@ -11,7 +11,7 @@ from mtl_graph.graph import MTLContext, build_mtl_graph
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 def unit_task(task_id: str, name: str, want: int) -> Task:

@@ -156,7 +156,7 @@ def deep_run(pool, tmp_path, depth: int):
 
     from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
     from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.tasks import Task
+    from mtl_graph.core.task import Task
 
     task = Task(id="deep", domain="shell", instruction="Create hello.txt containing hi.",
                 check="grep -qx hi hello.txt")

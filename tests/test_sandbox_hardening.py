@@ -16,7 +16,7 @@ from sandbox_attack_kit import needs_bwrap
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.docker import docker_exec_argv, docker_run_argv
 from mtl_graph.sandbox.workspace import hand_over
-from mtl_graph.tasks import Task, TaskError
+from mtl_graph.core.task import Task, TaskError
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 ROOT = os.geteuid() == 0

@@ -17,7 +17,7 @@ from mtl_graph.experience.clean_room import build_room, discard_snapshot, take_s
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task, TaskError
+from mtl_graph.core.task import Task, TaskError
 
 TESTS = """import unittest
 

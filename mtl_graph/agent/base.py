@@ -8,9 +8,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from mtl_graph.experience.trajectory import Step, TokenUsage
+from mtl_graph.core.trajectory import Step, TokenUsage
 from mtl_graph.sandbox.base import Sandbox
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 class AgentResult(BaseModel):

@@ -14,10 +14,10 @@ from langchain_core.language_models import BaseChatModel
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of, system_prompt
-from mtl_graph.experience.trajectory import Step
+from mtl_graph.core.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox
 from mtl_graph.sandbox.registry import lent
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 OnStep = Callable[[Step], "str | None"]
 """Called after every action; text it returns is shown to the model with that action's observation."""

@@ -19,8 +19,8 @@ from mtl_graph.agent.middleware import (ActionFormat, ModelOf, ProviderErrors, P
                                         StepHook, StepObserver, tokens_of, transcript)
 from mtl_graph.agent.templates import render
 from mtl_graph.agent.tools import sandbox_tools, submit_tool
-from mtl_graph.experience.trajectory import Step
-from mtl_graph.tasks import Task
+from mtl_graph.core.trajectory import Step
+from mtl_graph.core.task import Task
 
 TOOLS_NODE = "tools"
 """The agent's node that runs commands (interrupt before it to approve each one)."""

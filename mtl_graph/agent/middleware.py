@@ -27,7 +27,7 @@ from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.formats import FORMATS, Action, Rejection
 from mtl_graph.agent.providers import describe, is_transient, retry_after
 from mtl_graph.agent.templates import render
-from mtl_graph.experience.trajectory import Step, TokenUsage
+from mtl_graph.core.trajectory import Step, TokenUsage
 
 Settings = Callable[[Any], AgentConfig]
 """The agent's settings for a run, from the run's runtime (per-run knobs may override the build-time config)."""

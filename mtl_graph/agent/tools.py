@@ -16,7 +16,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.formats import BashArgs, SubmitArgs
 from mtl_graph.agent.templates import render
-from mtl_graph.experience.trajectory import Step
+from mtl_graph.core.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox, SandboxError
 from mtl_graph.sandbox.process import cap_text
 

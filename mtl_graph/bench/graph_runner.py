@@ -21,7 +21,7 @@ from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
 from mtl_graph.bench.suites.base import REFERENCE_KEY
 from mtl_graph.memory.models import MemoryType
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 if TYPE_CHECKING:
     from mtl_graph.memory.pool import MemoryPool

@@ -14,7 +14,7 @@ from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import Runner
 from mtl_graph.bench.store import SUITES_FILE, ResultStore
 from mtl_graph.bench.suites import Suite, SuiteError, load_suite, normalize_spec
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 from mtl_graph.memory.lifecycle import LifecycleConfig
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 CONDITIONS = ("static", "learning")
 

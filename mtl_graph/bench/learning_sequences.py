@@ -32,7 +32,7 @@ from mtl_graph.agent.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.memory.record import Use
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 SEQUENCES = ("negative", "positive")
 OPS = [("+", "-"), ("-", "+"), ("*", "+"), ("//", "*"), ("%", "//"), ("+", "*")]

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
-from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 
 ZERO_SHOT = "zero_shot"

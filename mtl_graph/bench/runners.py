@@ -16,9 +16,10 @@ from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_UNAVAILABLE_KEY
-from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
+from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.memory.models import MemoryType
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
+from mtl_graph.core.errors import MTLError
 
 SolvePolicy = Callable[[Task, Condition, int], bool]
 
@@ -158,7 +159,7 @@ def outcome_from_state(state: Mapping) -> RunOutcome:
     )
 
 
-class RunnerUnavailable(RuntimeError):
+class RunnerUnavailable(MTLError, RuntimeError):
     """The requested runner cannot be built in this installation."""
 
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from mtl_graph.bench.models import EvalConfig, Pool, TaskResult
 from mtl_graph.bench.passk import is_error
+from mtl_graph.core.errors import MTLError
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ POOL_FILE = "pool.json"
 SUITES_FILE = "suites.json"
 
 
-class StoreError(ValueError):
+class StoreError(MTLError, ValueError):
     """The results directory cannot be used (a different configuration, unreadable files)."""
 
 

@@ -47,7 +47,7 @@ def run_task(
                                   ("--review-memories", run.review_memories)) if on]
     if asks and not human.stdin_is_terminal():
         fail(human.NO_TERMINAL.format(what=" and ".join(asks)))
-    from mtl_graph.tasks import Task, TaskError
+    from mtl_graph.core.task import Task, TaskError
 
     try:
         loaded = Task.from_dir(task)

@@ -21,10 +21,11 @@ from mtl_graph.experience.check_env import graded_command
 from mtl_graph.experience.clean_room import Room, build_room, pristine_path
 from mtl_graph.experience.no_tests import no_test_reason
 from mtl_graph.experience.tamper_scan import RUN_TIME_MARK, scan_file, test_words
-from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.sandbox.base import CommandResult, Sandbox
 from mtl_graph.sandbox.factory import make_sandbox
-from mtl_graph.tasks import Task, TaskError, check_relative
+from mtl_graph.core.task import Task, TaskError, check_relative
+from mtl_graph.core.errors import MTLError
 
 REASON_TAIL = 2_000
 """Characters of command output kept in a verdict's reason or a setup error."""
@@ -35,7 +36,7 @@ _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-class SetupFailed(RuntimeError):
+class SetupFailed(MTLError, RuntimeError):
     """The task's setup command failed, so the task cannot be attempted."""
 
 

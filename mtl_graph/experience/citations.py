@@ -14,7 +14,7 @@ import re
 import unicodedata
 from typing import Iterable
 
-from mtl_graph.experience.trajectory import Trajectory
+from mtl_graph.core.trajectory import Trajectory
 
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
           "ten": 10, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from mtl_graph.sandbox.tree import remove_tree, walk
 from mtl_graph.sandbox.workspace import private_directory
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 MAX_ENTRIES = 200_000
 """Workspace entries examined for changes; past this the rest is dropped unexamined."""

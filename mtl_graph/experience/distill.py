@@ -23,9 +23,11 @@ from mtl_graph.experience.quality import junk_reasons
 from mtl_graph.experience.redact import Redactor
 from mtl_graph.experience.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
                                              resolve_model, structured_call)
-from mtl_graph.experience.trajectory import TokenUsage, Trajectory
+from mtl_graph.core.trajectory import TokenUsage, Trajectory
 from mtl_graph.memory.models import (MAX_LONG, MAX_STEPS, MEMORY_CLASSES, Memory, MemoryType, Outcome, Provenance,
                                      TrajectoryMemory, TrajectoryStep, memory_type_of, strings_of)
+
+from mtl_graph.core.errors import MTLError
 
 _ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx)\.", re.I)
 
@@ -104,7 +106,7 @@ class DistillConfig(BaseModel):
     """Reject memories that echo the prompt or the task, hold placeholder text, or carry no advice (one retry)."""
 
 
-class DistillError(RuntimeError):
+class DistillError(MTLError, RuntimeError):
     """One format of one run could not be distilled."""
 
     def __init__(self, reason: str, attempts: int = 0, usage: TokenUsage | None = None) -> None:

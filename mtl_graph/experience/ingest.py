@@ -27,7 +27,7 @@ from mtl_graph.experience.importers.common import one_line
 from mtl_graph.experience.judge import Judge, JudgeConfig, LLMJudge
 from mtl_graph.experience.redact import RedactionConfig, Redactor
 from mtl_graph.experience.structured import model_label, resolve_model
-from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 
 LEDGER_FILE = "ingest-ledger.jsonl"

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mtl_graph.experience.prompting import CHARS_PER_TOKEN, fill, render_trajectory
 from mtl_graph.experience.redact import Redactor
 from mtl_graph.experience.structured import StructuredCallError, structured_call
-from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
 
 
 @runtime_checkable

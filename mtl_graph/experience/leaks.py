@@ -13,7 +13,7 @@ import builtins
 import keyword
 import re
 
-from mtl_graph.experience.trajectory import Trajectory
+from mtl_graph.core.trajectory import Trajectory
 
 _PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*\w")
 _FILE = re.compile(r"\b[\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|go|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|scala|"

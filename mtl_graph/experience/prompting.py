@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.templates import load_template, render_template
 
 CHARS_PER_TOKEN = 4

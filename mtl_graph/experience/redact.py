@@ -29,7 +29,7 @@ from mtl_graph.experience.secret_prescan import Prescan, Rule, Span, finditer, t
 from mtl_graph.experience.secret_rules import (
     CONTEXT, ENTROPY, Finding, is_checksum_or_id, is_reference_or_placeholder, looks_random,
 )
-from mtl_graph.experience.trajectory import Trajectory
+from mtl_graph.core.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from mtl_graph.memory.models import Memory

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from mtl_graph.chat import chat_model, model_label  # noqa: F401 (model_label is part of this module's API)
 from mtl_graph.experience.prompting import fill
-from mtl_graph.experience.trajectory import TokenUsage
+from mtl_graph.core.trajectory import TokenUsage
+from mtl_graph.core.errors import MTLError
 
 T = TypeVar("T", bound=BaseModel)
 Check = Callable[[Any], "str | None"]
@@ -32,7 +33,7 @@ class Revise(str):
     does not eat into the budget for format errors."""
 
 
-class StructuredCallError(RuntimeError):
+class StructuredCallError(MTLError, RuntimeError):
     """The model gave no valid answer within the attempts; errors lists why, attempt by attempt."""
 
     def __init__(self, errors: list[str], usage: TokenUsage) -> None:

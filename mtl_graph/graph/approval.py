@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtl_graph.agent.loop import steps_of
-from mtl_graph.experience.trajectory import Trajectory
+from mtl_graph.core.trajectory import Trajectory
 from mtl_graph.graph.support import as_task
 
 DECLINED = "declined"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtl_graph.experience.citations import cited_ids
-from mtl_graph.experience.trajectory import Trajectory, Verdict
+from mtl_graph.core.trajectory import Trajectory, Verdict
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, lifecycle_of
 from mtl_graph.memory.dedup import of_run

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from langgraph.config import get_stream_writer
 
 from mtl_graph.experience.redact import redact_value
-from mtl_graph.experience.trajectory import Step, Verdict
+from mtl_graph.core.trajectory import Step, Verdict
 from mtl_graph.safe_text import safe_value
 
 

@@ -33,7 +33,7 @@ from mtl_graph.agent.middleware import AgentRunState
 from mtl_graph.agent.tools import WORKSPACE_BASE
 from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.clean_room import take_snapshot
-from mtl_graph.experience.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
+from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
 from mtl_graph.graph.refresh import MemoryRefresh

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from typing_extensions import NotRequired
 
 from mtl_graph.experience.importers.common import text_of
-from mtl_graph.experience.trajectory import Step
+from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext
 from mtl_graph.graph.nodes import MTLNodes
@@ -35,7 +35,7 @@ from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_work
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.sandbox.registry import release
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
               "retrieval", "credit", "new_memory_ids", "memories_written", "distill_failures", "error")

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 
-from mtl_graph.experience.trajectory import Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
 from mtl_graph.graph.credit import ServedRuns, write_run
@@ -40,7 +40,7 @@ from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.sandbox.tree import remove_tree
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 class MTLNodes:

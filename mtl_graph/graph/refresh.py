@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mtl_graph.experience.trajectory import Step
+from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, lifecycle_of
 from mtl_graph.graph.support import prompt
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 # Commands that run a test suite, in the usual ecosystems.
 TEST_COMMAND = re.compile(

@@ -23,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mtl_graph.graph import events
 from mtl_graph.memory.models import NOT_CONTENT, first_validation_error, parse_memory
+from mtl_graph.core.errors import MTLError
 
 HOW = ('resume with "approve" or "reject" (all memories), or {"decisions": [...]}: one per memory, in order, '
        'each "approve", "reject" or {"type": "edit", "memory": {<content fields to change>}}')
 
 
-class ReviewError(ValueError):
+class ReviewError(MTLError, ValueError):
     """A resume payload that cannot be applied; its message is shown to the reviewer."""
 
 

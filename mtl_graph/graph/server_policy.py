@@ -22,12 +22,13 @@ from pydantic import BaseModel, ConfigDict
 
 from mtl_graph.chat import SCRIPTED_PREFIX
 from mtl_graph.run_settings import MAX_SHOWN, SettingsError, as_context
-from mtl_graph.tasks import INSTRUCTIONS_FILE, METADATA_FILE, Task
+from mtl_graph.core.task import INSTRUCTIONS_FILE, METADATA_FILE, Task
+from mtl_graph.core.errors import MTLError
 
 ROOTS_VARIABLE = "MTL_TASK_ROOTS"
 
 
-class PolicyError(ValueError):
+class PolicyError(MTLError, ValueError):
     """A client asked the server for something of its own (a path, the network, an endpoint): one line."""
 
 

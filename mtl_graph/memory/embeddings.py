@@ -16,11 +16,13 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, Field
 
+from mtl_graph.core.errors import MTLError
+
 LOCAL_MODEL_NAME = "local:all-MiniLM-L6-v2-int8"
 LOCAL_DIM = 384
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(MTLError, RuntimeError):
     """The embedding model could not be loaded or gave unusable vectors."""
 
 

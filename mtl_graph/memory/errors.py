@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from mtl_graph.core.errors import MTLError
 
-class PoolError(RuntimeError):
+
+class PoolError(MTLError, RuntimeError):
     """The pool cannot be opened or used."""
 
 

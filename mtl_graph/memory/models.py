@@ -11,6 +11,8 @@ from typing import Annotated, Any, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 
+from mtl_graph.core.trajectory import Outcome
+
 MAX_SHORT = 300
 MAX_TEXT = 4_000
 MAX_LONG = 20_000
@@ -31,14 +33,6 @@ def strings_of(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from strings_of(item)
-
-
-class Outcome(StrEnum):
-    """How the run that produced a memory ended."""
-
-    SUCCESS = "success"
-    FAILURE = "failure"
-    UNKNOWN = "unknown"
 
 
 class MemoryType(StrEnum):

@@ -7,6 +7,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from mtl_graph.core.errors import MTLError
+
 
 class CommandResult(BaseModel):
     """What running one command gave."""
@@ -23,7 +25,7 @@ class CommandResult(BaseModel):
     """True when output was cut."""
 
 
-class SandboxError(RuntimeError):
+class SandboxError(MTLError, RuntimeError):
     """The sandbox could not be created or used (not a failing command: those return a result)."""
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mtl_graph.core.errors import MTLError
+
 KEEP_OPEN = 64
 """Directory descriptors one walk holds at most (the deepest levels of the current path)."""
 
@@ -26,7 +28,7 @@ Visit = Callable[[int, str, os.stat_result], None]
 """Called for every entry below the top: (descriptor of its directory, its name, its lstat)."""
 
 
-class TreeMoved(OSError):
+class TreeMoved(MTLError, OSError):
     """A directory being walked was moved or replaced: the walk stops rather than follow it."""
 
 

@@ -18,7 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
 from mtl_graph.graph import build_mtl_graph
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 
 class ConversationScript(ScriptedChatModel):

@@ -11,7 +11,8 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
+from mtl_graph.core.errors import MTLError
 
 REFERENCE_KEY = "reference_files"
 """Task.metadata key holding the reference solution (relative path -> content) used by the oracle."""
@@ -25,7 +26,7 @@ _HEREDOC_TAG = "MTL_CHECK_EOF"
 CHECK_DIR = ".mtl_check"
 
 
-class SuiteError(ValueError):
+class SuiteError(MTLError, ValueError):
     """A suite could not be loaded (unknown name, missing or corrupt files)."""
 
 

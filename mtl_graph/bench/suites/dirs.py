@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mtl_graph.bench.suites.base import Suite, SuiteError, sample
-from mtl_graph.tasks import INSTRUCTIONS_FILE, Task, TaskError
+from mtl_graph.core.task import INSTRUCTIONS_FILE, Task, TaskError
 
 
 def load(arg: str | None, limit: int | None, seed: int) -> Suite:

@@ -12,7 +12,7 @@ from mtl_graph.bench.suites.base import (
     read_json_objects,
     sample,
 )
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 DOMAIN = "humaneval"
 SOLUTION_FILE = "solution.py"

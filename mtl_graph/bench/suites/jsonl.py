@@ -15,7 +15,7 @@ from mtl_graph.bench.suites.base import (
     read_json_objects,
     sample,
 )
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 SOLUTION_FILE = "solution.py"
 # Field names of our own format first, then LiveCodeBench's.

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from mtl_graph.bench.suites.base import Suite, SuiteError, hidden_python_check, sample
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 DOMAIN = "swebench"
 DEFAULT_DATASET = "princeton-nlp/SWE-bench_Lite"

@@ -10,8 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mtl_graph.experience.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import first_validation_error
+from mtl_graph.core.errors import MTLError
 
 RUNLOG, LANGCHAIN, MINI_SWE_AGENT, SWE_AGENT = "mtl-runlog", "langchain", "mini-swe-agent", "swe-agent"
 FORMATS = (RUNLOG, LANGCHAIN, MINI_SWE_AGENT, SWE_AGENT)
@@ -20,7 +21,7 @@ _SHELL_TOOLS = {"bash", "shell", "sh", "terminal", "run", "execute", "exec", "ru
 _COMMAND_ARGS = ("command", "cmd", "script", "code")
 
 
-class TrajectoryImportError(ValueError):
+class TrajectoryImportError(MTLError, ValueError):
     """A log file (or one record of it) could not be imported; the message names the file (and line)."""
 
     def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
@@ -113,7 +114,7 @@ def read_log_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     return text
 
 
-class BadJSON(ValueError):
+class BadJSON(MTLError, ValueError):
     """Text that is not JSON, with a one-line reason and the line it fails on."""
 
     def __init__(self, reason: str, line: int | None = None) -> None:

@@ -10,8 +10,8 @@ from typing import Any, Iterable
 from mtl_graph.experience.importers.common import (LANGCHAIN, TrajectoryImportError, count, exit_code_of, given_verdict,
                                                    one_line, render_call, stem, text_of)
 from mtl_graph.experience.importers.task_text import task_text
-from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
+from mtl_graph.core.task import TaskRef
 
 
 def message_list(obj: Any) -> list[Any] | None:

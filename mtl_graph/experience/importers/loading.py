@@ -15,7 +15,7 @@ from mtl_graph.experience.importers.langchain import looks_like_messages, messag
 from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
 from mtl_graph.experience.importers.runlog import is_run_record, looks_like_runlog, parse_runlog
 from mtl_graph.experience.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
-from mtl_graph.experience.trajectory import Trajectory
+from mtl_graph.core.trajectory import Trajectory
 
 _PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
     LANGCHAIN: parse_langchain,

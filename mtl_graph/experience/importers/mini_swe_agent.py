@@ -20,8 +20,8 @@ from mtl_graph.experience.importers.common import (TrajectoryImportError, dig, g
 from mtl_graph.experience.importers.langchain import message_list
 from mtl_graph.experience.importers.mini_observation import parse_observation
 from mtl_graph.experience.importers.task_text import task_text
-from mtl_graph.experience.trajectory import Step, TokenUsage, Trajectory
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
+from mtl_graph.core.task import TaskRef
 
 ACTION_PATTERNS = (
     re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.S),

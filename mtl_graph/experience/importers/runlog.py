@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from mtl_graph.experience.importers.common import BadJSON, BadRecordError, FileImport, one_line, parse_json
-from mtl_graph.experience.trajectory import Trajectory
+from mtl_graph.core.trajectory import Trajectory
 
 _KNOWN = set(Trajectory.model_fields)
 MAX_LISTED_LINES = 20

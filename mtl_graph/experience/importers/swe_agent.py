@@ -15,8 +15,8 @@ from typing import Any
 from mtl_graph.experience.importers.common import (SWE_AGENT, NotARunError, TrajectoryImportError, dig,
                                                    exit_code_of, given_verdict, stem, text_of, usage_of)
 from mtl_graph.experience.importers.task_text import task_text
-from mtl_graph.experience.trajectory import Step, Trajectory
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.trajectory import Step, Trajectory
+from mtl_graph.core.task import TaskRef
 
 
 def looks_like_swe_agent(obj: Any) -> bool:

@@ -18,7 +18,7 @@ from mtl_graph.bench.suites.base import (
     sample,
 )
 from mtl_graph.bench.suites.exercism.languages import LANGUAGES, META_DIR, Exercise, Language
-from mtl_graph.tasks import Task
+from mtl_graph.core.task import Task
 
 DOMAIN = "exercism"
 LANGUAGES_KEY = "languages"

@@ -9,8 +9,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mtl_graph.memory.models import Outcome
-from mtl_graph.tasks import TaskRef
+from mtl_graph.core.task import TaskRef
+
+
+class Outcome(StrEnum):
+    """How a run ended, as memories and credit record it."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
 
 
 class Step(BaseModel):

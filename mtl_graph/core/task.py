@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mtl_graph.core.errors import MTLError
+
 INSTRUCTIONS_FILE = "task.md"
 METADATA_FILE = "task.json"
 FILES_DIR = "files"
@@ -19,7 +21,7 @@ SOLUTION_KEY = "solution"
 """task.json key listing the files that are the solution (the only ones carried into the check's clean room)."""
 
 
-class TaskError(ValueError):
+class TaskError(MTLError, ValueError):
     """A task could not be loaded or materialized."""
 
 

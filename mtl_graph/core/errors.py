@@ -1,0 +1,78 @@
+"""One exception base for everything mtl_graph raises, and the typed reason a run ended without a fair try."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class MTLError(Exception):
+    """Base of every error mtl_graph raises on purpose: `except MTLError` catches ours and nothing else.
+
+    Each subclass also keeps the builtin base it always had (ValueError, RuntimeError, OSError), so code that
+    catches those still does."""
+
+
+class ErrorKind(StrEnum):
+    """Which stage a run's expected failure came from; the run's verdict is then `error` and it teaches nothing."""
+
+    INVALID_TASK = "invalid_task"
+    INVALID_SETTINGS = "invalid_settings"
+    MODEL = "model"
+    RETRIEVAL = "retrieval"
+    SETUP = "setup"
+    AGENT = "agent"
+    CHECK = "check"
+    JUDGE = "judge"
+    WRITE_BACK = "write_back"
+    REFUSED = "refused"
+    CRASHED = "crashed"
+
+
+_PREFIX = {
+    ErrorKind.INVALID_TASK: "invalid task",
+    ErrorKind.INVALID_SETTINGS: "invalid agent settings",
+    ErrorKind.MODEL: "model provider error",
+    ErrorKind.RETRIEVAL: "retrieval failed",
+    ErrorKind.AGENT: "wrapped agent failed",
+    ErrorKind.CHECK: "check could not run",
+    ErrorKind.WRITE_BACK: "write back failed",
+    ErrorKind.REFUSED: "refused",
+}
+"""The text a kind's message starts with in the run's `error` (the words users and logs have always seen)."""
+
+
+class RunError(BaseModel):
+    """Why a run stopped short: a kind to branch on and a message for people. `text` is the run's `error`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: ErrorKind
+    """The stage that failed."""
+    detail: str
+    """What went wrong, in that stage's words."""
+
+    @property
+    def text(self) -> str:
+        prefix = _PREFIX.get(self.kind)
+        return f"{prefix}: {self.detail}" if prefix else self.detail
+
+    def update(self) -> dict[str, str]:
+        """The run-state fields that record it: `error` (the text) and `error_kind`."""
+        return {"error": self.text, "error_kind": self.kind.value}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def error_kind_of(text: str | None) -> ErrorKind | None:
+    """The kind of a run's `error` text (for runs logged before kinds were recorded, and state a client wrote)."""
+    if not text:
+        return None
+    for kind, prefix in _PREFIX.items():
+        if text.startswith(f"{prefix}:"):
+            return kind
+    if " raised " in text.split(":", 1)[0]:
+        return ErrorKind.CRASHED
+    return ErrorKind.SETUP
