@@ -1,88 +1,39 @@
-"""Distillers: one per memory format, with success and failure prompts; trajectory memories need no model.
+"""Distillers: one per registered memory format (mtl_graph/memory/formats/), derived from its declaration.
 
-`distill(trajectory, formats, model)` redacts the run, picks the prompt variant from the verdict, calls the
-model through the shared structured-call helper (validation, error-fed retries) and returns the memories, the
-formats that could not be distilled (with reasons — never silently dropped), warnings and token usage.
+A format with a `build` function (trajectory) is made from the run directly, with no model; any other is written
+by a model: its success or failure prompt by the verdict, its draft schema through the shared structured-call
+helper (validation, error-fed retries), a leak check for the task-free formats, then the memory built.
+
+`distill(trajectory, formats, model)` redacts the run and returns the memories, the formats that could not be
+distilled (with reasons — never silently dropped), warnings and token usage.
 """
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Annotated, Any, Callable, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mtl_graph.core.errors import MTLError
+from mtl_graph.core.trajectory import TokenUsage, Trajectory
 from mtl_graph.experience.leaks import find_leaks, task_specifics
-from mtl_graph.experience.prompting import CHARS_PER_TOKEN, clip_middle, fill, render_trajectory
+from mtl_graph.experience.prompting import CHARS_PER_TOKEN, fill, render_trajectory
 from mtl_graph.experience.quality import junk_reasons
 from mtl_graph.experience.redact import Redactor
 from mtl_graph.experience.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
                                              resolve_model, structured_call)
-from mtl_graph.core.trajectory import TokenUsage, Trajectory
-from mtl_graph.memory.models import (MAX_LONG, MAX_STEPS, MEMORY_CLASSES, Memory, MemoryType, Outcome, Provenance,
-                                     TrajectoryMemory, TrajectoryStep, memory_type_of, strings_of)
-
-from mtl_graph.core.errors import MTLError
-
-_ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx)\.", re.I)
-
-
-def count_sentences(text: str) -> int:
-    text = _ABBREVIATIONS.sub("abbr", text.strip())
-    return len([s for s in re.split(r"(?<=[.!?])\s+(?=\S)", text) if s.strip()])
-
-
-def _at_most(n: int) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        if count_sentences(text) > n:
-            raise ValueError(f"must be at most {n} sentence{'s' if n > 1 else ''} (got {count_sentences(text)})")
-        return text
-
-    return check
-
-
-def _one_paragraph(text: str) -> str:
-    if re.search(r"\n\s*\n", text.strip()):
-        raise ValueError("must be one paragraph (no blank lines)")
-    return text
-
-
-def _text(lo: int, hi: int, *checks: Callable[[str], str]) -> Any:
-    return Annotated[str, Field(min_length=lo, max_length=hi), *(AfterValidator(c) for c in checks)]
-
-
-class InsightDraft(BaseModel):
-    """A general lesson: title, one-sentence description, 1-3 sentences of advice; no task specifics."""
-
-    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore")
-
-    title: _text(3, 120) = Field(description="Short imperative title, at most 12 words.")
-    description: _text(10, 300, _at_most(1)) = Field(description="One sentence: when the insight applies.")
-    content: _text(10, 700, _at_most(3)) = Field(description="1-3 sentences of actionable advice.")
-
-
-class WorkflowDraft(BaseModel):
-    """A goal (when this applies) and the reusable actions, in order."""
-
-    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore")
-
-    goal: _text(10, 500) = Field(description="The kind of task this workflow applies to (1-2 sentences).")
-    actions: list[_text(3, 300)] = Field(min_length=1, max_length=12, description="Reusable actions, in order.")
-
-
-class SummaryDraft(BaseModel):
-    """A 2-3 sentence task summary and one paragraph of experience."""
-
-    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore")
-
-    task_summary: _text(10, 800, _at_most(4)) = Field(description="2-3 sentences on the task.")
-    experience_summary: _text(20, 2_000, _one_paragraph) = Field(
-        description="One paragraph: environment, key actions, outcome, why.")
+from mtl_graph.memory import formats as registry
+from mtl_graph.memory.formats import MemoryFormat
+from mtl_graph.memory.formats._drafts import count_sentences  # noqa: F401 (part of this module's API)
+from mtl_graph.memory.formats.insight import InsightDraft  # noqa: F401 (the built-in drafts, importable here)
+from mtl_graph.memory.formats.summary import SummaryDraft  # noqa: F401
+from mtl_graph.memory.formats.workflow import WorkflowDraft  # noqa: F401
+from mtl_graph.memory.models import Memory, MemoryType, Outcome, Provenance, memory_type_of, strings_of
 
 
 class DistillConfig(BaseModel):
@@ -163,60 +114,65 @@ def outcome_text(outcome: Outcome, reason: str) -> str:
     return "unknown - the run was not verified; treat its approach as unconfirmed and do not claim it worked"
 
 
+def variant(outcome: Outcome) -> str:
+    """Which prompt a run gets: a failed run's, or a successful one's (an unverified run is told so)."""
+    return "failure" if outcome == Outcome.FAILURE else "success"
+
+
 class Distiller(ABC):
     """Makes one memory format from a (redacted) run."""
 
-    memory_type: MemoryType
-    needs_model = True
+    def __init__(self, fmt: MemoryFormat) -> None:
+        self.format = fmt
+
+    @property
+    def memory_type(self) -> MemoryType:
+        return MemoryType(self.format.name)
+
+    @property
+    def needs_model(self) -> bool:
+        return self.format.needs_model
 
     @abstractmethod
     def distill(self, trajectory: Trajectory, outcome: Outcome, provenance: Provenance,
                 model: BaseChatModel | None, config: DistillConfig) -> Distilled: ...
 
 
-class TrajectoryDistiller(Distiller):
-    """The task and every action with its observation; built directly, no model call."""
-
-    memory_type = MemoryType.TRAJECTORY
-    needs_model = False
+class BuiltDistiller(Distiller):
+    """A format its declaration builds from the run directly (trajectory): no model call."""
 
     def distill(self, trajectory: Trajectory, outcome: Outcome, provenance: Provenance,
                 model: BaseChatModel | None, config: DistillConfig) -> Distilled:
-        fit = partial(clip_middle, limit=MAX_LONG - 64)  # the marker says how much was cut; room left for it
-        steps = [TrajectoryStep(command=fit(s.action.strip()), observation=fit(s.observation),
-                                exit_code=s.exit_code) for s in trajectory.steps if s.action.strip()]
-        if not steps:
-            raise DistillError("the run has no actions")
-        warnings = []
-        if len(steps) > MAX_STEPS:
-            warnings.append(f"trajectory: kept the first and last {MAX_STEPS // 2} of {len(steps)} steps")
-            steps = steps[: MAX_STEPS // 2] + steps[-(MAX_STEPS // 2):]
+        assert self.format.build is not None
         try:
-            memory = TrajectoryMemory(task=fit(trajectory.task.instruction), steps=steps, outcome=outcome,
-                                      sources=[provenance.model_copy(update={"distill_model": None})])
+            memory, warnings = self.format.build(trajectory, outcome, provenance)
         except ValidationError as exc:
-            raise DistillError(f"invalid trajectory memory: {describe_validation_error(exc)}") from None
-        return Distilled(memory, warnings=warnings)
+            raise DistillError(f"invalid {self.format.name} memory: {describe_validation_error(exc)}") from None
+        except ValueError as exc:
+            raise DistillError(str(exc)) from None
+        return Distilled(memory, warnings=warnings)  # type: ignore[arg-type]
 
 
 class ModelDistiller(Distiller):
     """A model-written format: prompt by outcome, structured answer, optional leak check, memory built."""
 
-    def __init__(self, memory_type: MemoryType, schema: type[BaseModel], leak_checked: bool) -> None:
-        self.memory_type, self.schema, self.leak_checked = memory_type, schema, leak_checked
+    def prompt(self, run_outcome: Outcome, **values: str) -> str:
+        assert self.format.prompts is not None
+        success, failure = self.format.prompts
+        return fill(failure if variant(run_outcome) == "failure" else success, self.format.prompt_dir, **values)
 
     def messages(self, trajectory: Trajectory, outcome: Outcome, config: DistillConfig) -> list[Any]:
         reason = trajectory.verdict.reason if trajectory.verdict else ""
-        variant = "failure" if outcome == Outcome.FAILURE else "success"
         text = render_trajectory(trajectory, config.budget_tokens * CHARS_PER_TOKEN, config.observation_chars)
-        prompt = fill(f"{self.memory_type.value}_{variant}", trajectory=text, outcome=outcome_text(outcome, reason),
-                      verdict_reason=reason or "(no reason given)")
+        prompt = self.prompt(outcome, trajectory=text, outcome=outcome_text(outcome, reason),
+                             verdict_reason=reason or "(no reason given)")
         return [SystemMessage(fill("distill_system")), HumanMessage(prompt)]
 
     def distill(self, trajectory: Trajectory, outcome: Outcome, provenance: Provenance,
                 model: BaseChatModel | None, config: DistillConfig) -> Distilled:
-        assert model is not None
-        specifics = task_specifics(trajectory) if self.leak_checked and config.leak_check else set()
+        assert model is not None and self.format.draft is not None
+        name = self.format.name
+        specifics = task_specifics(trajectory) if self.format.task_free and config.leak_check else set()
         leaks: dict[str, list[str]] = {}
         junk: dict[str, list[str]] = {}
         messages = self.messages(trajectory, outcome, config)
@@ -238,7 +194,7 @@ class ModelDistiller(Distiller):
             return None
 
         try:
-            result = structured_call(model, self.schema, messages,
+            result = structured_call(model, self.format.draft, messages,
                                      max_attempts=config.max_attempts,
                                      check=check, json_mode=config.json_mode)
         except StructuredCallError as exc:
@@ -249,36 +205,50 @@ class ModelDistiller(Distiller):
                                usage=result.usage)
         warnings = []
         if leaks.get("asked"):
-            warnings.append(f"{self.memory_type.value}: leaked task specifics {leaks['asked'][:12]}; asked for a "
+            warnings.append(f"{name}: leaked task specifics {leaks['asked'][:12]}; asked for a "
                             f"general version" + (f", still leaks {leaks['final'][:12]}" if leaks.get("final") else ""))
         if leaks.get("final") and config.on_leak == "fail":
             raise DistillError(f"leaks task specifics after a retry: {', '.join(leaks['final'][:12])}",
                                attempts=result.attempts, usage=result.usage)
         try:
-            memory = MEMORY_CLASSES[self.memory_type.value](outcome=outcome, sources=[provenance],
-                                                            **result.value.model_dump())
+            memory = self.format.memory(outcome=outcome, sources=[provenance], **result.value.model_dump())
         except ValidationError as exc:
-            raise DistillError(f"invalid {self.memory_type.value} memory: {describe_validation_error(exc)}",
+            raise DistillError(f"invalid {name} memory: {describe_validation_error(exc)}",
                                attempts=result.attempts, usage=result.usage) from None
         return Distilled(memory, result.usage, warnings)  # type: ignore[arg-type]
 
-
     def junk(self, text: str, trajectory: Trajectory, outcome: Outcome, config: DistillConfig) -> list[str]:
-        """Quality-gate reasons for a draft (abstract formats must not copy the task either)."""
+        """Quality-gate reasons for a draft (task-free formats must not copy the task either)."""
         if not config.quality_gate:
             return []
-        variant = "failure" if outcome == Outcome.FAILURE else "success"
-        instructions = fill(f"{self.memory_type.value}_{variant}", trajectory="", outcome="", verdict_reason="")
-        task = trajectory.task.instruction if self.leak_checked else ""
+        instructions = self.prompt(outcome, trajectory="", outcome="", verdict_reason="")
+        task = trajectory.task.instruction if self.format.task_free else ""
         return junk_reasons(text, prompts=[instructions, fill("distill_system")], task=task)
 
 
-DISTILLERS: dict[MemoryType, Distiller] = {
-    MemoryType.TRAJECTORY: TrajectoryDistiller(),
-    MemoryType.WORKFLOW: ModelDistiller(MemoryType.WORKFLOW, WorkflowDraft, leak_checked=True),
-    MemoryType.SUMMARY: ModelDistiller(MemoryType.SUMMARY, SummaryDraft, leak_checked=False),
-    MemoryType.INSIGHT: ModelDistiller(MemoryType.INSIGHT, InsightDraft, leak_checked=True),
-}
+def distiller_for(fmt: MemoryFormat) -> Distiller:
+    """The distiller a format's declaration calls for."""
+    return ModelDistiller(fmt) if fmt.needs_model else BuiltDistiller(fmt)
+
+
+class _DistillTable(Mapping[str, Distiller]):
+    """Format name -> its distiller, for every format registered now (a MemoryType key works too)."""
+
+    def __getitem__(self, name: str) -> Distiller:
+        fmt = registry.find(str(name))
+        if fmt is None:
+            raise KeyError(name)
+        return distiller_for(fmt)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry.names())
+
+    def __len__(self) -> int:
+        return len(registry.names())
+
+
+DISTILLERS: Mapping[str, Distiller] = _DistillTable()
+"""The distill table, derived from the format registry."""
 
 
 def distill(trajectory: Trajectory, formats: Iterable[MemoryType | str], model: BaseChatModel | str | None = None,

@@ -1,17 +1,35 @@
-"""The four memory formats (Trajectory, Workflow, Summary, Insight) as one discriminated union."""
+"""What every memory is (identity, provenance, usage record, screening state) and `Memory`, any registered format.
+
+The formats themselves (trajectory, workflow, summary, insight, and any other) are declared in their own modules
+under mtl_graph/memory/formats/; their models stay importable from here."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import sys
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Annotated, Any, Iterator, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
+from pydantic_core import core_schema
 
 from mtl_graph.core.trajectory import Outcome
+
+if TYPE_CHECKING:
+    from mtl_graph.memory.formats.insight import InsightMemory
+    from mtl_graph.memory.formats.summary import SummaryMemory
+    from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
+    from mtl_graph.memory.formats.workflow import WorkflowMemory
+
+__all__ = ["COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
+           "NOT_CONTENT", "InsightMemory", "LongText", "Memory", "MemoryBase", "MemoryType", "Outcome", "Provenance",
+           "ShortText", "SummaryMemory", "Text", "TrajectoryMemory", "TrajectoryStep", "UsageStats", "WorkflowMemory",
+           "first_validation_error", "memory_type_of", "parse_memory", "render_memories", "strings_of"]
 
 MAX_SHORT = 300
 MAX_TEXT = 4_000
@@ -36,12 +54,24 @@ def strings_of(value: Any) -> Iterator[str]:
 
 
 class MemoryType(StrEnum):
-    """The four formats, from concrete to abstract."""
+    """A format's name: the four built-in ones as members, from concrete to abstract; the name of any other
+    registered format is accepted too (as a member made on the spot), so pydantic fields and `.value` work for
+    every format."""
 
     TRAJECTORY = "trajectory"
     WORKFLOW = "workflow"
     SUMMARY = "summary"
     INSIGHT = "insight"
+
+    @classmethod
+    def _missing_(cls, value: object) -> "MemoryType | None":
+        from mtl_graph.memory.formats import find
+
+        if not isinstance(value, str) or find(value) is None:
+            return None
+        member = str.__new__(cls, value)
+        member._name_, member._value_ = value.upper(), value  # not cached: a format unregistered is gone
+        return member
 
 
 NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
@@ -115,7 +145,10 @@ COUNTS = ("retrieved", "retrieved_success", "retrieved_failure", "cited", "cited
 """The UsageStats fields that add up across runs and merged memories."""
 
 
-class _MemoryBase(BaseModel):
+class MemoryBase(BaseModel):
+    """What every memory format has; a format's model adds its content fields and `type: Literal[name]`."""
+
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     id: str = ""
@@ -177,141 +210,125 @@ class _MemoryBase(BaseModel):
     def models(self) -> list[str]:
         return sorted({m for s in self.sources for m in (s.task_model, s.distill_model) if m})
 
-    def key_text(self) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def key_text(self) -> str:
+        """The retrieval key (the text embedded and searched), as its format declares it."""
+        return self._format().key(self)
 
-    def label(self) -> str:  # pragma: no cover - overridden
+    def label(self) -> str:
         """What the memory is, for its heading (e.g. "workflow (outcome: success)")."""
-        raise NotImplementedError
+        return self._format().label(self)
 
-    def body(self, observation_chars: int = 300) -> str:  # pragma: no cover - overridden
+    def body(self, observation_chars: int = 300) -> str:
         """The memory's own text as shown to an agent (observations cut to observation_chars)."""
-        raise NotImplementedError
+        return self._format().body(self, observation_chars)
+
+    def _format(self) -> Any:
+        from mtl_graph.memory.formats import get
+
+        return get(getattr(self, "type"))
 
     def render(self, index: int, observation_chars: int = 300) -> str:
         """Plain numbered rendering (for people; prompts use mtl_graph.memory.fence, which quotes the body)."""
         return f"## Memory {index}: {self.label()}\n{self.body(observation_chars)}"
 
-    def _outcome_tag(self) -> str:
+    def outcome_tag(self) -> str:
+        """" (outcome: success)", for labels."""
         return f" (outcome: {self.outcome.value})"
 
 
-class TrajectoryStep(BaseModel):
-    """One action of a trajectory memory: the command and what it printed (reasoning dropped)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    command: LongText
-    """The shell command or tool call, as text."""
-    observation: str = Field(default="", max_length=MAX_LONG)
-    """What the command printed (full; cut only when rendered)."""
-    exit_code: int | None = None
-    """Exit status, when known."""
+_MemoryBase = MemoryBase
 
 
-class TrajectoryMemory(_MemoryBase):
-    """The task and every command with its observation; failed steps kept."""
-
-    type: Literal["trajectory"] = "trajectory"
-    task: LongText
-    """The task's instruction text (the retrieval key)."""
-    steps: list[TrajectoryStep] = Field(min_length=1, max_length=MAX_STEPS)
-    """Every action in order."""
-
-    def key_text(self) -> str:
-        return self.task
-
-    def label(self) -> str:
-        return f"past trajectory{self._outcome_tag()}"
-
-    def body(self, observation_chars: int = 300) -> str:
-        lines = [f"Task: {self.task}"]
-        for n, step in enumerate(self.steps, 1):
-            obs = step.observation
-            if len(obs) > observation_chars:
-                obs = obs[:observation_chars] + f"... [cut {len(obs) - observation_chars} chars]"
-            code = "" if step.exit_code is None else f" (exit {step.exit_code})"
-            lines.append(f"{n}. $ {step.command}{code}\n   {obs}" if obs else f"{n}. $ {step.command}{code}")
-        return "\n".join(lines)
+_MEMORY_CLASSES = ("InsightMemory", "SummaryMemory", "TrajectoryMemory", "TrajectoryStep", "WorkflowMemory")
+"""The built-in formats' models, defined in their own modules (mtl_graph/memory/formats/) and importable here."""
 
 
-class WorkflowMemory(_MemoryBase):
-    """A goal (when this applies) and the reusable actions that achieved it (or the misleading strategy)."""
+def __getattr__(name: str) -> Any:
+    # the format modules import this one, so their classes are looked up on first use rather than imported here
+    if name in _MEMORY_CLASSES:
+        from mtl_graph.memory.formats import all_formats
 
-    type: Literal["workflow"] = "workflow"
-    goal: Text
-    """When this workflow applies (the retrieval key)."""
-    actions: list[Text] = Field(min_length=1, max_length=50)
-    """The reusable subset of actions, in order."""
-
-    def key_text(self) -> str:
-        return self.goal
-
-    def label(self) -> str:
-        return f"workflow{self._outcome_tag()}"
-
-    def body(self, observation_chars: int = 300) -> str:
-        steps = "\n".join(f"{n}. {a}" for n, a in enumerate(self.actions, 1))
-        return f"Goal: {self.goal}\n{steps}"
+        all_formats()
+        for module in ("insight", "summary", "trajectory", "workflow"):
+            found = getattr(sys.modules[f"mtl_graph.memory.formats.{module}"], name, None)
+            if found is not None:
+                return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class SummaryMemory(_MemoryBase):
-    """A short task summary and a paragraph of experience (environment, key actions, outcome, why)."""
-
-    type: Literal["summary"] = "summary"
-    task_summary: Text
-    """Two or three sentences on the task (the retrieval key)."""
-    experience_summary: Text
-    """Environment, key actions, outcome and why."""
-
-    def key_text(self) -> str:
-        return self.task_summary
-
-    def label(self) -> str:
-        return f"summary{self._outcome_tag()}"
-
-    def body(self, observation_chars: int = 300) -> str:
-        return f"Task: {self.task_summary}\nExperience: {self.experience_summary}"
+def _validate_memory(value: Any) -> MemoryBase:
+    if isinstance(value, MemoryBase):
+        return value
+    return parse_memory(value)
 
 
-class InsightMemory(_MemoryBase):
-    """A general lesson: title, one-sentence description, 1-3 sentences of content; no task specifics."""
-
-    type: Literal["insight"] = "insight"
-    title: ShortText
-    """A short title."""
-    description: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=600)]
-    """One sentence saying when the insight applies."""
-    content: Text
-    """One to three sentences of advice."""
-
-    def key_text(self) -> str:
-        return f"{self.title}. {self.description}"
-
-    def label(self) -> str:
-        return self.title
-
-    def body(self, observation_chars: int = 300) -> str:
-        return f"{self.description}\n{self.content}"
+def _dump_memory(memory: MemoryBase, info: Any) -> Any:
+    return memory.model_dump(mode="json" if info.mode_is_json() else "python", by_alias=info.by_alias,
+                             exclude_none=info.exclude_none, exclude_defaults=info.exclude_defaults,
+                             exclude_unset=info.exclude_unset)
 
 
-Memory = Annotated[
-    Union[TrajectoryMemory, WorkflowMemory, SummaryMemory, InsightMemory], Field(discriminator="type")
-]
+class _AnyFormat:
+    """The pydantic schema of `Memory`: a memory of any format registered when the value arrives."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            _validate_memory, serialization=core_schema.plain_serializer_function_ser_schema(_dump_memory,
+                                                                                            info_arg=True))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        from mtl_graph.memory.formats import names
+
+        return {"type": "object", "properties": {"type": {"type": "string", "enum": names()}}, "required": ["type"]}
+
+
+Memory = Annotated[MemoryBase, _AnyFormat()]
+"""A memory of any registered format (a pydantic field of this type validates by the memory's `type`)."""
 MEMORY_ADAPTER: TypeAdapter[Memory] = TypeAdapter(Memory)
-MEMORY_CLASSES: dict[str, type[_MemoryBase]] = {
-    "trajectory": TrajectoryMemory,
-    "workflow": WorkflowMemory,
-    "summary": SummaryMemory,
-    "insight": InsightMemory,
-}
+
+
+class _Classes(Mapping[str, "type[MemoryBase]"]):
+    """Format name -> memory model, as registered now."""
+
+    def __getitem__(self, name: str) -> type[MemoryBase]:
+        from mtl_graph.memory.formats import find
+
+        fmt = find(name)
+        if fmt is None:
+            raise KeyError(name)
+        return fmt.memory
+
+    def __iter__(self) -> Iterator[str]:
+        from mtl_graph.memory.formats import names
+
+        return iter(names())
+
+    def __len__(self) -> int:
+        from mtl_graph.memory.formats import names
+
+        return len(names())
+
+
+MEMORY_CLASSES: Mapping[str, type[MemoryBase]] = _Classes()
+
+
+@functools.cache
+def _union(version: int) -> TypeAdapter[Any]:
+    from mtl_graph.memory.formats import all_formats
+
+    classes = tuple(f.memory for f in all_formats())
+    member = classes[0] if len(classes) == 1 else Annotated[Union[classes], Field(discriminator="type")]
+    return TypeAdapter(member)
 
 
 def parse_memory(data: dict[str, Any] | str) -> Memory:
     """Validate one memory from a dict or a JSON string (raises pydantic.ValidationError)."""
-    if isinstance(data, str):
-        return MEMORY_ADAPTER.validate_json(data)
-    return MEMORY_ADAPTER.validate_python(data)
+    from mtl_graph.memory.formats import version
+
+    adapter = _union(version())
+    if isinstance(data, (str, bytes)):
+        return adapter.validate_json(data)
+    return adapter.validate_python(data)
 
 
 def first_validation_error(exc: ValidationError) -> str:
@@ -328,9 +345,7 @@ def render_memories(memories: list[Memory], observation_chars: int = 300) -> str
 
 
 def memory_type_of(value: str) -> MemoryType:
-    """Parse a memory type name with a clear error."""
-    try:
-        return MemoryType(value.strip().lower())
-    except ValueError:
-        names = ", ".join(t.value for t in MemoryType)
-        raise ValueError(f"unknown memory type {value!r}; expected one of: {names}") from None
+    """Parse a registered format's name (any case) with a clear error naming the registered ones."""
+    from mtl_graph.memory.formats import get
+
+    return MemoryType(get(value).name)

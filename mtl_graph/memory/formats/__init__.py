@@ -1,0 +1,228 @@
+"""Memory formats as a registry: each format declares itself once, in its own module of this package.
+
+A declaration (`MemoryFormat`) names the format, its pydantic memory model, how a run becomes one (a distilling
+model's draft and prompts, or a `build` function needing no model), its retrieval key, how it is shown to an
+agent, and whether the graph plans a query for it. Everything else is derived from the registry: the memory union
+`parse_memory` validates, the distill table, the run settings' choices (`MemoryChoice`, `FormatName`), Studio's
+form, the CLI help and every "does this need a model" check.
+
+The modules of this package are imported (pkgutil) the first time the registry is read, so a new format is one
+module here calling `register(...)`, its prompt templates and its test. Modules whose name starts with an
+underscore hold shared helpers and register nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
+
+from pydantic_core import PydanticCustomError, core_schema
+
+from mtl_graph.templates import load_template
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from mtl_graph.core.trajectory import Outcome, Trajectory
+    from mtl_graph.memory.models import MemoryBase, Provenance
+
+DISTILL_PROMPTS = "mtl_graph.experience"
+"""The package whose prompts/ folder holds the distill templates (`prompt_dir` overrides it per format)."""
+CONSOLIDATE_PROMPTS = "mtl_graph.memory"
+"""The package whose prompts/ folder holds the merge (consolidation) templates."""
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
+
+
+class FormatError(ValueError):
+    """A format declaration that cannot be registered, or a name that is not a registered format."""
+
+
+@dataclass(frozen=True)
+class MemoryFormat:
+    """One memory format, declared once (see the module docstring)."""
+
+    name: str
+    """The memory's `type`, stored in every payload (lowercase)."""
+    memory: type[MemoryBase]
+    """Its pydantic model; its `type` field is `Literal[name]`."""
+    summary: str
+    """What it holds, in a few words (CLI help)."""
+    key: Callable[[Any], str]
+    """The retrieval key of a memory: the text embedded and searched."""
+    label: Callable[[Any], str]
+    """What a memory is, for its heading when shown (e.g. "workflow (outcome: success)")."""
+    body: Callable[[Any, int], str]
+    """A memory's own text as shown to an agent (observations cut to the given number of characters)."""
+    draft: type[BaseModel] | None = None
+    """What a distilling model answers (validated, retried); its fields are the memory's content fields."""
+    prompts: tuple[str, str] | None = None
+    """The distill templates for a successful and for a failed run (the same name twice is fine)."""
+    build: Callable[[Trajectory, Outcome, Provenance], tuple[MemoryBase, list[str]]] | None = None
+    """Makes the memory from a run without a model (memory, warnings); raises ValueError when it cannot."""
+    task_free: bool = False
+    """Must transfer to other tasks: checked for the run's specifics and must not copy the task text."""
+    uses_plan: bool = True
+    """The graph asks the model for a plan to search with; False: the task text is the query."""
+    consolidate_prompt: str | None = None
+    """The template a model merges near-duplicates with (None: a format with `build` keeps its best original;
+    one without cannot be consolidated)."""
+    prompt_dir: Path | None = None
+    """A folder holding this format's templates (None: the packaged prompts folders)."""
+    rank: int = 100
+    """Where it is listed (choices, help): lower first; the built-ins go from concrete to abstract."""
+
+    @property
+    def needs_model(self) -> bool:
+        """A model writes it (it has no `build`)."""
+        return self.build is None
+
+    def check(self) -> None:
+        """Raise FormatError when the declaration is inconsistent (named in one line)."""
+        where = f"memory format {self.name!r}"
+        if not _NAME.fullmatch(self.name) or self.name == "none":
+            raise FormatError(f"{where}: a name is lowercase letters, digits and _ (and not 'none')")
+        declared = self.memory.model_fields.get("type")
+        if declared is None or declared.default != self.name:
+            raise FormatError(f"{where}: {self.memory.__name__}.type must default to {self.name!r}")
+        if self.build is None and (self.draft is None or self.prompts is None):
+            raise FormatError(f"{where}: a format without build needs a draft schema and its two prompts")
+        for template in [*(self.prompts or ()), *([self.consolidate_prompt] if self.consolidate_prompt else [])]:
+            package = CONSOLIDATE_PROMPTS if template == self.consolidate_prompt else DISTILL_PROMPTS
+            try:
+                load_template(package, template, self.prompt_dir)
+            except FileNotFoundError as exc:
+                raise FormatError(f"{where}: {exc}") from None
+
+
+_REGISTRY: dict[str, MemoryFormat] = {}
+_state = {"discovered": False, "version": 0}
+
+
+def _discover() -> None:
+    if _state["discovered"]:
+        return
+    _state["discovered"] = True
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def register(fmt: MemoryFormat) -> MemoryFormat:
+    """Add a format (its module calls this at import); a name taken by another declaration is an error."""
+    fmt.check()
+    known = _REGISTRY.get(fmt.name)
+    if known is not None and known.memory.__qualname__ != fmt.memory.__qualname__:
+        raise FormatError(f"memory format {fmt.name!r} is already registered (by {known.memory.__module__})")
+    _REGISTRY[fmt.name] = fmt
+    _state["version"] += 1
+    return fmt
+
+
+def unregister(name: str) -> None:
+    """Remove a format (a test's own format, afterwards); an unknown name is ignored."""
+    if _REGISTRY.pop(name, None) is not None:
+        _state["version"] += 1
+
+
+@contextmanager
+def registered(fmt: MemoryFormat) -> Iterator[MemoryFormat]:
+    """The format registered for the duration of a with block."""
+    _discover()
+    register(fmt)
+    try:
+        yield fmt
+    finally:
+        unregister(fmt.name)
+
+
+def version() -> int:
+    """Changes whenever a format is registered or removed (what derived tables cache on)."""
+    _discover()
+    return _state["version"]
+
+
+def all_formats() -> list[MemoryFormat]:
+    """Every registered format, in listing order."""
+    _discover()
+    return sorted(_REGISTRY.values(), key=lambda f: (f.rank, f.name))
+
+
+def names() -> list[str]:
+    """The registered format names, in listing order."""
+    return [f.name for f in all_formats()]
+
+
+def listed(conjunction: str = "or") -> str:
+    """The names for a help text: "trajectory, workflow, summary or insight"."""
+    items = names()
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
+def get(name: str) -> MemoryFormat:
+    """The format called name (any case, spaces stripped); FormatError names the known ones."""
+    _discover()
+    fmt = _REGISTRY.get(str(name).strip().lower())
+    if fmt is None:
+        raise FormatError(f"unknown memory type {str(name)!r}; expected one of: {', '.join(names())}")
+    return fmt
+
+
+def find(name: str) -> MemoryFormat | None:
+    """The format called name exactly, or None."""
+    _discover()
+    return _REGISTRY.get(str(name))
+
+
+def needs_model(formats: Iterable[str]) -> bool:
+    """Whether any of the formats needs a model to distil."""
+    return any(get(f).needs_model for f in formats)
+
+
+def model_written(formats: Iterable[str]) -> list[str]:
+    """The formats a model must write, in the order given."""
+    return [str(get(f).name) for f in formats if get(f).needs_model]
+
+
+def uses_plan(choice: str) -> bool:
+    """Whether retrieval for a run setting's memory choice plans its query ("none" retrieves nothing)."""
+    fmt = find(str(choice))
+    return fmt is not None and fmt.uses_plan
+
+
+class FormatName(str):
+    """A pydantic type: a registered format's name, checked against the registry when a value arrives, and
+    listed as an enum in JSON schemas (Studio's form), so both follow the formats registered at the time."""
+
+    extra: ClassVar[tuple[str, ...]] = ()
+    """Choices accepted besides the formats."""
+
+    @classmethod
+    def choices(cls) -> list[str]:
+        return [*names(), *cls.extra]
+
+    @classmethod
+    def _check(cls, value: str) -> str:
+        options = cls.choices()
+        if value not in options:
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": ", ".join(repr(o) for o in options)})
+        return value
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(cls._check, core_schema.str_schema())
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string", "enum": cls.choices()}
+
+
+class MemoryChoice(FormatName):
+    """A format to retrieve, or "none" (zero-shot)."""
+
+    extra = ("none",)
