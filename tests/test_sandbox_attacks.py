@@ -2,7 +2,7 @@
 
 Each test states what the backend guarantees: where a backend does not contain an attack (the local backend
 shares the host's filesystem, network and process table), the test asserts that the attack still works, so the
-README's table cannot drift from the truth.
+table in docs/security.md cannot drift from the truth.
 """
 
 from __future__ import annotations
