@@ -14,8 +14,9 @@ from mtl_graph.agent import TOOLS, ScriptedChatModel, bash_call, load_action_scr
 
 def test_replays_in_order_then_submits_instead_of_cycling():
     model = ScriptedChatModel(responses=[bash_call("ls"), bash_call("pwd")])
-    assert model.bind_tools(TOOLS) is model and model.bound_tools == ["bash", "submit"]
-    replies = [model.invoke([HumanMessage("go")]) for _ in range(4)]
+    bound = model.bind_tools(TOOLS)
+    replies = [bound.invoke([HumanMessage("go")]) for _ in range(4)]
+    assert model.bound_tools == ["bash", "submit"]  # what the calls were given
     assert [r.tool_calls[0]["args"] for r in replies[:2]] == [{"command": "ls"}, {"command": "pwd"}]
     assert [r.tool_calls[0]["name"] for r in replies[2:]] == ["submit", "submit"]
     assert replies[2].tool_calls[0]["id"] != replies[3].tool_calls[0]["id"]
