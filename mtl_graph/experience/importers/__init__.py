@@ -1,25 +1,38 @@
 """Importers of agent logs: the project's run log, LangChain messages, mini-swe-agent and SWE-agent trajectories.
 
 The format is detected from the content (file names lie: every tool writes ``.json``), and can be forced.
-One module per format; this package re-exports the public names. Nothing raises out of a batch: `import_file`
-and `load_many` report a bad file, or a bad record of a JSONL log, as a `TrajectoryImportError` naming the file
-(and the line) with a one-line reason, and keep every good run; files that are not runs (SWE-agent
-demonstrations) are a `NotARunError`, to be reported as skipped.
+One module per format, each registering its `Importer` (`registry`); this package re-exports the public names.
+Nothing raises out of a batch: `import_file` and `load_many` report a bad file, or a bad record of a JSONL log, as
+a `TrajectoryImportError` naming the file (and the line) with a one-line reason, and keep every good run; files
+that are not runs (SWE-agent demonstrations) are a `NotARunError`, to be reported as skipped.
 """
 
-from mtl_graph.experience.importers.common import (FORMATS, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT, RUNLOG,
-                                                   SWE_AGENT, BadRecordError, FileImport, Loaded, NotARunError,
-                                                   TrajectoryImportError, UnknownFormatError, exit_code_of, read_log_text,
-                                                   render_call)
-from mtl_graph.experience.importers.langchain import trajectory_from_messages
+from typing import Any
+
+from mtl_graph.experience.importers.common import (MAX_FILE_BYTES, BadRecordError, FileImport, Loaded, NotARunError,
+                                                   TrajectoryImportError, UnknownFormatError, exit_code_of,
+                                                   read_log_text, render_call)
+from mtl_graph.experience.importers.langchain import LANGCHAIN, trajectory_from_messages
 from mtl_graph.experience.importers.loading import (detect_format, import_file, iter_log_files, load_file, load_many,
                                                     load_trajectories)
 from mtl_graph.experience.importers.mini_observation import parse_observation
+from mtl_graph.experience.importers.mini_swe_agent import MINI_SWE_AGENT
+from mtl_graph.experience.importers.registry import (Importer, RegistrationError, format_names, get_importer,
+                                                     importers, register, unregister)
+from mtl_graph.experience.importers.runlog import RUNLOG
+from mtl_graph.experience.importers.swe_agent import SWE_AGENT
 from mtl_graph.experience.importers.task_text import task_text
 
 __all__ = [
     "FORMATS", "LANGCHAIN", "MAX_FILE_BYTES", "MINI_SWE_AGENT", "RUNLOG", "SWE_AGENT", "BadRecordError", "FileImport",
-    "Loaded", "NotARunError", "TrajectoryImportError", "UnknownFormatError", "detect_format", "exit_code_of", "import_file",
-    "iter_log_files", "load_file", "load_many", "load_trajectories", "parse_observation", "read_log_text",
-    "render_call", "task_text", "trajectory_from_messages",
+    "Importer", "Loaded", "NotARunError", "RegistrationError", "TrajectoryImportError", "UnknownFormatError",
+    "detect_format", "exit_code_of", "format_names", "get_importer", "import_file", "importers", "iter_log_files",
+    "load_file", "load_many", "load_trajectories", "parse_observation", "read_log_text", "register", "render_call",
+    "task_text", "trajectory_from_messages", "unregister",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FORMATS":  # the registered names, read when asked: an importer may register after this import
+        return format_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

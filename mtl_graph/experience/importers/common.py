@@ -14,8 +14,6 @@ from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictSt
 from mtl_graph.memory.models import first_validation_error
 from mtl_graph.core.errors import MTLError
 
-RUNLOG, LANGCHAIN, MINI_SWE_AGENT, SWE_AGENT = "mtl-runlog", "langchain", "mini-swe-agent", "swe-agent"
-FORMATS = (RUNLOG, LANGCHAIN, MINI_SWE_AGENT, SWE_AGENT)
 MAX_FILE_BYTES = 64 * 1024 * 1024
 _SHELL_TOOLS = {"bash", "shell", "sh", "terminal", "run", "execute", "exec", "run_command", "execute_bash"}
 _COMMAND_ARGS = ("command", "cmd", "script", "code")
@@ -50,6 +48,8 @@ class FileImport:
     runs: list[Trajectory] = field(default_factory=list)
     errors: list[TrajectoryImportError] = field(default_factory=list)
     skipped: NotARunError | None = None
+    lines: list[int] = field(default_factory=list)
+    """For a JSONL log, the line of each run (a report can point at the record); empty for one JSON document."""
 
 
 @dataclass
@@ -58,6 +58,8 @@ class Loaded:
 
     path: Path
     trajectory: Trajectory
+    line: int | None = None
+    """The run's line in a JSONL log."""
 
 
 # --- reading --------------------------------------------------------------------------------------------------

@@ -7,11 +7,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from mtl_graph.experience.importers.common import (LANGCHAIN, TrajectoryImportError, count, exit_code_of, given_verdict,
+from mtl_graph.experience.importers.common import (TrajectoryImportError, count, exit_code_of, given_verdict,
                                                    one_line, render_call, stem, text_of)
+from mtl_graph.experience.importers.registry import Importer, register
 from mtl_graph.experience.importers.task_text import task_text
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.core.task import TaskRef
+
+LANGCHAIN = "langchain"
 
 
 def message_list(obj: Any) -> list[Any] | None:
@@ -135,3 +138,20 @@ def parse_langchain(data: Any, path: Path) -> list[Trajectory]:
     run = trajectory_from_messages(messages, task, path=path)
     run.verdict = given_verdict(data if isinstance(data, dict) else None, meta)
     return [run]
+
+
+@register
+class LangChainImporter(Importer):
+    """LangChain / LangGraph message dumps; asked last: any list of role dicts is one."""
+
+    name = LANGCHAIN
+    summary = ("LangChain / LangGraph message dumps (messages_to_dict lists, state dumps and histories, "
+               "lc-serialised or model_dump() messages, OpenAI-style role dicts)")
+    order = 90
+
+    def sniff(self, data: Any) -> bool:
+        msgs = message_list(data)
+        return msgs is not None and looks_like_messages(msgs)
+
+    def parse(self, data: Any, path: Path) -> list[Trajectory]:
+        return parse_langchain(data, path)

@@ -5,47 +5,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-from mtl_graph.experience.importers.common import (FORMATS, HEAD_BYTES, LANGCHAIN, MAX_FILE_BYTES, MINI_SWE_AGENT,
-                                                   RUNLOG, SWE_AGENT, BadJSON, FileImport, Loaded, NotARunError,
-                                                   TrajectoryImportError, UnknownFormatError, decode_utf8, log_head, one_line, parse_json,
-                                                   read_log_bytes)
-from mtl_graph.experience.importers.langchain import looks_like_messages, message_list, parse_langchain
-from mtl_graph.experience.importers.mini_swe_agent import looks_like_mini_messages, parse_mini
-from mtl_graph.experience.importers.runlog import is_run_record, looks_like_runlog, parse_runlog
-from mtl_graph.experience.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
 from mtl_graph.core.trajectory import Trajectory
+from mtl_graph.experience.importers.common import (HEAD_BYTES, MAX_FILE_BYTES, BadJSON, FileImport, Loaded,
+                                                   NotARunError, TrajectoryImportError, UnknownFormatError, decode_utf8,
+                                                   log_head, one_line, parse_json, read_log_bytes)
+from mtl_graph.experience.importers.registry import (Importer, detect_document, detect_lines, format_names,
+                                                     get_importer)
 
-_PARSERS: dict[str, Callable[[Any, Path], list[Trajectory]]] = {
-    LANGCHAIN: parse_langchain,
-    MINI_SWE_AGENT: parse_mini,
-    SWE_AGENT: parse_swe_agent,
-}
 
-
-def _detect_object(obj: Any) -> str | None:
-    if is_run_record(obj):
-        return RUNLOG
-    if looks_like_swe_agent(obj):
-        return SWE_AGENT
-    if isinstance(obj, dict) and str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
-        return MINI_SWE_AGENT
-    msgs = message_list(obj)
-    if msgs is None:
-        return None
-    if looks_like_mini_messages(msgs) or (isinstance(obj, dict) and isinstance(obj.get("info"), dict)
-                                          and msgs and all(isinstance(m, dict) and "role" in m for m in msgs)):
-        return MINI_SWE_AGENT
-    return LANGCHAIN if looks_like_messages(msgs) else None
+def _detect(text: str) -> Importer | None:
+    try:
+        return detect_document(parse_json(text))
+    except BadJSON:
+        return detect_lines(text.split("\n"))
 
 
 def detect_format(text: str) -> str | None:
     """The format name of a log's text, or None when it is none of the known ones."""
-    try:
-        return _detect_object(parse_json(text))
-    except BadJSON:
-        return RUNLOG if looks_like_runlog(text.split("\n")) else None
+    found = _detect(text)
+    return found.name if found is not None else None
 
 
 LOG_SUFFIXES = (".json", ".jsonl", ".traj")
@@ -89,50 +69,54 @@ def _finish(runs: list[Trajectory], fmt: str, domain: str | None) -> list[Trajec
     return out
 
 
-def _runlog(path: Path, domain: str | None) -> FileImport:
-    """A run log read line by line: a bad line (bytes included) costs only itself."""
+def _stream(path: Path, importer: Importer, domain: str | None) -> FileImport:
+    """A JSONL log read line by line: a bad line (bytes included) costs only itself."""
     with path.open("rb") as fh:
-        result = parse_runlog(fh, path)
-    result.runs = _finish(result.runs, RUNLOG, domain)
+        result = importer.parse_lines(fh, path)
+    result.runs = _finish(result.runs, importer.name, domain)
     if not result.runs and not result.errors:
         raise TrajectoryImportError(path, "no runs in the file")
     return result
 
 
+def _unknown(path: Path) -> UnknownFormatError:
+    return UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(format_names())})")
+
+
 def _import(path: Path, format: str | None, domain: str | None, max_bytes: int) -> FileImport:
-    if format is not None and format not in FORMATS:
-        raise TrajectoryImportError(path, f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
+    forced = get_importer(format) if format is not None else None
+    if format is not None and forced is None:
+        raise TrajectoryImportError(path, f"unknown format {format!r}; expected one of: {', '.join(format_names())}")
     head = log_head(path)
     complete = head.split(b"\n")[:-1] if len(head) == HEAD_BYTES else head.split(b"\n")
-    if format == RUNLOG or (format is None and looks_like_runlog([ln.decode("utf-8", "replace") for ln in complete])):
-        return _runlog(path, domain)
+    found = forced or detect_lines([ln.decode("utf-8", "replace") for ln in complete])
+    if found is not None and found.jsonl:
+        return _stream(path, found, domain)
     raw = read_log_bytes(path, max_bytes)
     loose = raw.decode("utf-8-sig", errors="replace")
     if not loose.strip():
         raise TrajectoryImportError(path, "empty file")
-    fmt = format or detect_format(loose)
-    if fmt == RUNLOG:  # a run log whose first line is longer than the head
-        return _runlog(path, domain)
+    found = forced or _detect(loose)
+    if found is not None and found.jsonl:  # a JSONL log whose first line is longer than the head
+        return _stream(path, found, domain)
     text = decode_utf8(path, raw)
-    if fmt is None and text.lstrip()[:1] not in ("{", "["):
-        raise UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
+    if found is None and text.lstrip()[:1] not in ("{", "["):
+        raise _unknown(path)
     try:
         data = parse_json(text)
     except BadJSON as exc:
         raise TrajectoryImportError(path, exc.reason, line=exc.line) from None
-    if fmt is None:
-        raise UnknownFormatError(path, f"unknown log format (expected one of: {', '.join(FORMATS)})")
-    if fmt == MINI_SWE_AGENT and not (isinstance(data, dict) or looks_like_mini_messages(data)):
-        raise TrajectoryImportError(path, f"a {fmt} log is a JSON object or a list of its messages")
+    if found is None:
+        raise _unknown(path)
     try:
-        runs = _PARSERS[fmt](data, path)
+        runs = found.parse(data, path)
     except TrajectoryImportError:
         raise
     except (ValueError, TypeError, AttributeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
-        raise TrajectoryImportError(path, f"invalid {fmt} log ({one_line(exc)})") from None
+        raise TrajectoryImportError(path, f"invalid {found.name} log ({one_line(exc)})") from None
     if not runs:
         raise TrajectoryImportError(path, "no runs in the file")
-    return FileImport(path, runs=_finish(runs, fmt, domain))
+    return FileImport(path, runs=_finish(runs, found.name, domain))
 
 
 def import_file(path: str | Path, format: str | None = None, *, domain: str | None = None,
@@ -180,7 +164,8 @@ def load_many(paths: Iterable[str | Path], format: str | None = None, *, domain:
     errors: list[TrajectoryImportError] = []
     for f, found in _walk(paths):
         result = import_file(f, format, domain=domain, max_bytes=max_bytes)
-        loaded.extend(Loaded(f, t) for t in result.runs)
+        lines = result.lines if len(result.lines) == len(result.runs) else [None] * len(result.runs)
+        loaded.extend(Loaded(f, t, line) for t, line in zip(result.runs, lines))
         if found and len(result.errors) == 1 and isinstance(result.errors[0], UnknownFormatError):
             result.errors, result.skipped = [], NotARunError(f, "not a run: no known log format")
         errors.extend(result.errors)

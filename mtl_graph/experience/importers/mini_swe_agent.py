@@ -19,9 +19,12 @@ from mtl_graph.experience.importers.common import (TrajectoryImportError, dig, g
                                                    render_call, stem, text_of, usage_of)
 from mtl_graph.experience.importers.langchain import message_list
 from mtl_graph.experience.importers.mini_observation import parse_observation
+from mtl_graph.experience.importers.registry import Importer, register
 from mtl_graph.experience.importers.task_text import task_text
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.core.task import TaskRef
+
+MINI_SWE_AGENT = "mini-swe-agent"
 
 ACTION_PATTERNS = (
     re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.S),
@@ -120,6 +123,8 @@ class _Run:
 
 def parse_mini(data: Any, path: Path) -> list[Trajectory]:
     """The one run of a mini-swe-agent trajectory file or bare message list."""
+    if not (isinstance(data, dict) or (isinstance(data, list) and looks_like_mini_messages(data))):
+        raise TrajectoryImportError(path, f"a {MINI_SWE_AGENT} log is a JSON object or a list of its messages")
     info = data.get("info") if isinstance(data, dict) and isinstance(data.get("info"), dict) else {}
     messages = [m for m in (message_list(data) or []) if isinstance(m, dict)]
     first_user = next((m for m in messages if m.get("role") == "user"), None)
@@ -146,3 +151,26 @@ def parse_mini(data: Any, path: Path) -> list[Trajectory]:
     return [Trajectory(task=task, steps=run.steps, submission=submission,
                        verdict=given_verdict(info, data if isinstance(data, dict) else None),
                        model=model, tokens=run.tokens, exit_status=info.get("exit_status") or run.exit_status)]
+
+
+@register
+class MiniSWEAgentImporter(Importer):
+    """mini-swe-agent's ``.traj.json`` files (v1 and v2) and bare message lists; asked before LangChain, whose
+    role-dict lists these also are."""
+
+    name = MINI_SWE_AGENT
+    summary = ("mini-swe-agent `*.traj.json` (v1 and v2) and bare lists of its messages: recorded actions, "
+               "tool calls or the reply's one action block; the exit message")
+    order = 30
+
+    def sniff(self, data: Any) -> bool:
+        if isinstance(data, dict) and str(data.get("trajectory_format", "")).startswith(MINI_SWE_AGENT):
+            return True
+        msgs = message_list(data)
+        if not msgs:
+            return False
+        return looks_like_mini_messages(msgs) or (isinstance(data, dict) and isinstance(data.get("info"), dict)
+                                                  and all(isinstance(m, dict) and "role" in m for m in msgs))
+
+    def parse(self, data: Any, path: Path) -> list[Trajectory]:
+        return parse_mini(data, path)

@@ -5,6 +5,10 @@ one bad line (malformed, not UTF-8, a crash's cut last line) is reported
 with its true line number and costs only itself. Lines are split on "\\n" alone: the log is written with
 ``ensure_ascii=False``, so U+2028 and friends may sit unescaped inside a string, where ``str.splitlines`` would
 cut a record in two.
+
+A run that ended with an ``error`` (the provider failed, the workspace could not be made, a person declined a
+command) did not get a fair try: `mtl run` counts its outcome as ``error``, and so does the import, by giving it
+the ``error`` verdict with that message (an ingest skips it).
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
+from mtl_graph.core.trajectory import Trajectory, Verdict
 from mtl_graph.experience.importers.common import BadJSON, BadRecordError, FileImport, one_line, parse_json
-from mtl_graph.core.trajectory import Trajectory
+from mtl_graph.experience.importers.registry import Importer, register
+
+RUNLOG = "mtl-runlog"
 
 _KNOWN = set(Trajectory.model_fields)
 MAX_LISTED_LINES = 20
@@ -57,6 +64,7 @@ def parse_runlog(lines: Iterable[bytes], path: Path) -> FileImport:
             continue
         if run is not None:
             result.runs.append(run)
+            result.lines.append(n)
     if unlisted:  # e.g. a file forced to be read as a run log that is not one: not one line per line
         result.errors.append(BadRecordError(path, f"{unlisted} more bad lines after line {result.errors[-1].line}"))
     return result
@@ -79,8 +87,32 @@ def _record(chunk: bytes, n: int, path: Path, *, cut: bool) -> Trajectory | None
     if obj.get("record", "run") != "run":
         return None  # other record kinds (sessions, events, summaries) share the log
     try:
-        return Trajectory.model_validate({k: v for k, v in obj.items() if k in _KNOWN})
+        run = Trajectory.model_validate({k: v for k, v in obj.items() if k in _KNOWN})
     except ValidationError as exc:
         raise BadRecordError(path, f"not a run record: {one_line(exc)}", line=n) from None
     except RecursionError:
         raise BadRecordError(path, "record nested too deeply to read", line=n) from None
+    error = obj.get("error")
+    if error and not (run.verdict is not None and run.verdict.is_error):
+        # one line for the report, every word kept
+        run = run.model_copy(update={"verdict": Verdict.infrastructure_error(" ".join(str(error).split()))})
+    return run
+
+
+@register
+class RunLogImporter(Importer):
+    """The JSONL log `mtl run` appends every run to."""
+
+    name = RUNLOG
+    summary = "our JSONL run log (MTL_RUN_LOG): `record: \"run\"` lines; other record kinds are skipped"
+    order = 10
+    jsonl = True
+
+    def sniff(self, data: Any) -> bool:
+        return is_run_record(data)  # a one-line log whose line is longer than the head read to sniff_lines
+
+    def sniff_lines(self, lines: list[str]) -> bool:
+        return looks_like_runlog(lines)
+
+    def parse_lines(self, lines: Iterable[bytes], path: Path) -> FileImport:
+        return parse_runlog(lines, path)

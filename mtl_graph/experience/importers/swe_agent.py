@@ -12,11 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.experience.importers.common import (SWE_AGENT, NotARunError, TrajectoryImportError, dig,
+from mtl_graph.experience.importers.common import (NotARunError, TrajectoryImportError, dig,
                                                    exit_code_of, given_verdict, stem, text_of, usage_of)
+from mtl_graph.experience.importers.registry import Importer, register
 from mtl_graph.experience.importers.task_text import task_text
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.core.task import TaskRef
+
+SWE_AGENT = "swe-agent"
 
 
 def looks_like_swe_agent(obj: Any) -> bool:
@@ -89,3 +92,18 @@ def parse_swe_agent(data: Any, path: Path) -> list[Trajectory]:
                        submission=submission if isinstance(submission, str) and submission else None,
                        verdict=given_verdict(info, data), model=dig(replay, "agent", "model", "name"),
                        tokens=tokens, exit_status=str(info["exit_status"]) if info.get("exit_status") else None)]
+
+
+@register
+class SWEAgentImporter(Importer):
+    """SWE-agent's ``.traj`` files."""
+
+    name = SWE_AGENT
+    summary = "SWE-agent `.traj` files: trajectory, info, replay_config; demonstrations are skipped as not runs"
+    order = 20
+
+    def sniff(self, data: Any) -> bool:
+        return looks_like_swe_agent(data)
+
+    def parse(self, data: Any, path: Path) -> list[Trajectory]:
+        return parse_swe_agent(data, path)

@@ -1,0 +1,120 @@
+"""The importer registry: one `Importer` per log format, registered by its own module with ``@register``.
+
+Detection, ``mtl ingest --format`` (its choices and help) and the format list all come from here, so a new
+format is one module in this package (and its test): the package's modules are imported on first use
+(`pkgutil`), which runs their ``@register``. Nothing else names the formats.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, TypeVar
+
+from mtl_graph.core.errors import MTLError
+
+if TYPE_CHECKING:
+    from mtl_graph.core.trajectory import Trajectory
+    from mtl_graph.experience.importers.common import FileImport
+
+
+class RegistrationError(MTLError, ValueError):
+    """An importer class that cannot be registered (no name, or a name another importer has)."""
+
+
+class Importer:
+    """One log format. Set `name` and `summary`, implement `sniff` and `parse` (or, for a JSONL log streamed line by
+    line, set ``jsonl`` and implement `sniff_lines` and `parse_lines`), and decorate the class with `register`."""
+
+    name: ClassVar[str]
+    """The format's name, as ``--format`` takes it and ``Trajectory.source_format`` records it."""
+    summary: ClassVar[str] = ""
+    """One line for ``mtl ingest --help``: which files, what is read."""
+    order: ClassVar[int] = 50
+    """Detection asks importers in this order: a format whose shape is a special case of another's comes first."""
+    jsonl: ClassVar[bool] = False
+    """Records one per line, streamed (no size limit; a bad line costs only itself) instead of one JSON document."""
+
+    def sniff(self, data: Any) -> bool:
+        """Whether a parsed JSON document is a log of this format."""
+        return False
+
+    def parse(self, data: Any, path: Path) -> list["Trajectory"]:
+        """The runs of a parsed JSON document; raise `TrajectoryImportError` (or `NotARunError`) for bad input."""
+        raise NotImplementedError(f"{self.name} logs are JSONL, read with parse_lines")
+
+    def sniff_lines(self, lines: list[str]) -> bool:
+        """(JSONL importers) Whether the first lines of a file, the last one maybe cut, are a log of this format."""
+        return False
+
+    def parse_lines(self, lines: Iterable[bytes], path: Path) -> "FileImport":
+        """(JSONL importers) Every run of the file's lines (bytes, with their line ends), one error per bad line."""
+        raise NotImplementedError(f"{self.name} logs are one JSON document, read with parse")
+
+
+_REGISTRY: dict[str, Importer] = {}
+_LOCK = threading.RLock()
+_discovered = False
+I = TypeVar("I", bound=type[Importer])
+
+
+def register(cls: I) -> I:
+    """Class decorator: add the importer to the registry (a name taken by another importer class is refused)."""
+    name = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name or name != name.strip() or "," in name:
+        raise RegistrationError(f"importer {cls.__qualname__} needs a name (no spaces around it, no commas)")
+    with _LOCK:
+        known = _REGISTRY.get(name)
+        if known is not None and type(known).__qualname__ != cls.__qualname__:
+            raise RegistrationError(f"importer name {name!r} is taken by {type(known).__qualname__}")
+        _REGISTRY[name] = cls()  # a module imported again (reload) replaces its own importer
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Remove an importer (a test's own, after the test)."""
+    with _LOCK:
+        _REGISTRY.pop(name, None)
+
+
+def _discover() -> None:
+    global _discovered
+    with _LOCK:
+        if _discovered:
+            return
+        package = importlib.import_module(__package__)
+        for module in pkgutil.iter_modules(package.__path__):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{__package__}.{module.name}")
+        _discovered = True
+
+
+def importers() -> list[Importer]:
+    """Every registered importer, in detection order."""
+    _discover()
+    with _LOCK:
+        return sorted(_REGISTRY.values(), key=lambda imp: (imp.order, imp.name))
+
+
+def format_names() -> tuple[str, ...]:
+    """The names ``--format`` accepts, in detection order."""
+    return tuple(imp.name for imp in importers())
+
+
+def get_importer(name: str) -> Importer | None:
+    """The importer of that name, or None."""
+    _discover()
+    with _LOCK:
+        return _REGISTRY.get(name)
+
+
+def detect_document(data: Any) -> Importer | None:
+    """The first importer (in detection order) that recognises a parsed JSON document."""
+    return next((imp for imp in importers() if imp.sniff(data)), None)
+
+
+def detect_lines(lines: list[str]) -> Importer | None:
+    """The first JSONL importer that recognises a file's first lines."""
+    return next((imp for imp in importers() if imp.jsonl and imp.sniff_lines(lines)), None)
