@@ -81,6 +81,13 @@ def eval_cmd(
     from mtl_graph.bench.suites import SuiteError, filter_languages
     from mtl_graph.memory.location import PoolError
 
+    if model:  # a bad model string is one line now, not after the suites are loaded and sampled
+        from mtl_graph.chat import ModelNotConfigured, check_model
+
+        try:
+            check_model(model, getattr(run, "model_options", None))
+        except ModelNotConfigured as exc:
+            raise _fail(str(exc)) from None
     try:
         specs = filter_languages(_split(suites), _split(languages)) if languages is not None else _split(suites)
         config = EvalConfig(

@@ -26,6 +26,17 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def check_model(spec: Any, options: Any = None) -> None:
+    """A model that cannot be made (unknown provider, package not installed, API key not set, script not found)
+    ends the command with one line before anything runs, rather than after planning and retrieval."""
+    from mtl_graph.chat import ModelNotConfigured, check_model as check
+
+    try:
+        check(spec, options)
+    except ModelNotConfigured as exc:
+        fail(str(exc))
+
+
 def settings() -> Any:
     """The MTL_* environment settings; a bad value ends the command with one line naming the variable."""
     from mtl_graph.settings import SettingsError, get_settings

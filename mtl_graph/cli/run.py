@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool, settings
+from mtl_graph.cli.app import JsonOption, PoolOption, app, check_model, console, fail, open_pool, settings
 from mtl_graph.cli.options import with_run_settings
 
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. \\[env: MTL_SANDBOX]")]
@@ -53,6 +53,7 @@ def run_task(
         loaded = Task.from_dir(task)
     except TaskError as exc:
         fail(str(exc))
+    check_model(run.model, run.model_options)
     from langgraph.checkpoint.memory import InMemorySaver
 
     from mtl_graph.graph import build_mtl_graph
@@ -90,6 +91,8 @@ def demo(
     --model the tasks replay their stored scripts, with trajectory memories (insight with a live model)."""
     if run.review_memories:
         fail("--review-memories asks questions: use it with `mtl run` (the demo runs unattended)")
+    if run.model:
+        check_model(run.model, run.model_options)
     from mtl_graph.demo import run_demo
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.pool import PoolError
