@@ -108,6 +108,7 @@ def test_an_invalid_task_goes_straight_to_write_back(tmp_path):
     assert out["error"].startswith("invalid task") and out["verdict"]["status"] == "error" and out["outcome"] == "error"
     [line] = log_lines(tmp_path / "runs.jsonl")
     assert line["error"] == out["error"] and line["verdict"]["status"] == "error"
+    assert out["error_kind"] == line["error_kind"] == "invalid_task"
 
 
 def test_a_retrieval_failure_skips_the_agent(embeddings, tmp_path):
@@ -119,6 +120,7 @@ def test_a_retrieval_failure_skips_the_agent(embeddings, tmp_path):
     nodes, out = visited(graph, CHECKED)
     assert nodes == ["plan", "retrieve", "write_back"]
     assert out["error"].startswith("retrieval failed") and out["verdict"]["status"] == "error"
+    assert out["error_kind"] == "retrieval"
     assert model.calls == 1 and out["trajectory"] is None  # the agent never ran: only the plan was asked for
     assert files_in(tmp_path / "ws") == []
     assert log_lines(tmp_path / "runs.jsonl")[0]["error"] == out["error"]
@@ -131,6 +133,7 @@ def test_a_provider_storm_in_the_agent_skips_judge_and_distill(pool, tmp_path):
     nodes, out = visited(graph, CHECKED)
     assert nodes == ["plan", "retrieve", "execute", "write_back"]
     assert out["error"].startswith("model provider error") and out["verdict"]["status"] == "error"
+    assert out["error_kind"] == "model"
     assert len(pool) == 1 and pool.get(out["retrieved"][0]["id"]).stats.retrieved == 0
 
 

@@ -27,7 +27,9 @@ class ErrorKind(StrEnum):
     JUDGE = "judge"
     WRITE_BACK = "write_back"
     REFUSED = "refused"
+    DECLINED = "declined"
     CRASHED = "crashed"
+    OTHER = "other"
 
 
 _PREFIX = {
@@ -66,6 +68,11 @@ class RunError(BaseModel):
         return self.text
 
 
+def failure(kind: ErrorKind, detail: str) -> dict[str, str]:
+    """A stage's state update for an expected failure: the run's `error` text and its `error_kind`."""
+    return RunError(kind=kind, detail=detail).update()
+
+
 def error_kind_of(text: str | None) -> ErrorKind | None:
     """The kind of a run's `error` text (for runs logged before kinds were recorded, and state a client wrote)."""
     if not text:
@@ -75,4 +82,4 @@ def error_kind_of(text: str | None) -> ErrorKind | None:
             return kind
     if " raised " in text.split(":", 1)[0]:
         return ErrorKind.CRASHED
-    return ErrorKind.SETUP
+    return ErrorKind.OTHER

@@ -47,5 +47,5 @@ def decline(graph: Any, config: dict[str, Any], reason: str) -> None:
     values, task = inner.values, graph.get_state(config).values["task"]
     trajectory = Trajectory(task=as_task(task).ref(), steps=steps_of(values.get("messages") or []),
                             exit_status=DECLINED)
-    graph.update_state(config, {"error": reason, "workspace": values.get("workspace"),
+    graph.update_state(config, {"error": reason, "error_kind": "declined", "workspace": values.get("workspace"),
                                 "trajectory": trajectory.model_dump(mode="json")}, as_node="execute")

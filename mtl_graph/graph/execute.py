@@ -33,6 +33,7 @@ from mtl_graph.agent.middleware import AgentRunState
 from mtl_graph.agent.tools import WORKSPACE_BASE
 from mtl_graph.experience.checks import SetupFailed, run_setup
 from mtl_graph.experience.clean_room import take_snapshot
+from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
@@ -42,7 +43,7 @@ from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.workspace import private_directory
 
-OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "re_retrieved")
+OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "error_kind", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
 
 
@@ -71,6 +72,7 @@ class ExecuteState(TypedDict):
     trajectory: NotRequired[dict[str, Any] | None]
     verdict: NotRequired[dict[str, Any] | None]
     error: NotRequired[str | None]
+    error_kind: NotRequired[str | None]
 
 
 def workspace_base(root: Path | None) -> Path:
@@ -128,7 +130,8 @@ def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
         take_snapshot(workspace)  # the pristine task after its setup: what the check's clean room is made of
     except Exception as exc:
         registry.release(workspace)
-        prepared["error"] = str(exc) if isinstance(exc, SetupFailed) else f"{type(exc).__name__}: {exc}"
+        prepared.update(failure(ErrorKind.SETUP, str(exc) if isinstance(exc, SetupFailed)
+                                else f"{type(exc).__name__}: {exc}"))
     return prepared
 
 
@@ -138,12 +141,12 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
     try:
         task = nodes.task(state["task"])
     except ValueError as exc:  # a thread update put a task there that the server's policy refuses
-        return {"workspace": None, "error": f"invalid task: {exc}"}
+        return {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
     workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
     try:
         nodes._model(runtime)  # a run without a usable model ends here, with the model's own message
     except Exception as exc:
-        return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}"}
+        return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}", "error_kind": ErrorKind.MODEL.value}
     return prepare_workspace(task, workspace, nodes.config.sandbox)
 
 
@@ -152,9 +155,9 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
     events.agent_end(result)
     trajectory = Trajectory(task=task_ref, steps=result.steps, submission=result.submission,
                             model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
-    update: dict[str, Any] = {"error": None}
+    update: dict[str, Any] = {"error": None, "error_kind": None}
     if result.exit_status in INFRASTRUCTURE_EXIT_STATUSES:  # the provider ended the run, not the agent
-        update["error"] = f"model provider error: {result.error or result.exit_status}"
+        update.update(failure(ErrorKind.MODEL, str(result.error or result.exit_status)))
         trajectory.verdict = Verdict.infrastructure_error(update["error"])
         update["verdict"] = trajectory.verdict.model_dump(mode="json")
     return {**update, "trajectory": trajectory.model_dump(mode="json")}
@@ -228,7 +231,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
         try:
             limit = max(int(config.get("recursion_limit") or 0), recursion_limit(settings(runtime)) + 10)
         except ValueError as exc:  # a per-run agent setting out of range: one clear line, nothing runs
-            return {"error": f"invalid agent settings: {exc}"}
+            return failure(ErrorKind.INVALID_SETTINGS, str(exc))
         configurable = config.get("configurable") or {}
         checkpointed = configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
         if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says

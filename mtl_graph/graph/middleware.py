@@ -38,7 +38,7 @@ from mtl_graph.sandbox.registry import release
 from mtl_graph.core.task import Task
 
 RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
-              "retrieval", "credit", "new_memory_ids", "memories_written", "distill_failures", "error")
+              "retrieval", "credit", "new_memory_ids", "memories_written", "distill_failures", "error", "error_kind")
 """What the middleware keeps of its MTL run under the agent state's `mtl` key."""
 DURING_RUN = ("task", "first_message", "workspace", "own_workspace")
 """What the agent's run carries from `before_agent` to `after_agent`, besides the run fields."""

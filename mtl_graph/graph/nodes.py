@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 
+from mtl_graph.core.errors import ErrorKind, error_kind_of, failure
 from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
@@ -32,6 +33,7 @@ from mtl_graph.experience.checks import CheckJudge
 from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
                                       timed)
+from mtl_graph.memory import formats as registry
 from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.graph.retry import describe, provider_errors, retry_now
@@ -126,10 +128,10 @@ class MTLNodes:
         try:
             task = self.task(state["task"])
         except Exception as exc:
-            return {**update, "error": f"invalid task: {exc}"}
+            return {**update, **failure(ErrorKind.INVALID_TASK, str(exc))}
         update["task"] = task.model_dump(mode="json")
         cfg = self._settings(runtime)
-        if cfg.memory_type in ("none", "trajectory") or cfg.top_k == 0:  # no plan: the task text is the query
+        if not registry.uses_plan(cfg.memory_type) or cfg.top_k == 0:  # no plan: the task text is the query
             events.emit("plan", query=task.instruction)
             return {**update, "query": task.instruction}
         try:
@@ -156,12 +158,12 @@ class MTLNodes:
         try:
             task = self.task(state["task"])
         except PolicyError as exc:
-            return {"error": f"invalid task: {exc}", "retrieved": [], "memory_block": ""}
+            return {**failure(ErrorKind.INVALID_TASK, str(exc)), "retrieved": [], "memory_block": ""}
         try:
             found = self._pool().retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
                                           lifecycle=lifecycle_of(cfg), **exclusions(task, cfg))
         except Exception as exc:
-            return {"error": f"retrieval failed: {exc}", "retrieved": [], "memory_block": ""}
+            return {**failure(ErrorKind.RETRIEVAL, str(exc)), "retrieved": [], "memory_block": ""}
         retrieved = [retrieved_record(h) for h in found.hits]
         if self.served is not None:
             self.served.retrieved(state.get("run_id"), [r["id"] for r in retrieved])
@@ -182,8 +184,9 @@ class MTLNodes:
         try:
             task, workspace = self.task(state["task"]), self.workspace(state)
         except PolicyError as exc:  # a thread update named what the server does not give: nothing is judged
-            verdict = Verdict.infrastructure_error(f"refused: {exc}")
-            return {"error": verdict.reason, "verdict": verdict.model_dump(mode="json")}
+            refused = failure(ErrorKind.REFUSED, str(exc))
+            verdict = Verdict.infrastructure_error(refused["error"])
+            return {**refused, "verdict": verdict.model_dump(mode="json")}
         trajectory = Trajectory.model_validate(state["trajectory"])
         update: dict[str, Any] = {}
         if task.check and workspace:
@@ -191,14 +194,14 @@ class MTLNodes:
                 room_sandbox = lambda room: self._sandbox(str(room), persistent=False)  # noqa: E731
                 verdict = CheckJudge(task, workspace, room_sandbox).judge(trajectory)
             except Exception as exc:  # the check could not run: that says nothing about the agent's work
-                update["error"] = f"check could not run: {type(exc).__name__}: {exc}"
+                update.update(failure(ErrorKind.CHECK, f"{type(exc).__name__}: {exc}"))
                 verdict = Verdict.infrastructure_error(update["error"])
             if self._settings(runtime).judge_also and not verdict.is_error:  # the model never sees the test verdict
                 update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
         else:
             verdict = self._llm_verdict(trajectory, runtime)
             if verdict.is_error:  # the provider failed on every attempt: the run got no judgement
-                update["error"] = verdict.reason
+                update.update(error=verdict.reason, error_kind=ErrorKind.JUDGE.value)
         events.verdict(verdict)
         trajectory.verdict = verdict
         if self.served is not None:
@@ -236,7 +239,7 @@ class MTLNodes:
         formats = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
         trajectory = Trajectory.model_validate(state["trajectory"])
         model = None
-        if any(f != "trajectory" for f in formats):
+        if registry.needs_model(formats):
             try:
                 model = self._model(runtime)
             except Exception as exc:
@@ -269,9 +272,12 @@ class MTLNodes:
             if cfg.online and not state.get("error"):
                 update.update(write_run(self._pool(), state, cfg, verdict, self.served))
         except Exception as exc:
-            update["error"] = f"write back failed: {exc}"
+            update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
         update["retrieved_ids"] = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
-        update["outcome"] = run_outcome(verdict, update.get("error") or state.get("error"))
+        error = update.get("error") or state.get("error")
+        kind = update.get("error_kind") if update.get("error") else state.get("error_kind")
+        update["error_kind"] = (kind or error_kind_of(error)) if error else None
+        update["outcome"] = run_outcome(verdict, error)
         self._log(state, cfg, update, verdict)
         self._cleanup(state)
         return update
@@ -281,7 +287,8 @@ class MTLNodes:
         """The graph's error handler: a node raised (after its retries). Log the run, remove its workspace, and
         raise the node's exception again so the graph run fails (LangSmith and Studio show it as failed)."""
         message = f"{error.node} raised {type(error.error).__name__}: {error.error}"
-        update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary(), "error": message}
+        update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary(), "error": message,
+                                  "error_kind": ErrorKind.CRASHED.value}
         try:
             self._log(state, self._settings(runtime), update, Verdict.infrastructure_error(message))
         finally:
@@ -320,6 +327,7 @@ class MTLNodes:
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
             "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),
             "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
+            "error_kind": update.get("error_kind"),
         })
 
     def _cleanup(self, state: MTLState) -> None:

@@ -44,6 +44,7 @@ class MTLState(TypedDict):
     retrieved_ids: NotRequired[list[str]]
     outcome: NotRequired[str | None]
     error: NotRequired[str | None]
+    error_kind: NotRequired[str | None]
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
 
 
@@ -73,6 +74,9 @@ class MTLOutput(TypedDict):
     reviewed: NotRequired[dict[str, list[str]] | None]
     """With `review_memories`: the proposed memory ids a person approved, edited (new ids) or rejected."""
     error: NotRequired[str | None]
+    """Why the run stopped short (its verdict is then `error`); None when it got a fair try."""
+    error_kind: NotRequired[str | None]
+    """The stage that `error` came from (`mtl_graph.core.ErrorKind`): invalid_task, model, retrieval, setup, ..."""
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
 
 
@@ -87,6 +91,6 @@ def fresh_run_state() -> dict[str, Any]:
         "memory_block": "", "workspace": None,
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "trajectory": None, "verdict": None,
         "judge_verdict": None, "distilled": [], "distill_failures": [], "reviewed": None, "new_memory_ids": [],
-        "error": None,
+        "error": None, "error_kind": None,
         "memories_written": {}, "retrieved_ids": [], "outcome": None, "timings": Overwrite({}),
     }

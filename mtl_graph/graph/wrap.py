@@ -34,6 +34,7 @@ from langgraph.func import task as durable
 from langgraph.runtime import get_runtime
 from pydantic import ValidationError
 
+from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import events
 from mtl_graph.graph.build import _config, _default_distiller, _wire
@@ -259,11 +260,11 @@ class WrappedExecute:
             if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None:
                 return None
             self._end(run.workspace)  # nothing could ever resume it: end the run rather than leak its workspace
-            return {**run.prepared, "error": NOT_RESUMABLE}
+            return {**run.prepared, "error": NOT_RESUMABLE, "error_kind": ErrorKind.AGENT.value}
         if isinstance(exc, GraphBubbleUp):
             return None
         self._end(run.workspace)
-        return {**run.prepared, "error": f"wrapped agent failed: {type(exc).__name__}: {exc}"}
+        return {**run.prepared, **failure(ErrorKind.AGENT, f"{type(exc).__name__}: {exc}")}
 
     def _finish(self, result: Any, run: _AgentRun) -> dict[str, Any]:
         self._end(run.workspace)
@@ -271,7 +272,8 @@ class WrappedExecute:
         if not isinstance(messages, list):
             got = f"a dict with keys {', '.join(map(str, result))}" if isinstance(result, dict) else \
                 f"a {type(result).__name__}"
-            return {**run.prepared, "error": f"wrapped agent returned no messages (got {got})"}
+            return {**run.prepared, "error": f"wrapped agent returned no messages (got {got})",
+                    "error_kind": ErrorKind.AGENT.value}
         trajectory = agent_trajectory(messages, run.task, self.agent_graph)
         for step in run.live.untold(trajectory.steps):  # what the agent's other tools did is told after it
             events.step(step)
