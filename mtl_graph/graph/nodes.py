@@ -33,7 +33,7 @@ from mtl_graph.experience.checks import CheckJudge
 from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
                                       timed)
-from mtl_graph.memory import formats as registry
+from mtl_graph.memory import formats
 from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.graph.retry import describe, provider_errors, retry_now
@@ -131,7 +131,7 @@ class MTLNodes:
             return {**update, **failure(ErrorKind.INVALID_TASK, str(exc))}
         update["task"] = task.model_dump(mode="json")
         cfg = self._settings(runtime)
-        if not registry.uses_plan(cfg.memory_type) or cfg.top_k == 0:  # no plan: the task text is the query
+        if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0:  # no plan: the task text is the query
             events.emit("plan", query=task.instruction)
             return {**update, "query": task.instruction}
         try:
@@ -236,16 +236,16 @@ class MTLNodes:
         cfg = self._settings(runtime)
         if not cfg.online or not state.get("trajectory") or (state.get("verdict") or {}).get("suspicions"):
             return {"distilled": [], "distill_failures": []}
-        formats = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
+        wanted = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
         trajectory = Trajectory.model_validate(state["trajectory"])
         model = None
-        if registry.needs_model(formats):
+        if formats.needs_model(wanted):
             try:
                 model = self._model(runtime)
             except Exception as exc:
                 return {"distilled": [], "distill_failures": [str(exc)]}
         with provider_errors() as watch:
-            result = self.distiller(trajectory, formats, model)
+            result = self.distiller(trajectory, wanted, model)
         if result.failures and watch.last is not None and self._retry_now(watch.last, runtime):
             raise watch.last  # a format lost to the provider: distil again after the policy's backoff
         memories = [m.model_dump(mode="json") for m in result.memories]
