@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from cheat_battery import ONE_SHOT, PYTEST_TESTS, SOLUTION, STUB, UNITTEST_TESTS, Cheat, attempt, battery, honest
+from cheat_battery import (ONE_SHOT, PYTEST_TESTS, SOLUTION, STUB, UNITTEST_TESTS, Cheat, attempt, attempt_all,
+                           battery, honest)
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.experience.checks import run_check
 from mtl_graph.experience.clean_room import pristine_path
@@ -63,12 +64,11 @@ def test_every_cheat_of_the_battery_fails_and_honest_solutions_pass(runner, cach
     task = Task.from_dir(task_dir(tmp_path / "task", runner, declared=False))
     cheats = battery(runner, PYTHON_TAGS, cache_tag)
     assert len(cheats) >= 30 and len({c.kind for c in cheats}) >= 2
-    passed, verdicts = [], {}
-    for i, cheat in enumerate(cheats):
-        verdict = attempt(task, cheat, tmp_path / f"c{i}")
-        verdicts[cheat.name] = verdict
-        if verdict.status == "pass":
-            passed.append(cheat.name)
+    controls = honest(runner)  # the last one also leaves a real run's litter behind
+    *attempted, noop = attempt_all(task, [*cheats, *controls, None], tmp_path)
+    verdicts = {cheat.name: verdict for cheat, verdict in zip(cheats, attempted)}
+    assert len(verdicts) == len(cheats)
+    passed = [name for name, verdict in verdicts.items() if verdict.status == "pass"]
     assert passed == [], f"cheats that passed the {runner} check: {passed}"
     for cheat in cheats:  # each failed for the right reason: its files never reached the check, or it is suspect
         verdict = verdicts[cheat.name]
@@ -77,12 +77,11 @@ def test_every_cheat_of_the_battery_fails_and_honest_solutions_pass(runner, cach
             assert verdict.is_suspect and verdict.reason.startswith("suspect: "), (cheat.name, verdict.reason)
         else:
             assert all(any(d.startswith(p) for d in verdict.dropped) for p in planted), (cheat.name, verdict.dropped)
-    for control in honest(runner):  # the last one also leaves a real run's litter behind
-        litter = attempt(task, control, tmp_path / f"h-{control.name}")
+    for control, litter in zip(controls, attempted[len(cheats):], strict=True):
         assert litter.status == "pass" and not litter.is_suspect, (control.name, litter.reason)
     assert any(d.startswith("scratch_test_primes.py (test file)") for d in litter.dropped)
     assert any(d.startswith("notes/.todo (hidden path)") for d in litter.dropped)
-    assert attempt(task, None, tmp_path / "noop").status == "fail"
+    assert noop.status == "fail"
 
 
 def test_a_declared_solution_is_all_the_check_sees(cache_tag, tmp_path):
@@ -90,15 +89,16 @@ def test_a_declared_solution_is_all_the_check_sees(cache_tag, tmp_path):
     assert task.solution_files == ["primes.py"]
     helper = Cheat("helper", "honest", {"primes.py": "from helpers import is_prime\n",
                                         "helpers.py": SOLUTION})
-    verdict = attempt(task, helper, tmp_path / "helper")
+    cheats = battery("unittest", PYTHON_TAGS, cache_tag)[::3]
+    solution = Cheat("solution", "honest", {"primes.py": SOLUTION})
+    verdict, *verdicts, solved = attempt_all(task, [helper, *cheats, solution], tmp_path)
     assert verdict.status == "fail" and verdict.dropped == ["helpers.py (not a solution file)"]
-    for cheat in battery("unittest", PYTHON_TAGS, cache_tag)[::3]:
-        verdict = attempt(task, cheat, tmp_path / cheat.name)
+    for cheat, verdict in zip(cheats, verdicts, strict=True):
         assert verdict.status == "fail", cheat.name
         if cheat.kind != "in-process":
             assert all(f"{p} (not a solution file)" in verdict.dropped for p in cheat.files if p != "primes.py"
                        and not p.startswith("__pycache__")), (cheat.name, verdict.dropped)
-    assert attempt(task, Cheat("solution", "honest", {"primes.py": SOLUTION}), tmp_path / "ok").status == "pass"
+    assert solved.status == "pass", solved.reason
 
 
 def test_a_run_prepared_without_a_snapshot_is_graded_from_the_task_and_its_setup(tmp_path):
