@@ -26,9 +26,9 @@ from pydantic.fields import FieldInfo
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.chat import ModelOptions
 from mtl_graph.core.errors import MTLError
+from mtl_graph.memory.formats import MemoryChoice  # a registered format or "none", checked when a value arrives
 
 M = TypeVar("M", bound=BaseModel)
-MemoryChoice = Literal["insight", "summary", "workflow", "trajectory", "none"]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from mtl_graph.bench.models import Condition, MemoryRef, MemoryScope, Pool, RunO
 from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
 from mtl_graph.bench.suites.base import REFERENCE_KEY
+from mtl_graph.memory import formats as registry
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.core.task import Task
 
@@ -219,7 +220,7 @@ class PoolDistiller:
 
     def _chat(self) -> BaseChatModel | None:
         """The distilling model, loaded now so a missing key fails before phase 1, not after it."""
-        if all(f == MemoryType.TRAJECTORY for f in self.formats) or self.model is None:
+        if not registry.needs_model(self.formats) or self.model is None:
             return None  # trajectories are built without a model; no model means recorded failures instead
         from mtl_graph.chat import ModelNotConfigured, chat_model
 

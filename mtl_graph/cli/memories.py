@@ -10,6 +10,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool
+from mtl_graph.memory.formats._cli import formats_option
 
 memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
                                 "flagged, quarantined, release, screen.",
@@ -126,7 +127,7 @@ def _hint_agent_logs(files: list[Path]) -> None:
 @memories_app.command("search")
 def memories_search(
     text: Annotated[str, typer.Argument(help="What to look for (a task, a plan, an error message).")],
-    type: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this format: insight, summary, workflow, trajectory.")] = None,
+    type: Annotated[Optional[str], formats_option("--type", "-t", help="Only this format: {formats}.")] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, max=100, help="How many memories.")] = 3,
     exclude_domain: Annotated[Optional[list[str]], typer.Option("--exclude-domain", help="Drop memories from this domain (repeatable).")] = None,
     dense_only: Annotated[bool, typer.Option("--dense-only", help="Dense vectors only (no BM25 fusion).")] = False,
@@ -155,7 +156,7 @@ def memories_search(
 
 @memories_app.command("list")
 def memories_list(
-    type: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this format.")] = None,
+    type: Annotated[Optional[str], formats_option("--type", "-t", help="Only this format: {formats}.")] = None,
     status: Annotated[Optional[str], typer.Option("--status", "-s", help="Only this status: active, flagged, quarantined, archived.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Archived memories too (hidden otherwise).")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,

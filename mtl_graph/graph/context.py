@@ -7,10 +7,11 @@ build can choose, and `MTLContext` (the graph's `context_schema`) is derived the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
+from mtl_graph.memory.formats import FormatName
 from mtl_graph.memory.lifecycle import LifecycleConfig
 
 from mtl_graph.run_settings import (AGENT_KNOBS, MTLContext, RunSettings, SettingsError, agent_config, as_context,
@@ -22,7 +23,7 @@ __all__ = ["AGENT_KNOBS", "MTLConfig", "MTLContext", "RunSettings", "SettingsErr
 class MTLConfig(RunSettings):  # type: ignore[misc,valid-type]
     """Defaults fixed when the graph is built: the run settings plus what only a build can choose."""
 
-    distill_formats: list[Literal["insight", "summary", "workflow", "trajectory"]] | None = None
+    distill_formats: list[FormatName] | None = None
     """Formats distilled after a run (default: the retrieved format; insight when zero-shot)."""
     sandbox: str = "auto"
     """Sandbox backend: auto, bwrap, local or docker."""

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from mtl_graph.graph.support import open_default_pool
+from mtl_graph.memory.formats import FormatName
 from mtl_graph.memory.lifecycle import LifecycleConfig, evidence, utility
 from mtl_graph.memory.models import Memory
 from mtl_graph.memory.pool import MemoryPool, SearchHit
@@ -28,7 +29,7 @@ class PoolQuery(BaseModel):
 
     query: str = ""
     """Text to search for (a task, a plan, an error message); empty lists the pool instead."""
-    format: Literal["insight", "summary", "workflow", "trajectory"] | None = None
+    format: FormatName | None = None
     """Only memories of this format."""
     k: int = Field(default=10, ge=1, le=200)
     """How many hits (search) or memories (listing)."""

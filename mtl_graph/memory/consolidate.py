@@ -7,10 +7,11 @@ memories (union-find: single link), so a cluster is a connected component; membe
 A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and
 a higher threshold splits it.
 
-Proposals. The abstract formats (insight, workflow, summary) get one merged memory written by a model from the
-originals (prompts/consolidate_<type>.md, the originals fenced as data; the structured call validates, retries
-and reports a failure for that cluster alone). A trajectory cluster needs no model: its representative is the
-original with the best record (most cited successes, then most shown, then the smallest id), kept in place.
+Proposals. A format a model writes (insight, workflow, summary) gets one merged memory written by a model from the
+originals (the format's `consolidate_prompt`, prompts/consolidate_<type>.md, the originals fenced as data; the
+structured call validates its draft schema, retries and reports a failure for that cluster alone). A format built
+without a model (trajectory) needs none here either: its representative is the original with the best record
+(most cited successes, then most shown, then the smallest id), kept in place.
 The merged memory carries the union of the originals' sources, `consolidated_from` = their ids, and the sum of
 their records as its stored counts.
 
@@ -41,8 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtl_graph.memory.dedup import dedup_key, merge_sources
 from mtl_graph.memory.lifecycle import LifecycleConfig, evidence, utility
-from mtl_graph.memory.models import (MEMORY_CLASSES, Memory, MemoryType, Outcome, UsageStats,
-                                     first_validation_error, memory_type_of)
+from mtl_graph.memory import formats
+from mtl_graph.memory.models import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
 from mtl_graph.memory.record import stored_stats
 from mtl_graph.memory.storage import Conditions, QuerySpec
 from mtl_graph.templates import render_template
@@ -50,8 +51,6 @@ from mtl_graph.core.errors import MTLError
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) as long work advances."""
-ABSTRACT = (MemoryType.INSIGHT, MemoryType.WORKFLOW, MemoryType.SUMMARY)
-"""The formats whose merged memory a model writes."""
 _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
 
@@ -227,14 +226,21 @@ def merged_memory(content: Memory, originals: list[Memory]) -> Memory:
     return _validated(type(content), data)
 
 
-def _messages(cluster: Cluster) -> list[Any]:
+def model_written(type: MemoryType | str) -> bool:
+    """Whether a model writes the merged memory of a cluster of this format."""
+    return formats.get(str(type)).needs_model
+
+
+def _messages(cluster: Cluster, fmt: formats.MemoryFormat) -> list[Any]:
     from langchain_core.messages import HumanMessage, SystemMessage
 
     from mtl_graph.memory.fence import fence_memories
 
+    assert fmt.consolidate_prompt is not None
     fenced = fence_memories(cluster.memories, observation_chars=300)
-    prompt = render_template("mtl_graph.memory", f"consolidate_{cluster.type.value}", count=len(cluster.memories),
-                             outcome=cluster.outcome.value, boundary=fenced.boundary, memories=fenced.text)
+    prompt = render_template(formats.CONSOLIDATE_PROMPTS, fmt.consolidate_prompt, fmt.prompt_dir,
+                             count=len(cluster.memories), outcome=cluster.outcome.value, boundary=fenced.boundary,
+                             memories=fenced.text)
     return [SystemMessage(render_template("mtl_graph.memory", "consolidate_system")), HumanMessage(prompt)]
 
 
@@ -245,22 +251,22 @@ def propose(cluster: Cluster, model: Any = None, config: ConsolidateConfig | Non
         return Proposal(cluster, error=f"{len(cluster.memories)} memories exceed max_cluster "
                                        f"{config.max_cluster}: raise the threshold to split the cluster")
     try:
-        if cluster.type == MemoryType.TRAJECTORY:
+        fmt = formats.get(cluster.type.value)
+        if not fmt.needs_model:
             return Proposal(cluster, merged_memory(representative(cluster.memories), cluster.memories))
+        if fmt.consolidate_prompt is None or fmt.draft is None:
+            return Proposal(cluster, error=f"{fmt.name} memories declare no merge prompt: they are not consolidated")
         if model is None:
             return Proposal(cluster, error=f"a model is needed to merge {cluster.type.value} memories (--model)")
-        from mtl_graph.experience.distill import InsightDraft, SummaryDraft, WorkflowDraft
         from mtl_graph.experience.structured import StructuredCallError, resolve_model, structured_call
 
-        schema = {MemoryType.INSIGHT: InsightDraft, MemoryType.WORKFLOW: WorkflowDraft,
-                  MemoryType.SUMMARY: SummaryDraft}[cluster.type]
         try:
-            result = structured_call(resolve_model(model), schema, _messages(cluster),
+            result = structured_call(resolve_model(model), fmt.draft, _messages(cluster, fmt),
                                      max_attempts=config.max_attempts, json_mode=config.json_mode)
         except StructuredCallError as exc:
             return Proposal(cluster, error=f"no valid answer from the model: {exc.errors[-1] if exc.errors else exc}",
                             usage=exc.usage.model_dump())
-        draft = _validated(MEMORY_CLASSES[cluster.type.value],
+        draft = _validated(fmt.memory,
                            {**result.value.model_dump(), "type": cluster.type.value, "outcome": cluster.outcome})
         return Proposal(cluster, merged_memory(draft, cluster.memories), usage=result.usage.model_dump())
     except ConsolidationError as exc:

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
+from mtl_graph.memory.formats._cli import formats_option
+
 PoolOpt = Annotated[
     Optional[str],
     typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
@@ -34,13 +36,12 @@ def _progress(description: str, quiet: bool) -> Iterator[Any]:
 
 
 def consolidate_cmd(
-    type_: Annotated[Optional[str], typer.Option("--type", help="Only this format: trajectory, workflow, "
-                                                                "summary or insight.")] = None,
+    type_: Annotated[Optional[str], formats_option("--type", help="Only this format: {formats}.")] = None,
     threshold: Annotated[float, typer.Option("--threshold", help="Cosine of key texts at or above which two "
                                                                  "memories are near-duplicates (0-1].")] = 0.9,
     apply_: ApplyOpt = False,
-    model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL that writes the merged insight, "
-                                                                 "workflow and summary memories.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL that writes the merged memories "
+                                                                 "of the formats a model writes.")] = None,
     pool: PoolOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -69,7 +70,7 @@ def consolidate_cmd(
     with open_pool(pool) as opened:
         with _progress("comparing memories", json_out) as tick:
             clusters = c.find_clusters(opened, kind, threshold, on_progress=tick)
-        waiting = [cl for cl in clusters if cl.type in c.ABSTRACT and chat is None]
+        waiting = [cl for cl in clusters if c.model_written(cl.type) and chat is None]
         if apply_ and waiting:
             fail(f"--model PROVIDER:MODEL is required with --apply: {len(waiting)} cluster(s) of "
                  f"{', '.join(sorted({cl.type.value for cl in waiting}))} memories need a model to write their "

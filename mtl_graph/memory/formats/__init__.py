@@ -7,8 +7,9 @@ agent, and whether the graph plans a query for it. Everything else is derived fr
 form, the CLI help and every "does this need a model" check.
 
 The modules of this package are imported (pkgutil) the first time the registry is read, so a new format is one
-module here calling `register(...)`, its prompt templates and its test. Modules whose name starts with an
-underscore hold shared helpers and register nothing.
+module here, named after the format and calling `register(...)`, its prompt templates and its test. Modules whose
+name starts with an underscore hold shared helpers and register nothing. This module imports only the standard
+library: the CLI reads `help_names()` to write its help at every start without loading a model class.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
-
-from pydantic_core import PydanticCustomError, core_schema
-
-from mtl_graph.templates import load_template
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Iterator, Literal, get_args
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from pydantic_core import CoreSchema
 
     from mtl_graph.core.trajectory import Outcome, Trajectory
     from mtl_graph.memory.models import MemoryBase, Provenance
@@ -91,6 +89,8 @@ class MemoryFormat:
             raise FormatError(f"{where}: {self.memory.__name__}.type must default to {self.name!r}")
         if self.build is None and (self.draft is None or self.prompts is None):
             raise FormatError(f"{where}: a format without build needs a draft schema and its two prompts")
+        from mtl_graph.templates import load_template
+
         for template in [*(self.prompts or ()), *([self.consolidate_prompt] if self.consolidate_prompt else [])]:
             package = CONSOLIDATE_PROMPTS if template == self.consolidate_prompt else DISTILL_PROMPTS
             try:
@@ -107,9 +107,14 @@ def _discover() -> None:
     if _state["discovered"]:
         return
     _state["discovered"] = True
-    for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}")
+    for name in _module_names():
+        importlib.import_module(f"{__name__}.{name}")
+        if name not in _REGISTRY:
+            raise FormatError(f"module {__name__}.{name} registers no memory format named {name!r}")
+
+
+def _module_names() -> list[str]:
+    return [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
 
 
 def register(fmt: MemoryFormat) -> MemoryFormat:
@@ -157,9 +162,14 @@ def names() -> list[str]:
     return [f.name for f in all_formats()]
 
 
-def listed(conjunction: str = "or") -> str:
-    """The names for a help text: "trajectory, workflow, summary or insight"."""
-    items = names()
+def help_names() -> list[str]:
+    """The format names for a help text, without importing a format module: this package's format modules and
+    the formats registered so far (one registered by a test or a plugin), by name."""
+    return sorted({*_module_names(), *_REGISTRY})
+
+
+def listed(items: list[str], conjunction: str = "or") -> str:
+    """Names for a sentence: "insight, summary or workflow"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
@@ -194,35 +204,39 @@ def uses_plan(choice: str) -> bool:
     return fmt is not None and fmt.uses_plan
 
 
-class FormatName(str):
-    """A pydantic type: a registered format's name, checked against the registry when a value arrives, and
-    listed as an enum in JSON schemas (Studio's form), so both follow the formats registered at the time."""
+class _Registered:
+    """Pydantic metadata: the value must be a format registered when it arrives (or one of `extra`), and JSON
+    schemas (Studio's form) list the formats registered when the schema is made."""
 
-    extra: ClassVar[tuple[str, ...]] = ()
-    """Choices accepted besides the formats."""
+    def __init__(self, extra: tuple[str, ...] = ()) -> None:
+        self.extra = extra
 
-    @classmethod
-    def choices(cls) -> list[str]:
-        return [*names(), *cls.extra]
+    def choices(self) -> list[str]:
+        return [*names(), *self.extra]
 
-    @classmethod
-    def _check(cls, value: str) -> str:
-        options = cls.choices()
-        if value not in options:
+    def check(self, value: Any) -> str:
+        from pydantic_core import PydanticCustomError
+
+        options = self.choices()
+        if not isinstance(value, str) or value not in options:
             raise PydanticCustomError("literal_error", "Input should be {expected}",
                                       {"expected": ", ".join(repr(o) for o in options)})
         return value
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
-        return core_schema.no_info_after_validator_function(cls._check, core_schema.str_schema())
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> CoreSchema:
+        from pydantic_core import core_schema
 
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
-        return {"type": "string", "enum": cls.choices()}
+        checked = core_schema.no_info_plain_validator_function(self.check)  # replaces the import-time Literal
+        # derived all-optional models (run overrides) move this metadata onto `Literal[...] | None`
+        return core_schema.nullable_schema(checked) if type(None) in get_args(source) else checked
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string", "enum": self.choices()}
 
 
-class MemoryChoice(FormatName):
-    """A format to retrieve, or "none" (zero-shot)."""
-
-    extra = ("none",)
+# The Literal is the formats of this package (for type checkers, introspection and the CLI's metavar, known
+# without importing a format module); validation and JSON schemas follow the registry as it is at the time.
+FormatName = Annotated[Literal[tuple(help_names())], _Registered()]
+"""A pydantic type: a registered format's name."""
+MemoryChoice = Annotated[Literal[(*help_names(), "none")], _Registered(("none",))]
+"""A pydantic type: a registered format's name, or "none" (zero-shot)."""
