@@ -173,7 +173,7 @@ def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddi
     assert again.exit_code == 0, again.output
     assert re.search(r"skipped\s*│\s*7", again.output)
     # a rerun says once that the runs are already in, instead of one line per run
-    assert "7 already ingested, skipped" in again.output and "skipped:" not in again.output
+    assert "7 runs already in the pool (ingested before), skipped" in again.output and "skipped:" not in again.output
     with MemoryPool.open(location, embeddings=embeddings) as opened:
         assert opened.count() == 14
         hit = opened.search("deep merge nested dictionaries", type="summary", k=1)[0].memory
@@ -292,7 +292,7 @@ def test_sigint_prints_the_summary_so_far_and_how_to_resume(tmp_path: Path) -> N
     plan = subprocess.run(cmd + ["--dry-run"], capture_output=True, text=True, timeout=120)
     in_pool = {json.loads(line)["hash"] for line in ledger.read_text().splitlines()}
     assert len(in_pool) >= done  # runs in flight at the interrupt finish and reach the ledger
-    assert plan.returncode == 0 and f"{len(in_pool)} already ingested, skipped" in plan.stdout, plan.stdout
+    assert plan.returncode == 0 and f"{len(in_pool)} runs already in the pool (ingested before), skipped" in plan.stdout, plan.stdout
     assert plan.stdout.count("\n") < 30
 
 

@@ -3,19 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from typer.models import OptionInfo
 
-from mtl_graph.memory.formats._cli import formats_option
+_FORMATS_HELP = "Comma-separated memory formats: insight, summary, workflow, trajectory."
 
-_FORMATS_HELP = "Comma-separated memory formats: {formats_and}."
-_LOG_FORMATS_HELP = "Force the log format (mtl-runlog, langchain, mini-swe-agent, swe-agent); default: detect."
+
+class _LogFormatsHelp(OptionInfo):
+    """The --format option, its help naming the registered importers when read (the CLI is built): importing them
+    when this module loads would load pydantic for every `mtl` command."""
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        from mtl_graph.experience.importers import importers
+
+        return ("Force the log format (default: detect it from the content): "
+                + "; ".join(f"{imp.name}" + (f" ({imp.summary})" if imp.summary else "") for imp in importers()) + ".")
+
+    @help.setter
+    def help(self, value: str) -> None:  # typer's constructor assigns the help it was given (none here)
+        pass
+
+
+def _log_format_option() -> Any:
+    option = typer.Option("--format")
+    option.__class__ = _LogFormatsHelp
+    return option
 
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Log files or directories (every file inside is imported).")],
-    formats: Annotated[str, formats_option("--formats", help=_FORMATS_HELP)] = "insight",
+    formats: Annotated[str, typer.Option("--formats", help=_FORMATS_HELP)] = "insight",
     model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL for judging and distilling.")] = None,
     domain: Annotated[Optional[str], typer.Option("--domain", help="Domain label for runs whose log names none.")] = None,
     pool: Annotated[Optional[str], typer.Option("--pool", help="Pool location: directory, :memory: or http(s) URL.")] = None,
@@ -25,7 +45,7 @@ def ingest(
                                                  help="Skip runs judged uncertain (default: keep as outcome unknown).")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=64, help="Runs processed in parallel.")] = 4,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Import and plan only: no model calls, no writes.")] = False,
-    log_format: Annotated[Optional[str], typer.Option("--format", help=_LOG_FORMATS_HELP)] = None,
+    log_format: Annotated[Optional[str], _log_format_option()] = None,
     ledger: Annotated[Optional[Path], typer.Option("--ledger",
                                                    help="Ledger of ingested runs (default: inside a directory pool).")] = None,
 ) -> None:
@@ -33,9 +53,8 @@ def ingest(
     from pydantic import ValidationError
     from rich.console import Console
 
-    from mtl_graph.experience.importers import FORMATS, iter_log_files
+    from mtl_graph.experience.importers import format_names, iter_log_files
     from mtl_graph.experience.ingest import IngestConfig, Ledger
-    from mtl_graph.memory import formats as registry
     from mtl_graph.memory.models import first_validation_error, memory_type_of
     from mtl_graph.settings import get_settings
 
@@ -48,8 +67,8 @@ def ingest(
     settings = get_settings()
     try:
         kinds = list(dict.fromkeys(memory_type_of(f) for f in formats.split(",") if f.strip()))
-        if log_format is not None and log_format not in FORMATS:
-            raise ValueError(f"unknown log format {log_format!r}; expected one of: {', '.join(FORMATS)}")
+        if log_format is not None and log_format not in format_names():
+            raise ValueError(f"unknown log format {log_format!r}; expected one of: {', '.join(format_names())}")
         config = IngestConfig(formats=kinds, domain=domain, log_format=log_format, judge=judge,
                               skip_uncertain=skip_uncertain, concurrency=concurrency, dry_run=dry_run)
     except (ValueError, ValidationError) as exc:
@@ -91,9 +110,8 @@ def _run(paths, location, model, config, ledger, console, fail):  # type: ignore
             chat = resolve_model(model)
         except Exception as exc:  # init_chat_model raises ValueError/ImportError for unknown providers
             fail(f"cannot use model {model!r}: {exc}")
-    elif not config.dry_run and (config.judge or registry.needs_model(config.formats)):
-        fail(f"--model is required to judge or to distil {registry.listed(registry.model_written(registry.names()))}"
-             " memories")
+    elif not config.dry_run and (config.judge or any(f.value != "trajectory" for f in config.formats)):
+        fail("--model is required to judge or to distil insight, summary or workflow memories")
     opened = None if config.dry_run else _open_pool(location, fail)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -122,8 +140,10 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
     summary = Table(title="mtl ingest")
-    summary.add_column("status")
-    summary.add_column("runs", justify="right")
+    summary.add_column("")
+    summary.add_column("count", justify="right")
+    summary.add_row("log files", str(report.files))
+    summary.add_row("runs found", str(len(report.runs)))
     for status in ("ingested", "planned", "skipped", "failed"):
         if report.count(status) or status in ("ingested", "failed"):
             summary.add_row(status, str(report.count(status)))
@@ -141,33 +161,48 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
 
 
 def _print_problems(report, console) -> None:  # type: ignore[no-untyped-def]
-    """One line per failure, never folded, so a path can be copied (and grepped) whole; skips are counted, not
-    listed, when they only repeat that a run is already in the pool (a rerun would otherwise print one per run)."""
+    """One line per failure, never folded, so a path can be copied (and grepped) whole; skips that only repeat
+    what is known (in the pool, a repeated run, an infrastructure error) are counted in one line per kind, not one
+    per run (a rerun would otherwise print one per run)."""
     from rich.markup import escape
 
     def line(status: str, path: str, task_id: str, reason: str) -> None:
         where = "" if reason.startswith(str(path)) else f"{path}{f' [{task_id}]' if task_id else ''}: "
         console.print(f"[red]{status}[/]: {escape(where + reason)}", soft_wrap=True)
 
-    repeats = {"already ingested": 0, "duplicate": 0}
+    def runs(n: int) -> str:
+        return f"{n} {'run' if n == 1 else 'runs'}"
+
     for r in report.runs:
-        if r.status == "skipped" and r.reason == "already ingested":
-            repeats["already ingested"] += 1
-        elif r.status == "skipped" and r.reason.startswith("same run as in"):
-            repeats["duplicate"] += 1
-        elif r.status in ("failed", "skipped"):
-            line(r.status, r.path, r.task_id, r.reason)
+        if r.status == "failed" or (r.status == "skipped" and r.skip in (None, "uncertain")):
+            line(r.status, _at(r.path, r.line), r.task_id, r.reason)
     for f in report.file_failures:
         line("bad line" if f.line is not None else "bad file", f.path, "", f.reason)
-    if repeats["already ingested"]:
-        console.print(f"{repeats['already ingested']} already ingested, skipped")
-    if repeats["duplicate"]:
-        n = repeats["duplicate"]
-        console.print(f"{n} {'run repeats' if n == 1 else 'runs repeat'} another file's run, skipped")
+    counted = {"in_pool": "already in the pool (ingested before), skipped",
+               "same_file": "{repeat} an earlier run of the same file, skipped",
+               "other_file": "{repeat} another file's run, skipped"}
+    for kind, says in counted.items():
+        if n := len(report.skipped(kind)):
+            console.print(f"{runs(n)} {says.format(repeat='repeats' if n == 1 else 'repeat')}")
     by_reason: dict[str, list[str]] = {}
+    for r in report.skipped("infrastructure"):  # not failures: the run itself says the agent got no fair try
+        by_reason.setdefault(r.reason, []).append(_at(r.path, r.line))
+    _grouped(console, by_reason, lambda n: f"{runs(n)} skipped")
+    by_reason = {}
     for f in report.skipped_files:
         by_reason.setdefault(f.reason.removeprefix(f"{f.path}: "), []).append(f.path)
-    for reason, files in by_reason.items():  # one line per kind: a directory of demonstrations is not 100 lines
-        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
-        console.print(f"{len(files)} {'file' if len(files) == 1 else 'files'} skipped, {escape(reason)}: "
-                      f"{escape(', '.join(files[:3]))}{more}", soft_wrap=True)
+    # one line per kind: a directory of demonstrations is not 100 lines
+    _grouped(console, by_reason, lambda n: f"{n} {'file' if n == 1 else 'files'} skipped")
+
+
+def _at(path: str, line: int | None) -> str:
+    return f"{path}:{line}" if line is not None else path
+
+
+def _grouped(console, by_reason: dict[str, list[str]], counted) -> None:  # type: ignore[no-untyped-def]
+    from rich.markup import escape
+
+    for reason, where in by_reason.items():
+        more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+        console.print(f"{counted(len(where))}, {escape(reason)}: {escape(', '.join(where[:3]))}{more}",
+                      soft_wrap=True)

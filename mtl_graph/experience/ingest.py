@@ -27,12 +27,15 @@ from mtl_graph.experience.importers.common import one_line
 from mtl_graph.experience.judge import Judge, JudgeConfig, LLMJudge
 from mtl_graph.experience.redact import RedactionConfig, Redactor
 from mtl_graph.experience.structured import model_label, resolve_model
-from mtl_graph.core.trajectory import TokenUsage, Trajectory, Verdict, VerdictStatus
-from mtl_graph.memory import formats as registry
+from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, TokenUsage, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 
 LEDGER_FILE = "ingest-ledger.jsonl"
 Status = Literal["ingested", "skipped", "failed", "planned"]
+Skip = Literal["in_pool", "same_file", "other_file", "infrastructure", "uncertain"]
+"""Why a run was skipped: already in the pool (the ledger has it), a repeat of a run earlier in the same file or in
+another file, ended by the infrastructure (nothing to learn), or judged uncertain with --skip-uncertain."""
+ALREADY_INGESTED = "already ingested"
 
 
 class IngestConfig(BaseModel):
@@ -70,6 +73,8 @@ class RunRecord(BaseModel):
 
     path: str
     """The log file."""
+    line: int | None = None
+    """The run's line in a JSONL log."""
     task_id: str
     """The run's task."""
     content_hash: str
@@ -78,6 +83,8 @@ class RunRecord(BaseModel):
     """ingested / skipped / failed / planned (dry run)."""
     reason: str = ""
     """Why skipped or failed (or what a dry run would do)."""
+    skip: Skip | None = None
+    """Why skipped, as a kind a report can count."""
     outcome: str | None = None
     """The outcome the memories carry."""
     memory_ids: list[str] = Field(default_factory=list)
@@ -102,6 +109,8 @@ class FileFailure(BaseModel):
 class IngestReport(BaseModel):
     """The outcome of one ingest."""
 
+    files: int = 0
+    """Log files read (bad and skipped ones included)."""
     runs: list[RunRecord] = Field(default_factory=list)
     """One record per run found."""
     file_failures: list[FileFailure] = Field(default_factory=list)
@@ -113,6 +122,10 @@ class IngestReport(BaseModel):
 
     def count(self, status: Status) -> int:
         return sum(r.status == status for r in self.runs)
+
+    def skipped(self, kind: Skip) -> list[RunRecord]:
+        """The runs skipped for that reason."""
+        return [r for r in self.runs if r.status == "skipped" and r.skip == kind]
 
     def written(self) -> dict[str, int]:
         """Memories added / merged / identical / flagged over every run: explains "N runs -> M memories"."""
@@ -219,11 +232,15 @@ class _Worker:
 
     def run(self, item: Loaded, wanted: list[MemoryType]) -> RunRecord:
         run = item.trajectory
-        rec = RunRecord(path=str(item.path), task_id=run.task.id, content_hash=run.content_hash(), status="failed")
+        rec = RunRecord(path=str(item.path), line=item.line, task_id=run.task.id, content_hash=run.content_hash(),
+                        status="failed")
         verdict, rec.usage = self.verdict(run)
         rec.outcome = verdict.outcome.value
+        if verdict.is_error:  # a judge that could not judge: the run is kept out, and judged again next time
+            rec.status, rec.skip, rec.reason = "skipped", "infrastructure", infrastructure_reason(verdict.reason)
+            return rec
         if verdict.status == VerdictStatus.UNCERTAIN and self.config.skip_uncertain:
-            rec.status, rec.reason = "skipped", f"uncertain verdict ({verdict.reason})"
+            rec.status, rec.skip, rec.reason = "skipped", "uncertain", f"uncertain verdict ({verdict.reason})"
             return rec
         result = distill(run.model_copy(update={"verdict": verdict}), wanted, self.model,
                          config=self.config.distill, redactor=self.redactor, distill_model=self.label)
@@ -252,36 +269,20 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
     on_start gets the number of runs to process; on_run gets each run's record as it finishes.
     """
     config = config or IngestConfig()
-    needs_model = config.judge or registry.needs_model(config.formats)
+    needs_model = config.judge or any(f != MemoryType.TRAJECTORY for f in config.formats)
     if needs_model and model is None and not config.dry_run:
-        raise ValueError("a model is needed to judge or to distil " + ", ".join(registry.model_written(config.formats)))
+        raise ValueError("a model is needed to judge or to distil "
+                         + ", ".join(f.value for f in config.formats if f != MemoryType.TRAJECTORY))
     if pool is None and not config.dry_run:
         raise ValueError("a pool is needed unless dry_run is set")
     ledger = ledger or Ledger.for_pool(getattr(pool, "location", ":memory:"))
     loaded, errors = load_many(paths, config.log_format, domain=config.domain, max_bytes=config.max_file_bytes)
     report = IngestReport(
+        files=len({str(item.path) for item in loaded} | {e.path for e in errors}),
         file_failures=[FileFailure(path=e.path, reason=str(e), line=e.line if isinstance(e, BadRecordError) else None)
                        for e in errors if not isinstance(e, NotARunError)],
         skipped_files=[FileFailure(path=e.path, reason=str(e)) for e in errors if isinstance(e, NotARunError)])
-
-    todo: list[tuple[Loaded, list[MemoryType]]] = []
-    seen: dict[str, str] = {}
-    for item in loaded:
-        h = item.trajectory.content_hash()
-        base = RunRecord(path=str(item.path), task_id=item.trajectory.task.id, content_hash=h, status="skipped")
-        wanted = [f for f in config.formats if f.value not in ledger.done(h)]
-        if h in seen:
-            base.reason = f"same run as in {seen[h]}"
-        elif not wanted:
-            base.reason = "already ingested"
-        elif config.dry_run:
-            base.status, base.reason = "planned", "would distil " + ", ".join(f.value for f in wanted)
-        else:
-            todo.append((item, wanted))
-            seen[h] = str(item.path)
-            continue
-        seen.setdefault(h, str(item.path))
-        report.runs.append(base)
+    todo, report.runs = _plan(loaded, config, ledger)
     if on_start:
         on_start(len(todo))
     if not todo:
@@ -312,12 +313,60 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
     return report
 
 
+def infrastructure_reason(detail: str) -> str:
+    return f"not a fair try: the run ended in an infrastructure error ({detail or 'no detail'})"
+
+
+def _infrastructure_error(run: Trajectory) -> str | None:
+    """Why the run says nothing about the agent (its verdict is `error`, or the provider ended it), or None."""
+    if run.verdict is not None and run.verdict.is_error:
+        return infrastructure_reason(run.verdict.reason)
+    if run.exit_status in INFRASTRUCTURE_EXIT_STATUSES:
+        return infrastructure_reason(f"exit status {run.exit_status}")
+    return None
+
+
+def _where(item: Loaded) -> str:
+    return f"line {item.line}" if item.line is not None else str(item.path)
+
+
+def _plan(loaded: list[Loaded], config: IngestConfig,
+          ledger: Ledger) -> tuple[list[tuple[Loaded, list[MemoryType]]], list[RunRecord]]:
+    """(the runs to distil with the formats each still needs, the runs skipped or planned without a worker).
+
+    A run the ledger has is "in the pool" before it is a repeat: a rerun of the same log says so of every run."""
+    todo: list[tuple[Loaded, list[MemoryType]]] = []
+    records: list[RunRecord] = []
+    first: dict[str, Loaded] = {}
+    for item in loaded:
+        h = item.trajectory.content_hash()
+        base = RunRecord(path=str(item.path), line=item.line, task_id=item.trajectory.task.id, content_hash=h,
+                         status="skipped")
+        wanted = [f for f in config.formats if f.value not in ledger.done(h)]
+        earlier = first.setdefault(h, item)
+        if (why := _infrastructure_error(item.trajectory)) is not None:
+            base.skip, base.reason = "infrastructure", why
+        elif not wanted:
+            base.skip, base.reason = "in_pool", ALREADY_INGESTED
+        elif earlier is not item and earlier.path == item.path:
+            base.skip, base.reason = "same_file", f"same run as {_where(earlier)} of the same file"
+        elif earlier is not item:
+            base.skip, base.reason = "other_file", f"same run as in {earlier.path}"
+        elif config.dry_run:
+            base.status, base.reason = "planned", "would distil " + ", ".join(f.value for f in wanted)
+        else:
+            todo.append((item, wanted))
+            continue
+        records.append(base)
+    return todo, records
+
+
 def _report_run(future: Future[RunRecord], item: Loaded, report: IngestReport,
                 on_run: Callable[[RunRecord], None] | None) -> None:
     try:
         rec = future.result()
     except Exception as exc:  # one broken run (pool error, model crash) must not sink the batch
-        rec = RunRecord(path=str(item.path), task_id=item.trajectory.task.id,
+        rec = RunRecord(path=str(item.path), line=item.line, task_id=item.trajectory.task.id,
                         content_hash=item.trajectory.content_hash(), status="failed", reason=one_line(exc))
     report.runs.append(rec)
     if on_run:

@@ -145,8 +145,7 @@ class LangChainImporter(Importer):
     """LangChain / LangGraph message dumps; asked last: any list of role dicts is one."""
 
     name = LANGCHAIN
-    summary = ("LangChain / LangGraph message dumps (messages_to_dict lists, state dumps and histories, "
-               "lc-serialised or model_dump() messages, OpenAI-style role dicts)")
+    summary = "LangChain / LangGraph message dumps"
     order = 90
 
     def sniff(self, data: Any) -> bool:

@@ -159,8 +159,7 @@ class MiniSWEAgentImporter(Importer):
     role-dict lists these also are."""
 
     name = MINI_SWE_AGENT
-    summary = ("mini-swe-agent `*.traj.json` (v1 and v2) and bare lists of its messages: recorded actions, "
-               "tool calls or the reply's one action block; the exit message")
+    summary = "mini-swe-agent `.traj.json` files and message lists"
     order = 30
 
     def sniff(self, data: Any) -> bool:

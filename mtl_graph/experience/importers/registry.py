@@ -31,7 +31,7 @@ class Importer:
     name: ClassVar[str]
     """The format's name, as ``--format`` takes it and ``Trajectory.source_format`` records it."""
     summary: ClassVar[str] = ""
-    """One line for ``mtl ingest --help``: which files, what is read."""
+    """A few words for ``mtl ingest --help``: which files."""
     order: ClassVar[int] = 50
     """Detection asks importers in this order: a format whose shape is a special case of another's comes first."""
     jsonl: ClassVar[bool] = False

@@ -104,7 +104,7 @@ class RunLogImporter(Importer):
     """The JSONL log `mtl run` appends every run to."""
 
     name = RUNLOG
-    summary = "our JSONL run log (MTL_RUN_LOG): `record: \"run\"` lines; other record kinds are skipped"
+    summary = "the JSONL run log `mtl run` writes"
     order = 10
     jsonl = True
 

@@ -99,7 +99,7 @@ class SWEAgentImporter(Importer):
     """SWE-agent's ``.traj`` files."""
 
     name = SWE_AGENT
-    summary = "SWE-agent `.traj` files: trajectory, info, replay_config; demonstrations are skipped as not runs"
+    summary = "SWE-agent `.traj` files"
     order = 20
 
     def sniff(self, data: Any) -> bool:
