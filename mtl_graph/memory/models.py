@@ -248,9 +248,8 @@ def __getattr__(name: str) -> Any:
     if name in _MEMORY_CLASSES:
         from mtl_graph.memory.formats import all_formats
 
-        all_formats()
-        for module in ("insight", "summary", "trajectory", "workflow"):
-            found = getattr(sys.modules[f"mtl_graph.memory.formats.{module}"], name, None)
+        for fmt in all_formats():
+            found = getattr(sys.modules[fmt.memory.__module__], name, None)
             if found is not None:
                 return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
