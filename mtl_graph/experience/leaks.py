@@ -1,10 +1,10 @@
 """Detects task specifics (paths, identifiers, quoted strings from the run) leaking into abstract memories.
 
-Insights and workflows must transfer to other tasks; a file name or function name from the source run anchors
-the next agent on the wrong codebase (the research's main failure mode). The check is lexical and
-conservative: a token counts only if it appears in the run and looks specific (a path, a snake_case or
-camelCase identifier, a quoted string with some structure), and Python builtins or generic project files
-(setup.py, pyproject.toml, ...) never count.
+The formats declared `task_free` (insight, workflow; see mtl_graph/memory/formats/) must transfer to other tasks;
+a file name or function name from the source run anchors the next agent on the wrong codebase (the research's
+main failure mode). The check is lexical and conservative: a token counts only if it appears in the run and looks
+specific (a path, a snake_case or camelCase identifier, a quoted string with some structure), and Python builtins
+or generic project files (setup.py, pyproject.toml, ...) never count.
 """
 
 from __future__ import annotations

@@ -78,7 +78,9 @@ def new_boundary() -> str:
 
 def fence_memories(memories: Sequence[Memory], *, start: int = 1, observation_chars: int = 300,
                    boundary_factory: Callable[[], str] = new_boundary) -> FencedMemories:
-    """Numbered memories between the block's markers (a fresh boundary token), their text quoted line by line."""
+    """Numbered memories between the block's markers (a fresh boundary token), their text quoted line by line.
+
+    Each memory's text is its format's label and body (declared with the format, mtl_graph/memory/formats/)."""
     bodies = [f"{m.label()}\n{m.body(observation_chars)}" for m in memories]
     lowered = [body.lower() for body in bodies]
     for _ in range(100):  # a clash happens only by chance (2**-64) or with a factory that guesses a memory's text
