@@ -81,29 +81,40 @@ def test_a_returned_vector_cannot_corrupt_the_cache():
     assert cache.vector(emb, "x")[0] != 1e9
 
 
-def test_embedding_ahead_serves_the_later_search():
-    cache, emb = QueryVectorCache(), counting()
-    future = cache.embed_ahead(emb, "the plan")
-    vector = future.result(timeout=10)
-    assert cache.vector(emb, "the plan") == vector
-    assert emb.calls == ["the plan"]
-    cache.close()
-
-
-def test_a_failed_background_embedding_is_retried_and_its_error_reported():
+def test_a_failed_embedding_is_reported_and_not_cached():
     cache, emb = QueryVectorCache(), counting()
     emb.fail = True
-    with pytest.raises(RuntimeError):
-        cache.embed_ahead(emb, "the plan").result(timeout=10)
-    with pytest.raises(RuntimeError, match="model server down"):  # the caller sees the error, not a stale None
+    with pytest.raises(RuntimeError, match="model server down"):
         cache.vector(emb, "the plan")
+    assert len(cache) == 0
     emb.fail = False
     assert cache.vector(emb, "the plan") == emb.embed_query("the plan")
-    cache.close()
+    assert (cache.hits, cache.misses) == (0, 2)
+
+
+def test_concurrent_queries_each_get_their_own_vector():
+    cache, emb = QueryVectorCache(QueryCacheConfig(max_entries=8)), counting()
+    texts = [f"query {i}" for i in range(32)]
+    expected = {t: emb.embed_query(t) for t in texts}
+    wrong: list = []
+
+    def ask(offset: int) -> None:
+        for n in range(200):
+            text = texts[(offset + n) % len(texts)]
+            if cache.vector(emb, text) != expected[text]:
+                wrong.append(text)
+
+    workers = [threading.Thread(target=ask, args=(i * 5,)) for i in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    assert wrong == [] and len(cache) <= 8
+    assert cache.hits + cache.misses == 8 * 200
 
 
 def test_a_vector_computed_for_a_replaced_model_is_not_stored():
-    cache, old, new = QueryVectorCache(), counting(), CountingEmbeddings(size=16, calls=[], sign=-1)
+    cache, new = QueryVectorCache(), CountingEmbeddings(size=16, calls=[], sign=-1)
     started, release = threading.Event(), threading.Event()
 
     class Slow(CountingEmbeddings):
@@ -115,12 +126,13 @@ def test_a_vector_computed_for_a_replaced_model_is_not_stored():
     slow = Slow(size=16, calls=[])
     worker = threading.Thread(target=cache.vector, args=(slow, "q"))
     worker.start()
-    started.wait(10)
+    assert started.wait(10)
     cache.vector(new, "other")  # the model changes while the slow vector is being computed
     release.set()
     worker.join(10)
-    assert cache.vector(new, "q") == new.embed_query("q")
-    assert old.calls == []
+    assert slow.calls == ["q"]
+    assert cache.vector(new, "q") == new.embed_query("q")  # recomputed, not the old model's late vector
+    assert new.calls == ["other", "q", "q"]  # the cache asked the new model for "q" (the check asked once more)
 
 
 # ----------------------------------------------------------------------------- through the pool

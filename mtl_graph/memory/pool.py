@@ -161,7 +161,6 @@ class MemoryPool(LifecycleOps, PoolFiles):
             if self._refs > 0:
                 return
             self._open_pools.pop(self.location, None)
-        self._query_cache.close()
         self.store.close()
         self._opened.release()
 
@@ -382,13 +381,8 @@ class MemoryPool(LifecycleOps, PoolFiles):
     _payload = staticmethod(_payload)
 
     def query_vector(self, query: str) -> list[float]:
-        """The query's vector, from the pool's LRU cache when it was asked before (or embedded ahead)."""
+        """The query's vector, from the pool's LRU cache when it was asked before."""
         vector = self._query_cache.vector(self.embeddings, query)
         if len(vector) != self.dim:
             raise EmbeddingError(f"embeddings returned a vector of size {len(vector)}; the pool expects {self.dim}")
         return vector
-
-    def embed_ahead(self, query: str) -> None:
-        """Start embedding a query in the background (e.g. the plan while the sandbox starts): a later
-        `search(query)` then finds its vector ready."""
-        self._query_cache.embed_ahead(self.embeddings, query)
