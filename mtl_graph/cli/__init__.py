@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mtl_graph.cli import memories, run  # noqa: F401 - registering their commands on the app
 from mtl_graph.cli.app import app, fail, open_pool
+from mtl_graph.cli.help import fit_help
 from mtl_graph.cli.memories import MAX_ERROR_LINES, memories_app
 
 __all__ = ["MAX_ERROR_LINES", "app", "fail", "main", "memories_app", "open_pool"]
@@ -28,6 +29,7 @@ def _register_optional() -> None:
 
 
 _register_optional()
+fit_help(app)  # after every command is added: each one's help readable at 80 columns
 
 
 def main() -> None:

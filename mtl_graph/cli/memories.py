@@ -10,6 +10,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool
+from mtl_graph.cli.tables import print_records
 from mtl_graph.memory.formats._cli import formats_option
 
 memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
@@ -146,12 +147,11 @@ def memories_search(
         typer.echo(json.dumps([{"score": h.score, "similarity": h.similarity, "retriever": h.retriever,
                                 "memory": h.memory.model_dump(mode="json")} for h in hits], indent=2))
         return
-    from rich.table import Table
+    from rich.markup import escape
 
-    table = Table("id", "type", "outcome", "domains", "key", "cosine", "found by", title=f"top {k} for: {text[:60]}")
-    for h in hits:
-        table.add_row(*_memory_row(h.memory), f"{h.similarity:.3f}", h.retriever)
-    console().print(table)
+    rows = [(*_memory_row(h.memory), f"{h.similarity:.3f}", h.retriever) for h in hits]
+    print_records(console(), ("id", "type", "outcome", "domains", "key", "cosine", "found by"), rows, text=("key",),
+                  title=f"top {k} for: {escape(text[:60])}")
 
 
 @memories_app.command("list")
@@ -178,12 +178,8 @@ def memories_list(
     if json_out:
         typer.echo(json.dumps([{**m.model_dump(mode="json"), "status": m.status} for m in chosen], indent=2))
         return
-    from rich.table import Table
-
-    table = Table("id", "type", "outcome", "domains", "key", "status")
-    for memory in chosen:
-        table.add_row(*_memory_row(memory), memory.status)
-    console().print(table)
+    print_records(console(), ("id", "type", "outcome", "domains", "key", "status"),
+                  [(*_memory_row(memory), memory.status) for memory in chosen], text=("key",))
 
 
 def _resolve_id(opened, prefix: str):
@@ -254,12 +250,10 @@ def print_held(held: list[Any], what: str, reasons: Callable[[Any], list[str]], 
         typer.echo(json.dumps([m.model_dump(mode="json") for m in held], indent=2))
         return
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table("id", "type", "outcome", "domains", "key", "reasons", title=f"{len(held)} {what} memories")
-    for memory in held:
-        table.add_row(*_memory_row(memory), escape("; ".join(reasons(memory))))
-    console().print(table)
+    rows = [(*_memory_row(memory), escape("; ".join(reasons(memory)))) for memory in held]
+    print_records(console(), ("id", "type", "outcome", "domains", "key", "reasons"), rows, text=("key", "reasons"),
+                  title=f"{len(held)} {what} memories")
 
 
 @memories_app.command("screen")
