@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig
-from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of, system_prompt
+from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
 from mtl_graph.core.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox
 from mtl_graph.sandbox.registry import lent
@@ -65,7 +65,3 @@ class DefaultAgent:
             state = self.graph.invoke(start, context=DirectRun(model, on_step),
                                       config={"recursion_limit": recursion_limit(self.config)})
         return result_of(state, self.config)
-
-    def system_prompt(self, memory_block: str = "") -> str:
-        """The mode's system prompt, with the memory block (if any) appended once at the end."""
-        return system_prompt(self.config, memory_block)
