@@ -1,4 +1,7 @@
-"""`langgraph dev` serves our graphs; a whole run goes through its HTTP API (scripted model, real everything else)."""
+"""`langgraph dev` serves our graphs; a whole run goes through its HTTP API (scripted model, real everything else).
+
+One server for the module (starting one takes seconds): each test asserts on what its own runs added to the
+server's pool, run log and server log, counted from where they stood when it began."""
 
 import json
 import os
@@ -21,10 +24,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
-    with langgraph_dev(tmp_path) as served:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with langgraph_dev(tmp_path_factory.mktemp("studio")) as served:
         yield served
+
+
+def log_lines(tmp_path: Path) -> list[dict]:
+    """The server's run log so far, one record per run."""
+    log = tmp_path / "runs.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def pool_now(client) -> tuple[int, set[str]]:
+    """The server's pool as the pool view sees it: how many memories, and the ids of those it lists."""
+    view = client.runs.wait(None, "pool_view", input={"k": 200})
+    assert view["error"] is None
+    return view["stats"]["total"], {h["id"] for h in view["hits"]}
 
 
 @contextmanager
@@ -34,6 +50,8 @@ def langgraph_dev(tmp_path, **env_vars):
         pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
     config = {"dependencies": [str(ROOT)], "graphs": {
         "scripted": f"{ROOT}/tests/studio/scripted_graph.py:graph",
+        "scripted_review": f"{ROOT}/tests/studio/scripted_graph.py:review_graph",
+        "scripted_stream": f"{ROOT}/tests/studio/scripted_graph.py:stream_graph",
         "mtl": f"{ROOT}/graphs/mtl.py:graph",
         "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
         "blocking": f"{ROOT}/tests/studio/blocking_graph.py:graph",
@@ -77,15 +95,17 @@ def langgraph_dev(tmp_path, **env_vars):
 
 def test_studio_runs_the_graph_end_to_end(server):
     client, tmp_path = server
-    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "mtl", "pool_view", "blocking",
-                                                                    "crashing"}
+    logged, (total, before) = len(log_lines(tmp_path)), pool_now(client)
+    assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "scripted_review", "scripted_stream",
+                                                                    "mtl", "pool_view", "blocking", "crashing"}
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
                            context={"top_k": 2, "hold_one_out": True})
     assert out["error"] is None
     assert out["verdict"]["status"] == "pass" and out["verdict"]["source"] == "tests"
     assert len(out["new_memory_ids"]) == 1
-    assert json.loads((tmp_path / "runs.jsonl").read_text())["task"]["id"] == "examples/slugify"
+    [line] = log_lines(tmp_path)[logged:]
+    assert line["task"]["id"] == "examples/slugify"
 
     # Studio reuses the thread: the second run starts clean (its own messages, verdict and memories only)
     again = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")})
@@ -97,10 +117,11 @@ def test_studio_runs_the_graph_end_to_end(server):
 
     # the pool view reads the pool the server process holds open (no second process could: it is locked)
     view = client.runs.wait(None, "pool_view", input={"query": "slugify", "format": "trajectory"})
-    assert view["error"] is None and view["stats"]["total"] == 2  # one memory of each run
-    assert {h["id"] for h in view["hits"]} == {*out["new_memory_ids"], *again["new_memory_ids"]}
-    assert {h["outcome"] for h in view["hits"]} == {"success", "failure"}
-    assert all(h["source_task_ids"] == ["examples/slugify"] for h in view["hits"])
+    assert view["error"] is None and view["stats"]["total"] == total + 2  # one memory of each run
+    hits = [h for h in view["hits"] if h["id"] not in before]
+    assert {h["id"] for h in hits} == {*out["new_memory_ids"], *again["new_memory_ids"]}
+    assert {h["outcome"] for h in hits} == {"success", "failure"}
+    assert all(h["source_task_ids"] == ["examples/slugify"] for h in hits)
     bad = client.runs.wait(None, "pool_view", input={"k": -1})
     assert bad["hits"] == [] and bad["error"].startswith("invalid k")
 
@@ -126,51 +147,56 @@ def pending_review(client, thread_id) -> dict:
 
 def test_studio_pauses_for_memory_review_and_resumes_with_edits(server):
     client, tmp_path = server
-    [assistant] = [a for a in client.assistants.search() if a["graph_id"] == "scripted"]
+    logged, (total, before) = len(log_lines(tmp_path)), pool_now(client)
+    [assistant] = [a for a in client.assistants.search() if a["graph_id"] == "scripted_review"]
     drawn = client.assistants.get_graph(assistant["assistant_id"])  # what Studio draws
     edges = {(e["source"], e["target"]) for e in drawn["edges"]}
     assert {("distill", "review"), ("distill", "write_back"), ("review", "write_back"), ("plan", "write_back"),
             ("execute", "write_back"), ("judge", "write_back")} <= edges
     task = str(ROOT / "examples/tasks/slugify")
     thread = client.threads.create()["thread_id"]
-    paused = client.runs.wait(thread, "scripted", input={"task": task}, context={"review_memories": True})
+    paused = client.runs.wait(thread, "scripted_review", input={"task": task}, context={"review_memories": True})
     assert paused["verdict"]["status"] == "pass" and paused["new_memory_ids"] == []
     request = pending_review(client, thread)
     assert request["kind"] == "review_memories" and request["task_id"] == "examples/slugify"
     [proposed] = request["memories"]
-    assert proposed["type"] == "trajectory" and not (tmp_path / "runs.jsonl").exists()
+    assert proposed["type"] == "trajectory" and len(log_lines(tmp_path)) == logged
 
     # a bad answer: asked again with the reason, nothing written, nothing lost
-    client.runs.wait(thread, "scripted", command={"resume": {"decisions": ["approve", "approve"]}})
+    client.runs.wait(thread, "scripted_review", command={"resume": {"decisions": ["approve", "approve"]}})
     again = pending_review(client, thread)
     assert again["error"] == "2 decisions for 1 proposed memories: give one per memory"
     assert again["memories"] == [proposed]
-    assert client.runs.wait(None, "pool_view", input={})["stats"]["total"] == 0
+    assert pool_now(client) == (total, before)
 
     edited_task = "Rewrite slugify so that the unit tests in test_slug.py pass."
-    done = client.runs.wait(thread, "scripted", command={"resume": {"type": "edit", "memory": {"task": edited_task}}})
+    edit = {"type": "edit", "memory": {"task": edited_task}}
+    done = client.runs.wait(thread, "scripted_review", command={"resume": edit})
     [written] = done["new_memory_ids"]
     assert done["reviewed"] == {"approved": [], "edited": [written], "rejected": []} and written != proposed["id"]
-    view = client.runs.wait(None, "pool_view", input={})
-    assert [(h["id"], h["memory"]["task"]) for h in view["hits"]] == [(written, edited_task)]
-    assert json.loads((tmp_path / "runs.jsonl").read_text())["reviewed"] == done["reviewed"]
+    view = client.runs.wait(None, "pool_view", input={"k": 200})
+    assert [(h["id"], h["memory"]["task"]) for h in view["hits"] if h["id"] not in before] == [(written, edited_task)]
+    [line] = log_lines(tmp_path)[logged:]
+    assert line["reviewed"] == done["reviewed"]
 
 
 def test_studio_runs_never_block_its_event_loop_and_crashes_show_as_failed(server):
     """`langgraph dev` raises on blocking calls in async code: a full MTL run goes through it (sync nodes run in
     worker threads), while the canary graph's blocking async node is refused. A run that crashes fails visibly."""
     client, tmp_path = server
+    server_log = tmp_path / "server.log"
+    seen = len(server_log.read_text())
     thread = client.threads.create()["thread_id"]
-    parts = list(client.runs.stream(thread, "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
+    parts = list(client.runs.stream(thread, "scripted_stream", input={"task": str(ROOT / "examples/tasks/slugify")},
                                     stream_mode=["custom", "values"]))
     kinds = [p.data["kind"] for p in parts if p.event == "custom"]
     out = [p.data for p in parts if p.event == "values"][-1]
     assert out["error"] is None and out["verdict"]["status"] == "pass" and len(out["new_memory_ids"]) == 1
     assert kinds[:2] == ["plan", "retrieved"] and kinds[-2:] == ["verdict", "written"]
-    assert "BlockingError" not in (tmp_path / "server.log").read_text()
+    assert "BlockingError" not in server_log.read_text()[seen:]
     with pytest.raises(Exception, match="BlockingError"):
         client.runs.wait(None, "blocking", input={})
-    assert "BlockingError" in (tmp_path / "server.log").read_text()
+    assert "BlockingError" in server_log.read_text()[seen:]
 
     # a run that crashes (a distiller bug) is logged, then shown as failed
     crashed = client.threads.create()["thread_id"]

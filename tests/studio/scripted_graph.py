@@ -1,4 +1,7 @@
-"""A graph for the Studio test: the MTL graph with a scripted model replaying the slugify example."""
+"""Graphs for the Studio tests: the MTL graph with a scripted model replaying the slugify example.
+
+The replay is the model's, consumed across the server's runs: each test of a shared server replays through its
+own graph (`graph`, `review_graph`, `stream_graph`), so none finds another's replay used up."""
 
 from pathlib import Path
 
@@ -7,5 +10,10 @@ from mtl_graph.graph import build_mtl_graph
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "slugify" / "demo_script.json"
 
-graph = build_mtl_graph(ScriptedChatModel(responses=load_action_script(SCRIPT)), None,
-                        memory_type="trajectory", distill_formats=["trajectory"])
+
+def replaying():
+    return build_mtl_graph(ScriptedChatModel(responses=load_action_script(SCRIPT)), None,
+                           memory_type="trajectory", distill_formats=["trajectory"])
+
+
+graph, review_graph, stream_graph = replaying(), replaying(), replaying()
