@@ -28,11 +28,12 @@ SELF_EVIDENT = frozenset({"type", "outcome", "status"})
 
 
 def print_records(console: Any, columns: Sequence[str], rows: Sequence[Sequence[str]], *, text: Sequence[str],
-                  title: str | None = None) -> None:
+                  title: str | None = None, right: Sequence[str] = ()) -> None:
     """Rows of rich-markup cells (data escaped by the caller) as a table, or as records when it would not fit.
 
     In a record the first column's cell leads, the other short ones follow ("name value" but for SELF_EVIDENT
-    ones), and each text column has its own lines under them ("key" unlabelled: it is what the memory says)."""
+    ones), and each text column has its own lines under them ("key" unlabelled: it is what the memory says).
+    `right`: columns of numbers, right-justified in the table."""
     from rich.padding import Padding
     from rich.table import Table
 
@@ -41,7 +42,8 @@ def print_records(console: Any, columns: Sequence[str], rows: Sequence[Sequence[
         table = Table(title=title)
         for name in columns:
             wide = name in text_columns
-            table.add_column(name, no_wrap=not wide, min_width=MIN_TEXT if wide else None)
+            table.add_column(name, no_wrap=not wide, min_width=MIN_TEXT if wide else None,
+                             justify="right" if name in right else "left")
         for row in rows:
             table.add_row(*row)
         console.print(table)

@@ -108,17 +108,15 @@ def _json(rows: list, report: Any, threshold: float, applied: bool) -> dict[str,
 
 def _print(rows: list, report: Any, threshold: float, applied: bool) -> None:
     from rich.markup import escape  # memory text is data: "[...]" in it must not act as rich markup
-    from rich.table import Table
 
     from mtl_graph.cli.app import console
+    from mtl_graph.cli.tables import print_records
 
     out = console()
     if not rows:
         out.print(f"no near-duplicates at cosine >= {threshold:g}: nothing to consolidate")
         return
-    table = Table(title=f"near-duplicate clusters (cosine >= {threshold:g})")
-    for name in ("#", "type", "outcome", "n", "min cos", "originals", "proposal"):
-        table.add_column(name, justify="right" if name in ("#", "n", "min cos") else "left")
+    cells = []
     for n, (cluster, proposal) in enumerate(rows, 1):
         ids = " ".join(i[:8] for i in cluster.ids[:SHOWN]) + (" ..." if len(cluster.ids) > SHOWN else "")
         if proposal is None:
@@ -128,9 +126,10 @@ def _print(rows: list, report: Any, threshold: float, applied: bool) -> None:
         else:
             s = proposal.merged.stats
             what = f"{escape(proposal.merged.key_text()[:80])} [dim](shown {s.retrieved}, cited {s.cited})[/dim]"
-        table.add_row(str(n), cluster.type.value, cluster.outcome.value, str(len(cluster.ids)),
-                      f"{cluster.similarity:.3f}", ids, what)
-    out.print(table)
+        cells.append((str(n), cluster.type.value, cluster.outcome.value, str(len(cluster.ids)),
+                      f"{cluster.similarity:.3f}", ids, what))
+    print_records(out, ("#", "type", "outcome", "n", "min cos", "originals", "proposal"), cells, text=("proposal",),
+                  title=f"near-duplicate clusters (cosine >= {threshold:g})", right=("#", "n", "min cos"))
     if report is None:
         out.print(f"dry run: {len(rows)} cluster(s), {sum(len(c.ids) for c, _ in rows)} memories; nothing "
                   "changed (--apply writes the proposals)")
@@ -164,19 +163,16 @@ def prune_cmd(
                                                                 for m, why in found], "archived": done}, indent=2))
         return
     from rich.markup import escape
-    from rich.table import Table
 
     from mtl_graph.cli.app import console
+    from mtl_graph.cli.tables import print_records
 
     out = console()
     if not found:
         out.print("nothing stale: nothing to prune")
         return
-    table = Table(title="stale memories")
-    for name in ("id", "type", "shown", "cited", "why"):
-        table.add_column(name, justify="right" if name in ("shown", "cited") else "left")
-    for memory, why in found:
-        table.add_row(memory.id[:8], memory.type, str(memory.stats.retrieved), str(memory.stats.cited), escape(why))
-    out.print(table)
+    print_records(out, ("id", "type", "shown", "cited", "why"),
+                  [(m.id[:8], m.type, str(m.stats.retrieved), str(m.stats.cited), escape(why)) for m, why in found],
+                  text=("why",), title="stale memories", right=("shown", "cited"))
     out.print(f"archived {len(done)} memories" if apply_ else
               f"dry run: {len(found)} stale; nothing changed (--apply archives them)")
