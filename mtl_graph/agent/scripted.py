@@ -158,6 +158,10 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         # A copy, so ids LangChain assigns to one run's message never leak into a replay of the script.
         message = self.responses[self.i].model_copy(deep=True)
         self.i += 1
+        calls = getattr(message, "tool_calls", None)
+        if tools and calls and calls[0]["name"] == "submit" and "submit" not in tools:
+            # An agent with no submit tool (a create_agent agent of bash alone) ends on a plain answer instead.
+            return AIMessage(content=calls[0]["args"].get("summary", ""))
         return message
 
     def _answer(self, tools: list[str], tool_choice: Any, messages: list[BaseMessage]) -> AIMessage | None:
