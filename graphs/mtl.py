@@ -4,7 +4,7 @@ Importing this module needs no API key and no network: the model is resolved whe
 context `model`, else MTL_MODEL) and the pool (MTL_POOL) is opened on first use. Every MTL_* run setting in the
 environment becomes the graph's default; Studio's context form overrides it per run. The server supplies the
 checkpointer and store, so the graphs are compiled without their own. MTL_APPROVE_COMMANDS=1 pauses every run
-before each command the agent runs (resume the thread to run it; see README's Studio section).
+before each command the agent runs (resume the thread to run it; see docs/studio.md).
 
 A server's clients get nothing of the server's own (`mtl_graph/graph/server_policy.py`): task paths, source_dir
 and scripted: files only inside MTL_TASK_ROOTS (default: this project's examples/tasks), a context's base_url or
