@@ -8,7 +8,9 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.models import OptionInfo
 
-_FORMATS_HELP = "Comma-separated memory formats: insight, summary, workflow, trajectory."
+from mtl_graph.memory.formats._cli import formats_option
+
+_FORMATS_HELP = "Comma-separated memory formats: {formats_and}."
 
 
 class _LogFormatsHelp(OptionInfo):
@@ -35,7 +37,7 @@ def _log_format_option() -> Any:
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Log files or directories (every file inside is imported).")],
-    formats: Annotated[str, typer.Option("--formats", help=_FORMATS_HELP)] = "insight",
+    formats: Annotated[str, formats_option("--formats", help=_FORMATS_HELP)] = "insight",
     model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL for judging and distilling.")] = None,
     domain: Annotated[Optional[str], typer.Option("--domain", help="Domain label for runs whose log names none.")] = None,
     pool: Annotated[Optional[str], typer.Option("--pool", help="Pool location: directory, :memory: or http(s) URL.")] = None,
@@ -103,6 +105,7 @@ def _run(paths, location, model, config, ledger, console, fail):  # type: ignore
 
     from mtl_graph.experience.ingest import ingest as run_ingest
     from mtl_graph.experience.structured import resolve_model
+    from mtl_graph.memory import formats as registry
 
     chat = None
     if model is not None and not config.dry_run:
@@ -110,8 +113,9 @@ def _run(paths, location, model, config, ledger, console, fail):  # type: ignore
             chat = resolve_model(model)
         except Exception as exc:  # init_chat_model raises ValueError/ImportError for unknown providers
             fail(f"cannot use model {model!r}: {exc}")
-    elif not config.dry_run and (config.judge or any(f.value != "trajectory" for f in config.formats)):
-        fail("--model is required to judge or to distil insight, summary or workflow memories")
+    elif not config.dry_run and (config.judge or registry.needs_model(config.formats)):
+        fail(f"--model is required to judge or to distil {registry.listed(registry.model_written(registry.names()))}"
+             " memories")
     opened = None if config.dry_run else _open_pool(location, fail)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

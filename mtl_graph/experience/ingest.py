@@ -28,6 +28,7 @@ from mtl_graph.experience.judge import Judge, JudgeConfig, LLMJudge
 from mtl_graph.experience.redact import RedactionConfig, Redactor
 from mtl_graph.experience.structured import model_label, resolve_model
 from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, TokenUsage, Trajectory, Verdict, VerdictStatus
+from mtl_graph.memory import formats as registry
 from mtl_graph.memory.models import MemoryType
 
 LEDGER_FILE = "ingest-ledger.jsonl"
@@ -269,10 +270,9 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
     on_start gets the number of runs to process; on_run gets each run's record as it finishes.
     """
     config = config or IngestConfig()
-    needs_model = config.judge or any(f != MemoryType.TRAJECTORY for f in config.formats)
+    needs_model = config.judge or registry.needs_model(config.formats)
     if needs_model and model is None and not config.dry_run:
-        raise ValueError("a model is needed to judge or to distil "
-                         + ", ".join(f.value for f in config.formats if f != MemoryType.TRAJECTORY))
+        raise ValueError("a model is needed to judge or to distil " + ", ".join(registry.model_written(config.formats)))
     if pool is None and not config.dry_run:
         raise ValueError("a pool is needed unless dry_run is set")
     ledger = ledger or Ledger.for_pool(getattr(pool, "location", ":memory:"))
