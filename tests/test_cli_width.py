@@ -16,7 +16,7 @@ from mtl_graph.memory.models import InsightMemory, Provenance
 
 runner = CliRunner()
 WIDTH = 80
-ENV = {"COLUMNS": str(WIDTH), "TERMINAL_WIDTH": str(WIDTH)}
+ENV = {"COLUMNS": str(WIDTH)}  # what Rich and Click read a terminal's width from
 READABLE = 40
 """Characters a line of help text or of a memory's text keeps at least."""
 
