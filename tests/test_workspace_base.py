@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.graph.execute import workspace_base
+from mtl_graph.graph.lease import workspace_base
 
 
 def test_the_default_base_is_private_to_this_user(monkeypatch, tmp_path):

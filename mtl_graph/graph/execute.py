@@ -9,10 +9,7 @@ again from the path on first use. An agent that only has `Agent.run` runs in one
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
-import uuid
 from collections import OrderedDict
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,11 +34,11 @@ from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
+from mtl_graph.graph.lease import workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
 from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
-from mtl_graph.sandbox.workspace import private_directory
 
 OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "error_kind", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
@@ -75,24 +72,6 @@ class ExecuteState(TypedDict):
     error_kind: NotRequired[str | None]
 
 
-def workspace_base(root: Path | None) -> Path:
-    """The directory run workspaces are made in: root, else this user's own `mtl-workspaces-<uid>` in the system
-    temp dir (made 0700; one another user made first, or anyone may write to, is refused: it could hold or
-    redirect every run's workspace)."""
-    if root is not None:
-        return Path(root)
-    return private_directory(Path(tempfile.gettempdir()) / f"mtl-workspaces-{os.geteuid()}")
-
-
-def workspace_path(root: Path | None, config: RunnableConfig | None, run_id: str | None, task_id: str) -> Path:
-    """`<root>/<thread>--<task>-<run>`: found again when the thread resumes (root: `workspace_base`). One level,
-    so removing it after write back leaves nothing behind; every part is made safe, since a thread update may
-    set the run id."""
-    thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    name = f"{_safe(str(thread) if thread else 'no-thread')}--{_safe(task_id)}-{_safe(run_id or uuid.uuid4().hex)}"
-    return workspace_base(root) / name
-
-
 class RunModels:
     """The chat model of each run in progress, resolved once (a "provider:model" string is not a new client per
     call, a scripted model is not replayed from the start at each call); made again after a resume elsewhere."""
@@ -107,7 +86,7 @@ class RunModels:
         with self.lock:
             if key in self.by_workspace:
                 return self.by_workspace[key]
-        model = self.nodes._model(runtime)
+        model = self.nodes.model_for(runtime)
         with self.lock:
             model = self.by_workspace.setdefault(key, model)
             while len(self.by_workspace) > self.keep:  # runs paused and never resumed
@@ -144,7 +123,7 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
         return {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
     workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
     try:
-        nodes._model(runtime)  # a run without a usable model ends here, with the model's own message
+        nodes.model_for(runtime)  # a run without a usable model ends here, with the model's own message
     except Exception as exc:
         return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}", "error_kind": ErrorKind.MODEL.value}
     return prepare_workspace(task, workspace, nodes.config.sandbox)
@@ -189,7 +168,7 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
     models = RunModels(nodes)
 
     def settings(runtime: Any) -> Any:
-        return agent_config(nodes._settings(runtime), cfg)
+        return agent_config(nodes.settings(runtime), cfg)
 
     loop = build_agent(cfg, models, settings=settings, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
                        context_schema=MTLContext, interrupt_before_tools=interrupt_before_tools,
@@ -264,9 +243,9 @@ def single_node(nodes: Any, agent: Any) -> Any:
         task, workspace = nodes.task(state["task"]), update["workspace"]
         refresh = _refresher(nodes, state, runtime)
         try:
-            model = nodes._model(runtime)
+            model = nodes.model_for(runtime)
             with events.relayed():
-                result = nodes._agent(nodes._settings(runtime)).run(task, registry.sandbox_for(workspace), model,
+                result = nodes.agent_for(nodes.settings(runtime)).run(task, registry.sandbox_for(workspace), model,
                                    memory_block=state.get("memory_block", ""), on_step=refresh or events.step)
         finally:
             registry.release(workspace)
@@ -275,7 +254,3 @@ def single_node(nodes: Any, agent: Any) -> Any:
         return {**update, **agent_ended(result, task.ref(), model), "messages": result.messages}
 
     return execute
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:40]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Callable, Sequence
+from typing import Annotated, Any, Callable, Iterator, Sequence
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import ValidationError
 from typing_extensions import NotRequired
@@ -28,13 +30,14 @@ from mtl_graph.experience.importers.common import text_of
 from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext
-from mtl_graph.graph.nodes import MTLNodes
+from mtl_graph.graph.lease import close_workspace
+from mtl_graph.graph.retry import is_transient
+from mtl_graph.sandbox.registry import release
+from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
 from mtl_graph.graph.state import merge_dicts
 from mtl_graph.graph.support import as_task
 from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.experience.clean_room import discard_snapshot
-from mtl_graph.sandbox.registry import release
 from mtl_graph.core.task import Task
 
 RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
@@ -71,11 +74,9 @@ class MemoryTransferMiddleware(AgentMiddleware):
                  distill_formats: Sequence[str] | None = None, distiller: Any = None, online: bool = True,
                  exclude_domains: Sequence[str] | None = None, hold_one_out: bool = False,
                  workspace: str | Path | None = None, **config: Any) -> None:
-        from mtl_graph.graph.build import _config, _default_distiller
-
         super().__init__()
-        cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
-        self.nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
+        cfg = make_config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
+        self.nodes = make_nodes(pool, model, None, judge, distiller, cfg)
         self.workspace = Path(workspace) if workspace is not None else None
         self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running
 
@@ -83,9 +84,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         ctx = _mtl_runtime(runtime)
         # where this turn starts: on a thread with a checkpointer the messages hold the earlier turns too
         run: dict[str, Any] = {"task": _task_of(state), "first_message": _last_human(state.get("messages", []))}
-        run.update(self.nodes.plan(run, ctx))
-        if not run.get("error"):
-            run.update(self.nodes.retrieve(run, ctx))
+        run_stages(self.nodes, run, ctx, ("plan", "retrieve"))
         task = _valid_task(run["task"])
         if task is not None:  # even when retrieval failed: the run learns nothing, but the agent can still work
             prepared = self._prepare(task)
@@ -104,16 +103,41 @@ class MemoryTransferMiddleware(AgentMiddleware):
         return await asyncio.to_thread(self.before_agent, state, runtime)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
-        return handler(_with_memories(request))
+        with self._ends_with_a_crash(request):
+            return handler(_with_memories(request))
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
-        return await handler(_with_memories(request))
+        with self._ends_with_a_crash(request):
+            return await handler(_with_memories(request))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        return self._after_tool(request, handler(request))
+        with self._ends_with_a_crash(request):
+            return self._after_tool(request, handler(request))
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        return await asyncio.to_thread(self._after_tool, request, await handler(request))
+        with self._ends_with_a_crash(request):
+            return await asyncio.to_thread(self._after_tool, request, await handler(request))
+
+    @contextmanager
+    def _ends_with_a_crash(self, request: Any) -> Iterator[None]:
+        """The agent raised in a model or tool call: after_agent will never run, so the run is logged and its own
+        workspace closed here before the exception goes on. A pause is not a crash, and neither is a transient
+        provider error (a retry middleware placed around this one may try the call again); a run that still
+        never ends has its workspace closed when the process exits."""
+        try:
+            yield
+        except GraphBubbleUp:
+            raise
+        except BaseException as exc:
+            run = dict(request.state.get("mtl") or {})
+            if run.get("workspace") is not None and not is_transient(exc):
+                self._refreshed.discard(run.get("run_id"))
+                own = run.get("own_workspace")
+                self.nodes.abandon({**run, "workspace": run["workspace"] if own else None},
+                                   f"the agent raised {type(exc).__name__}: {exc}", _mtl_runtime(request.runtime))
+                if not own:
+                    close_workspace(run["workspace"], keep=True)
+            raise
 
     def _after_tool(self, request: Any, result: Any) -> Any:
         """After a command of `sandbox_tools`: tell it; after the run's first failing test run, re-retrieve (the
@@ -147,17 +171,16 @@ class MemoryTransferMiddleware(AgentMiddleware):
         self._refreshed.discard(run.get("run_id"))
         if (state.get("mtl_refresh") or {}).get("hits"):
             run["re_retrieved"] = state["mtl_refresh"]["hits"]
-        if not run.get("error"):
+        if not stops_short(run):
             task = as_task(run["task"])
             trajectory = agent_trajectory(state["messages"][run.get("first_message") or 0:], task, self.nodes.model)
             run["trajectory"] = trajectory.model_dump(mode="json")
-            run.update(self.nodes.judge(run, ctx))
-        if not run.get("error"):  # a check that could not run says nothing to learn from (as the graph routes it)
-            run.update(self.nodes.distill(run, ctx))
+        run_stages(self.nodes, run, ctx, ("judge", "distill"))
         own = run.get("own_workspace")
         # write back removes a workspace it is given: only ever the run's own, never the caller's directory
         run.update(self.nodes.write_back({**run, "workspace": run.get("workspace") if own else None}, ctx))
-        discard_snapshot(run.get("workspace"))  # the check has run: its clean room's source goes, whoever's workspace
+        if not own:  # the check has run: its clean room's source goes, the caller's files stay
+            close_workspace(run.get("workspace"), keep=True)
         return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None,  # a task is one run's
                 "workspace": None if own else run.get("workspace")}
 

@@ -9,7 +9,6 @@ so the run fails where LangGraph and LangSmith can see it."""
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,12 +24,12 @@ from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
 from mtl_graph.graph.credit import ServedRuns, write_run
+from mtl_graph.graph.lease import close_workspace, new_workspace, workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.checks import CheckJudge
-from mtl_graph.experience.clean_room import discard_snapshot
 from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
                                       timed)
 from mtl_graph.memory import formats
@@ -38,10 +37,8 @@ from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.graph.retry import describe, provider_errors, retry_now
 from mtl_graph.graph.server_policy import PolicyError, ServerPolicy
-from mtl_graph.sandbox import registry
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
-from mtl_graph.sandbox.tree import remove_tree
 from mtl_graph.core.task import Task
 
 
@@ -49,21 +46,24 @@ class MTLNodes:
     """Holds what the nodes need (pool, model, agent, judge, distiller) and implements them."""
 
     def __init__(self, pool: MemoryPool | None, model: BaseChatModel | str | None, agent: Any, judge: Any,
-                 distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None) -> None:
+                 distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None,
+                 retry_attempts: int = 1) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
         self.distiller, self.config, self.policy = distiller, config, policy
         self.served = ServedRuns() if policy is not None else None
         """A served graph's own record of each run's retrieval and verdict: what its credit comes from."""
-        self.retry_attempts = 1
-        """Attempts a RetryPolicy gives the model-calling nodes (set by the graph that attaches one; 1: none)."""
+        self.retry_attempts = retry_attempts
+        """Attempts the graph's RetryPolicy gives the model-calling nodes (1: none, e.g. under the middleware)."""
 
     # ------------------------------------------------------------------ helpers
-    def _settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
+    def settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
+        """The run's effective settings: the build's, with the run's context applied."""
         return effective(self.config, getattr(runtime, "context", None))
 
-    def _model(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
+    def model_for(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
+        """The run's chat model (a served graph's policy checks the run's context first)."""
         # The run's context names a model per run; it wins over the graph's default.
-        cfg = self._settings(runtime)
+        cfg = self.settings(runtime)
         if self.policy is not None:  # checked at every use: a resumed run may bring another context
             self.policy.check_model(getattr(runtime, "context", None), self.config.model or self.model,
                                     self.config.model_options.base_url)
@@ -79,11 +79,9 @@ class MTLNodes:
         path = state.get("workspace")
         if path is None or self.policy is None:
             return path
-        from mtl_graph.graph.execute import workspace_base
-
         return self.policy.workspace(path, workspace_base(self.config.workspace_root))
 
-    def _agent(self, cfg: MTLConfig) -> Any:
+    def agent_for(self, cfg: MTLConfig) -> Any:
         """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one)."""
         own = getattr(self.agent, "config", None)
         if own is None:
@@ -93,7 +91,7 @@ class MTLNodes:
 
     def memory_refresh(self, task: Task, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
         """This run's mid-run re-retrieval (after the first failing test run), when the run asks for it."""
-        cfg = self._settings(runtime)
+        cfg = self.settings(runtime)
         if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0:
             return None
         return MemoryRefresh(self._pool(), cfg, task, [r["id"] for r in state.get("retrieved", [])])
@@ -114,11 +112,8 @@ class MTLNodes:
         return make_sandbox(self.config.sandbox, Path(workspace), config)
 
     def new_workspace(self, task: Task) -> Path:
-        """A fresh directory for one run (removed after write back unless keep_workspaces)."""
-        root = self.config.workspace_root
-        if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f"mtl-{_safe(task.id)}-", dir=root))
+        """A fresh directory for one run (closed after write back, removed unless keep_workspaces)."""
+        return new_workspace(self.config.workspace_root, task.id)
 
     # ------------------------------------------------------------------ nodes
     @timed("plan", starts_run=True)
@@ -130,12 +125,12 @@ class MTLNodes:
         except Exception as exc:
             return {**update, **failure(ErrorKind.INVALID_TASK, str(exc))}
         update["task"] = task.model_dump(mode="json")
-        cfg = self._settings(runtime)
+        cfg = self.settings(runtime)
         if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0:  # no plan: the task text is the query
             events.emit("plan", query=task.instruction)
             return {**update, "query": task.instruction}
         try:
-            reply = self._model(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
+            reply = self.model_for(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
             plan = reply.content if isinstance(reply.content, str) else ""
         except Exception as exc:  # a planning failure should not cost the run: fall back to the task text
             if self._retry_now(exc, runtime):
@@ -152,7 +147,7 @@ class MTLNodes:
     @timed("retrieve")
     def retrieve(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
-        cfg = self._settings(runtime)
+        cfg = self.settings(runtime)
         if cfg.memory_type == "none" or cfg.top_k == 0:
             return {"retrieved": [], "memory_block": ""}
         try:
@@ -196,7 +191,7 @@ class MTLNodes:
             except Exception as exc:  # the check could not run: that says nothing about the agent's work
                 update.update(failure(ErrorKind.CHECK, f"{type(exc).__name__}: {exc}"))
                 verdict = Verdict.infrastructure_error(update["error"])
-            if self._settings(runtime).judge_also and not verdict.is_error:  # the model never sees the test verdict
+            if self.settings(runtime).judge_also and not verdict.is_error:  # the model never sees the test verdict
                 update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
         else:
             verdict = self._llm_verdict(trajectory, runtime)
@@ -217,7 +212,7 @@ class MTLNodes:
                 else:
                     from mtl_graph.experience.judge import LLMJudge
 
-                    verdict = LLMJudge(self._model(runtime)).judge(trajectory)
+                    verdict = LLMJudge(self.model_for(runtime)).judge(trajectory)
             except Exception as exc:
                 if self._retry_now(exc, runtime):
                     raise
@@ -233,7 +228,7 @@ class MTLNodes:
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Turn the run into memories (success or failure prompts by verdict); secrets redacted first. A suspect
         run (its solution reached into the test run) teaches nothing: it is distilled into no memory."""
-        cfg = self._settings(runtime)
+        cfg = self.settings(runtime)
         if not cfg.online or not state.get("trajectory") or (state.get("verdict") or {}).get("suspicions"):
             return {"distilled": [], "distill_failures": []}
         wanted = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
@@ -241,7 +236,7 @@ class MTLNodes:
         model = None
         if formats.needs_model(wanted):
             try:
-                model = self._model(runtime)
+                model = self.model_for(runtime)
             except Exception as exc:
                 return {"distilled": [], "distill_failures": [str(exc)]}
         with provider_errors() as watch:
@@ -260,7 +255,7 @@ class MTLNodes:
 
         An errored run writes nothing and credits or debits no memory; its verdict is `error`. A suspect run
         credits or debits none either: its verdict says nothing about what the memories were worth."""
-        cfg = self._settings(runtime)
+        cfg = self.settings(runtime)
         update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary()}
         verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
         if state.get("error") and (verdict is None or not verdict.is_error):
@@ -287,19 +282,23 @@ class MTLNodes:
         """The graph's error handler: a node raised (after its retries). Log the run, remove its workspace, and
         raise the node's exception again so the graph run fails (LangSmith and Studio show it as failed)."""
         message = f"{error.node} raised {type(error.error).__name__}: {error.error}"
+        workspace = state.get("workspace") or self._workspace_of(state, config)
+        self.abandon({**state, "workspace": workspace}, message, runtime)
+        raise error.error
+
+    def abandon(self, state: dict[str, Any], message: str, runtime: Any) -> None:
+        """A run that will not reach write back (it raised): log it with an `error` verdict, crediting and writing
+        nothing, and close its workspace."""
         update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary(), "error": message,
                                   "error_kind": ErrorKind.CRASHED.value}
         try:
-            self._log(state, self._settings(runtime), update, Verdict.infrastructure_error(message))
+            self._log(state, self.settings(runtime), update, Verdict.infrastructure_error(message))
         finally:
-            self._cleanup({**state, "workspace": state.get("workspace") or self._workspace_of(state, config)})
-        raise error.error
+            self._cleanup(state)
 
     def _workspace_of(self, state: MTLState, config: RunnableConfig) -> str | None:
         """The run's workspace when the state does not have it yet: a crash inside the execute subgraph happens
         before its update reaches this graph's state, yet the workspace is made (keyed by thread and run)."""
-        from mtl_graph.graph.execute import workspace_path
-
         if not state.get("run_id") or not isinstance(state.get("task"), dict):
             return None
         try:
@@ -336,10 +335,7 @@ class MTLNodes:
         except PolicyError as exc:  # a thread update named a directory of the server's: it is left alone
             events.warning(f"not removed: {exc}")
             return
-        registry.release(workspace)  # whatever still runs in the run's sandbox ends with the run
-        discard_snapshot(workspace)
-        if workspace and not self.config.keep_workspaces:
-            remove_tree(workspace)  # at any depth the agent made it (rmtree recurses)
+        close_workspace(workspace, keep=self.config.keep_workspaces)
 
 
 def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
@@ -347,7 +343,3 @@ def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:
     if error or (verdict is not None and verdict.is_error):
         return "error"
     return verdict.outcome.value if verdict is not None else None
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:40]

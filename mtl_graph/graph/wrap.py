@@ -1,6 +1,6 @@
 """`with_memory_transfer`: the MTL pipeline around anyone's compiled agent graph (state with `messages`).
 
-The graph is the MTL graph's own (`_wire` over `MTLNodes`); only `execute` differs. It first prepares the run —
+The graph is the MTL graph's own (`pipeline.wire` over `MTLNodes`); only `execute` differs. It first prepares the run —
 the task's files in a fresh workspace, the run's sandbox opened in the per-process registry, the task's setup run
 there (e.g. the Exercism setup that removes the reference solution) — as a LangGraph `task`, so a resumed run
 (after an `interrupt()` inside the wrapped agent) replays the prepared workspace instead of making a new one. Then
@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import events
-from mtl_graph.graph.build import _config, _default_distiller, _wire
+from mtl_graph.graph.pipeline import make_config, make_nodes, wire
 from mtl_graph.graph.execute import prepare_workspace
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.refresh import MemoryRefresh
@@ -330,10 +330,10 @@ def with_memory_transfer(
     message: the agent's model node appends them to its own prompt with `with_memories(prompt, config)`. For a
     `create_agent` agent use `MemoryTransferMiddleware` instead. `model` plans, judges (tasks without a check)
     and distils."""
-    cfg = _config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
-    nodes = MTLNodes(pool, model, None, judge, distiller or _default_distiller, cfg)
+    cfg = make_config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
+    nodes = make_nodes(pool, model, None, judge, distiller, cfg)
     execute = WrappedExecute(agent_graph, nodes, memories, system_prompt).node()
-    return _wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")
+    return wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")
 
 
 __all__ = ["with_memory_transfer", "with_memories", "append_memories", "WrappedExecute", "MemoryPlacement",

@@ -1,0 +1,92 @@
+"""The pipeline, defined once: its stages in order, the rule that routes a failed stage to write back, and the
+graph every factory compiles from them. The middleware runs the same stages under the same rule (`run_stages`),
+so all hosts route, credit and log a run identically."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from mtl_graph.graph.context import MTLConfig, MTLContext
+from mtl_graph.graph.nodes import MTLNodes
+from mtl_graph.graph.retry import provider_retry
+from mtl_graph.graph.review import review
+from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
+
+PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
+MODEL_NODES = ("plan", "judge", "distill")
+"""The nodes that call a model: a transient provider error there is retried by their RetryPolicy."""
+
+
+def default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatModel | None) -> Any:
+    from mtl_graph.experience.distill import distill
+
+    return distill(trajectory, list(formats), model)
+
+
+def make_config(memory_type: str = "insight", top_k: int = 3, online: bool = True, hold_one_out: bool = False,
+                distill_formats: Sequence[str] | None = None, exclude_domains: Sequence[str] | None = None,
+                **extra: Any) -> MTLConfig:
+    """The build-time configuration from a factory's keywords (every factory takes the same ones)."""
+    return MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
+                     distill_formats=list(distill_formats) if distill_formats else None,
+                     exclude_domains=list(exclude_domains or []), **extra)
+
+
+def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
+               policy: Any = None) -> MTLNodes:
+    """The stages' shared services, with the retry budget of the policy the graph attaches to its model nodes."""
+    retry = provider_retry(config.node_retry_attempts, config.node_retry_interval)
+    return MTLNodes(pool, model, agent, judge, distiller or default_distiller, config, policy,
+                    retry_attempts=retry.max_attempts)
+
+
+def stops_short(state: dict[str, Any]) -> bool:
+    """The routing rule: a stage that recorded an expected failure sends the run straight to write back."""
+    return bool(state.get("error"))
+
+
+def _unless_error(target: str) -> Callable[[MTLState], str]:
+    def route(state: MTLState) -> str:
+        return "write_back" if stops_short(state) else target
+
+    route.__name__ = f"{target}_unless_error"
+    return route
+
+
+def run_stages(nodes: MTLNodes, run: dict[str, Any], runtime: Any, stages: Sequence[str]) -> dict[str, Any]:
+    """Run these stages (not execute, not write back) over `run` in place, under the graph's routing rule."""
+    for stage in stages:
+        if stops_short(run):
+            break
+        run.update(getattr(nodes, stage)(run, runtime))
+    return run
+
+
+def wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
+    """The compiled MTL graph: the stages in order, `execute` being the host's, review when the run asks."""
+    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
+    steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
+             "distill": nodes.distill, "write_back": nodes.write_back}
+    retry = provider_retry(nodes.config.node_retry_attempts, nodes.config.node_retry_interval)
+    for step in PIPELINE:
+        graph.add_node(step, steps[step], retry_policy=retry if step in MODEL_NODES else None)
+    # Whatever a node raises (after its retries) is logged and its workspace removed before the run fails.
+    graph.set_node_defaults(error_handler=nodes.crashed)
+    graph.add_edge(START, PIPELINE[0])
+    for a, b in zip(PIPELINE[:-2], PIPELINE[1:-1]):
+        graph.add_conditional_edges(a, _unless_error(b), [b, "write_back"])
+    graph.add_node("review", review)
+
+    def review_or_write_back(state: MTLState, runtime: Runtime[MTLContext]) -> str:
+        """A person reviews the proposed memories first when the run asks for it (`review_memories`)."""
+        wanted = nodes.settings(runtime).review_memories and state.get("distilled")
+        return "review" if wanted else "write_back"
+
+    graph.add_conditional_edges("distill", review_or_write_back, ["review", "write_back"])
+    graph.add_edge("review", "write_back")
+    graph.add_edge("write_back", END)
+    return graph.compile(checkpointer=checkpointer, store=store, name=name)
