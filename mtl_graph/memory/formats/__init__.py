@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,17 +101,26 @@ class MemoryFormat:
 
 
 _REGISTRY: dict[str, MemoryFormat] = {}
-_state = {"discovered": False, "version": 0}
+_state: dict[str, Any] = {"discovered": False, "version": 0}
+_lock = threading.RLock()
 
 
 def _discover() -> None:
-    if _state["discovered"]:
+    if _state["discovered"] is True:
         return
-    _state["discovered"] = True
-    for name in _module_names():
-        importlib.import_module(f"{__name__}.{name}")
-        if name not in _REGISTRY:
-            raise FormatError(f"module {__name__}.{name} registers no memory format named {name!r}")
+    with _lock:  # another thread waits for the whole registry rather than reading half of it
+        if _state["discovered"]:  # done, or under way in this thread (a format module reading the registry)
+            return
+        _state["discovered"] = "under way"
+        try:
+            for name in _module_names():
+                importlib.import_module(f"{__name__}.{name}")
+                if name not in _REGISTRY:
+                    raise FormatError(f"module {__name__}.{name} registers no memory format named {name!r}")
+        except BaseException:
+            _state["discovered"] = False
+            raise
+        _state["discovered"] = True
 
 
 def _module_names() -> list[str]:
