@@ -92,8 +92,10 @@ class MemoryFormat:
             raise FormatError(f"{where}: a format without build needs a draft schema and its two prompts")
         from mtl_graph.templates import load_template
 
-        for template in [*(self.prompts or ()), *([self.consolidate_prompt] if self.consolidate_prompt else [])]:
-            package = CONSOLIDATE_PROMPTS if template == self.consolidate_prompt else DISTILL_PROMPTS
+        templates = [(DISTILL_PROMPTS, name) for name in self.prompts or ()]
+        if self.consolidate_prompt:
+            templates.append((CONSOLIDATE_PROMPTS, self.consolidate_prompt))
+        for package, template in templates:
             try:
                 load_template(package, template, self.prompt_dir)
             except FileNotFoundError as exc:
@@ -180,7 +182,9 @@ def help_names() -> list[str]:
 
 def listed(items: list[str], conjunction: str = "or") -> str:
     """Names for a sentence: "insight, summary or workflow"."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
 def get(name: str) -> MemoryFormat:
@@ -205,7 +209,7 @@ def needs_model(formats: Iterable[str]) -> bool:
 
 def model_written(formats: Iterable[str]) -> list[str]:
     """The formats a model must write, in the order given."""
-    return [str(get(f).name) for f in formats if get(f).needs_model]
+    return [get(f).name for f in formats if get(f).needs_model]
 
 
 def uses_plan(choice: str) -> bool:
