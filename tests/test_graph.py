@@ -108,7 +108,7 @@ def test_hold_one_out_and_same_task_guard(pool, tmp_path):
     memories = seed(pool)
     task = Task(id="task-x", domain="strings", instruction="Run the unit tests of the project and fix failures.",
                 check="true")
-    model = ScriptedChatModel(responses=[AIMessage("I will run the tests and verify.")])
+    model = ScriptedChatModel(plan="I will run the tests and verify.")  # the same plan for each of the three runs
     graph = build_mtl_graph(model, pool, top_k=5, online=False, run_log=tmp_path / "l.jsonl")
     state = run(graph, task, hold_one_out=True)
     retrieved = state["retrieved"]
