@@ -10,6 +10,7 @@ import json
 import os
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -119,6 +120,16 @@ def run(client, task, context=None):
     return out, thread
 
 
+RUNS_AT_ONCE = 4
+"""Independent runs sent side by side: a run's answer waits on the server's queue, not on this machine's cores."""
+
+
+def run_all(client, cases) -> list:
+    """run() for each (task, context), RUNS_AT_ONCE at a time, each on its own thread; the answers in order."""
+    with ThreadPoolExecutor(RUNS_AT_ONCE) as pool:
+        return list(pool.map(lambda case: run(client, *case), cases))
+
+
 def assert_contained(served, layout, out, thread, *reasons: str) -> str:
     """The run ended in one line saying why, and nothing of the server's secrets reached the client."""
     error = out["error"]
@@ -144,16 +155,16 @@ def hostile_task_paths(layout) -> list[str]:
 
 def test_task_paths_and_source_dirs_outside_the_roots_copy_nothing(served, layout):
     client = served["client"]
-    for path in hostile_task_paths(layout):
-        out, thread = run(client, path, snoop(layout))
+    paths = hostile_task_paths(layout)
+    for path, (out, thread) in zip(paths, run_all(client, [(path, snoop(layout)) for path in paths]), strict=True):
         assert_contained(served, layout, out, thread, "outside this server's task roots",
                          "task directory not found")
         assert out.get("trajectory") is None, path  # refused before any workspace was made
     roots, secret = layout / "roots", layout / "secret"
-    for source in (secret / "files", f"{roots}/../secret/files", roots / "files-link" / "files", "secret/files",
-                   roots / "link-out" / "files"):
-        task = {"id": "x", "instruction": "Look around.", "source_dir": str(source), "check": "true"}
-        out, thread = run(client, task, snoop(layout))
+    tasks = [{"id": "x", "instruction": "Look around.", "source_dir": str(source), "check": "true"}
+             for source in (secret / "files", f"{roots}/../secret/files", roots / "files-link" / "files",
+                            "secret/files", roots / "link-out" / "files")]
+    for out, thread in run_all(client, [(task, snoop(layout)) for task in tasks]):
         assert_contained(served, layout, out, thread, "source_dir")
 
     # A thread update after the input was checked: the next node checks the task again.
@@ -168,10 +179,9 @@ def test_task_paths_and_source_dirs_outside_the_roots_copy_nothing(served, layou
 def test_a_client_task_gets_no_setup_network(served, layout):
     client, listener = served["client"], endpoint()
     reach = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {listener.server_port}), 3)\""
-    for flag in (True, "true", 1, "yes"):
-        task = {"id": "net", "instruction": "Look.", "files": {"a.txt": "a"}, "setup": reach,
-                "setup_network": flag, "check": "true"}
-        out, thread = run(client, task, snoop(layout))
+    tasks = [{"id": "net", "instruction": "Look.", "files": {"a.txt": "a"}, "setup": reach, "setup_network": flag,
+              "check": "true"} for flag in (True, "true", 1, "yes")]
+    for out, thread in run_all(client, [(task, snoop(layout)) for task in tasks]):
         assert_contained(served, layout, out, thread, "setup_network")
     listener.shutdown()
     assert listener.seen == []
@@ -182,13 +192,12 @@ def test_scripted_models_only_inside_the_roots_and_no_file_in_an_error(served, l
     task = str(roots / "echo")
     outside = [secret / "script.json", f"{roots}/../secret/script.json", roots / "link-out" / "script.json",
                "secret/script.json", secret / "files" / ".env", secret / "files" / "id_rsa", "/etc/passwd"]
-    for path in outside:
-        out, thread = run(client, task, {"model": f"scripted:{path}"})
+    for out, thread in run_all(client, [(task, {"model": f"scripted:{path}"}) for path in outside]):
         error = assert_contained(served, layout, out, thread, "scripted model file")
         assert "outside this server's task roots" in error
     inside = ["not-a-script.json", "wrong-type.json", "not-json.txt", "not-utf8.json", "nonexistent.json"]
-    for name in inside:  # inside the roots, not action scripts: the error names the file, never its text
-        out, thread = run(client, task, {"model": f"scripted:{roots / name}"})
+    # inside the roots, not action scripts: the error names the file, never its text
+    for out, thread in run_all(client, [(task, {"model": f"scripted:{roots / name}"}) for name in inside]):
         assert "cannot load scripted model" in assert_contained(served, layout, out, thread, "invalid action script")
 
 
@@ -196,14 +205,14 @@ def test_model_endpoints_and_providers_only_when_the_server_lists_them(served, l
     client, hostile = served["client"], served["hostile"]
     port = served["hostile_port"]
     task = {"id": "m", "instruction": "Say hi.", "files": {"a.txt": "a"}, "check": "true"}
-    for url in (f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1/", f"HTTP://127.0.0.1:{port}/v1",
-                f"http://u:p@127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1?x=1",
-                f"{served['allowed_url']}/../../v1@127.0.0.1:{port}", f"http://localhost:{port}/v1"):
-        context = {"model": "openai:gpt-4o-mini", "model_options": {"base_url": url, "max_retries": 0}}
-        out, thread = run(client, task, context)
+    urls = (f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1/", f"HTTP://127.0.0.1:{port}/v1",
+            f"http://u:p@127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1?x=1",
+            f"{served['allowed_url']}/../../v1@127.0.0.1:{port}", f"http://localhost:{port}/v1")
+    contexts = [{"model": "openai:gpt-4o-mini", "model_options": {"base_url": url, "max_retries": 0}} for url in urls]
+    for out, thread in run_all(client, [(task, context) for context in contexts]):
         assert "model_options.base_url" in assert_contained(served, layout, out, thread, "refused")
-    for model in ("anthropic:claude-3-5-haiku-latest", "gpt-4o-mini", "ollama:llama3", "OpenAI:gpt-4o-mini"):
-        out, thread = run(client, task, {"model": model})
+    models = ("anthropic:claude-3-5-haiku-latest", "gpt-4o-mini", "ollama:llama3", "OpenAI:gpt-4o-mini")
+    for out, thread in run_all(client, [(task, {"model": model}) for model in models]):
         assert_contained(served, layout, out, thread, "MTL_ALLOWED_PROVIDERS")
     assert hostile.seen == []
 
@@ -236,14 +245,10 @@ def test_a_thread_update_cannot_name_a_server_directory_as_the_workspace(served,
 def test_tasks_inside_the_roots_still_run(served, layout):
     client, roots = served["client"], layout / "roots"
     solve = {"model": f"scripted:{roots / 'echo' / 'solve.json'}"}
-    out, _ = run(client, str(roots / "echo"), solve)
-    assert out["error"] is None and out["verdict"]["status"] == "pass"
     inline = {"id": "inline", "instruction": "Create done.", "files": {"hello": "hi\n"}, "check": "test -f done"}
-    out, _ = run(client, inline, solve)
-    assert out["error"] is None and out["verdict"]["status"] == "pass"
     in_root = {**inline, "files": {}, "source_dir": str(roots / "echo" / "files")}
-    out, _ = run(client, in_root, solve)
-    assert out["error"] is None and out["verdict"]["status"] == "pass"
-    out, _ = run(client, str(ROOT / "examples" / "tasks" / "slugify"),
-                 {"model": f"scripted:{ROOT / 'examples' / 'tasks' / 'slugify' / 'demo_script.json'}"})
-    assert out["error"] is None and out["verdict"]["status"] == "pass"
+    slugify = ROOT / "examples" / "tasks" / "slugify"
+    cases = [(str(roots / "echo"), solve), (inline, solve), (in_root, solve),
+             (str(slugify), {"model": f"scripted:{slugify / 'demo_script.json'}"})]
+    for (task, _), (out, _) in zip(cases, run_all(client, cases), strict=True):
+        assert out["error"] is None and out["verdict"]["status"] == "pass", task
