@@ -95,3 +95,22 @@ def test_the_cli_stops_with_one_line_before_the_run(command: list[str], code: in
     assert one_line(result.output).startswith("error: ") and says in result.output
     assert time.monotonic() - started < 10  # nothing planned, retrieved or sampled first
     assert not (tmp_path / "eval").exists()
+
+
+@pytest.mark.parametrize("factory", ["build_mtl_graph", "with_memory_transfer", "MemoryTransferMiddleware"])
+@pytest.mark.parametrize("spec, says", [("nonsense:xyz", "unknown model provider 'nonsense'"),
+                                        ("openai:gpt-5-mini", "OPENAI_API_KEY")])
+def test_the_factories_refuse_a_model_they_cannot_use_before_any_run(factory, spec, says, monkeypatch):
+    from langgraph.graph import StateGraph
+
+    import mtl_graph.graph as api
+    from mtl_graph.chat import ModelNotConfigured
+    from mtl_graph.core import MTLError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    make = {"build_mtl_graph": lambda: api.build_mtl_graph(spec, None),
+            "with_memory_transfer": lambda: api.with_memory_transfer(StateGraph(dict).compile, None, model=spec),
+            "MemoryTransferMiddleware": lambda: api.MemoryTransferMiddleware(None, model=spec)}[factory]
+    with pytest.raises(ModelNotConfigured, match=says) as caught:
+        make()
+    assert isinstance(caught.value, MTLError) and "\n" not in str(caught.value)

@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from mtl_graph.chat import check_model
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.retry import provider_retry
@@ -38,7 +39,12 @@ def make_config(memory_type: str = "insight", top_k: int = 3, online: bool = Tru
 
 def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
                policy: Any = None) -> MTLNodes:
-    """The stages' shared services, with the retry budget of the policy the graph attaches to its model nodes."""
+    """The stages' shared services, with the retry budget of the policy the graph attaches to its model nodes.
+
+    A model given here is checked now (provider, package, API key, options): a factory with a model it cannot use
+    raises `ModelNotConfigured` in one line instead of building a graph whose every run ends in an error."""
+    if model is not None:
+        check_model(model, config.model_options)
     retry = provider_retry(config.node_retry_attempts, config.node_retry_interval)
     return MTLNodes(pool, model, agent, judge, distiller or default_distiller, config, policy,
                     retry_attempts=retry.max_attempts)
