@@ -14,7 +14,7 @@ updated with the memory's cited runs (weight 1) and the runs it was shown in but
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
@@ -158,19 +158,6 @@ class Candidate:
                 "evidence": round(self.evidence, 2), "decay": round(self.decay, 4),
                 "rank_before": self.rank_before, "rank_after": self.rank_after, "injected": self.injected,
                 **({"why_not": self.why_not} if self.why_not else {})}
-
-
-@dataclass
-class Ranking:
-    """The outcome of re-ranking: the order to keep, and every candidate's trace."""
-
-    order: list[int]
-    """Indices into the candidates, best first, k at most."""
-    candidates: list[Candidate]
-    floor: float | None
-    base_rate: float
-    floor_source: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def rerank(candidates: list[Candidate], records: list[UsageStats], k: int, floor: float | None, base: float,

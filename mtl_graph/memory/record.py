@@ -18,8 +18,6 @@ from mtl_graph.memory.models import Memory, Outcome, UsageStats
 
 CREDIT_KEY = "credit"
 """The payload key holding a point's credit entries (run id -> entry)."""
-MAX_RUN_ID = 200
-"""Longest run id kept as a key (a longer one is hashed by the caller's of_run / uuid ids never reach it)."""
 
 _OUTCOME = {"success": "s", "failure": "f", "unknown": "u"}
 _OUTCOME_BACK = {v: k for k, v in _OUTCOME.items()}
