@@ -36,7 +36,7 @@ class MissingCredentials(ModelNotConfigured):
 class ModelOptions(BaseModel):
     """Settings passed to `init_chat_model` with a "provider:model" string (None: the provider's default)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     base_url: str | None = None
     """Endpoint of an OpenAI-compatible (or other) server, e.g. http://127.0.0.1:8080/v1."""

@@ -13,15 +13,11 @@ it in a node as `effective(config, runtime.context).<name>`; the flag, the env v
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 import types
 from dataclasses import dataclass
 from typing import Any, Annotated, Callable, Literal, Optional, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.fields import FieldInfo
 
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.chat import ModelOptions
@@ -39,37 +35,6 @@ class Flags:
     """More flags for the setting, e.g. ("--memory",); the first long one is the name errors use."""
     nested: tuple[tuple[str, str], ...] = ()
     """For a settings-model field: (sub-field, flag) pairs naming its sub-fields' flags."""
-
-
-def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstrings written under a class's attributes (the project's one-line field docs), base classes first."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if klass.__module__ in ("builtins", "pydantic.main"):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):  # a class made at run time has no source
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for field, doc in zip(body, body[1:]):
-            if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-                    and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
-                    and isinstance(doc.value.value, str)):
-                docs[field.target.id] = inspect.cleandoc(doc.value.value)
-    return docs
-
-
-def documented(model: type[M]) -> type[M]:
-    """`model` with its attribute docstrings as field descriptions (for Studio's form), when it does not have them."""
-    docs = attribute_docs(model)
-    fields = {name: (info.annotation, FieldInfo.merge_field_infos(info, description=docs.get(name)))
-              for name, info in model.model_fields.items() if not info.description and docs.get(name)}
-    return create_model(model.__name__, __base__=model, __module__=model.__module__, **fields) if fields else model
-
-
-DocumentedModelOptions = documented(ModelOptions)
-"""ModelOptions with its docstrings as descriptions (Studio shows them in the context form)."""
 
 
 class PipelineKnobs(BaseModel):
@@ -103,8 +68,8 @@ class PipelineKnobs(BaseModel):
     """Also run the LLM judge on runs the tests decide; kept as judge_verdict to measure the judge's accuracy."""
     review_memories: bool = False
     """Pause before write back (LangGraph interrupt) so a person approves, edits or rejects each new memory."""
-    model_options: Annotated[DocumentedModelOptions, Flags(nested=(("timeout", "--model-timeout"),))] = Field(
-        default_factory=DocumentedModelOptions)
+    model_options: Annotated[ModelOptions, Flags(nested=(("timeout", "--model-timeout"),))] = Field(
+        default_factory=ModelOptions)
     """init_chat_model settings for provider:model strings: base_url, max_tokens, temperature, timeout, max_retries."""
 
 
@@ -130,12 +95,12 @@ def optional_field(info: Any, description: str | None, extra: tuple = ()) -> tup
 
 
 def _agent_fields() -> dict[str, Any]:
-    docs = attribute_docs(AgentConfig)
     fields = {}
     for name in AGENT_KNOBS:
         flags = (AGENT_FLAGS[name],) if name in AGENT_FLAGS else ()
         fields[name] = optional_field(AgentConfig.model_fields[name],
-                                      f"{docs[name]} Unset: the agent's own setting.", flags)
+                                      f"{AgentConfig.model_fields[name].description} Unset: the agent's own setting.",
+                                      flags)
     return fields
 
 

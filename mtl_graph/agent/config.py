@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class AgentConfig(BaseModel):
     """How the default agent talks to the model and when it stops."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     action_format: Literal["tool_calls", "text"] = "tool_calls"
     """tool_calls: bash/submit tools bound to the model; text: one fenced ```bash or ```submit block per reply."""

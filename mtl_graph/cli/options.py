@@ -41,17 +41,17 @@ def _kebab(name: str) -> str:
 
 def flag_specs(context_model: type[BaseModel]) -> list[FlagSpec]:
     """The flags of every field of a run-context model (nested settings models: one flag per sub-field)."""
-    from mtl_graph.run_settings import Flags, attribute_docs, non_none
+    from mtl_graph.run_settings import Flags, non_none
 
     specs = []
     for name, info in context_model.model_fields.items():
         marker = next((m for m in info.metadata if isinstance(m, Flags)), Flags())
         inner = non_none(info.annotation)
         if isinstance(inner, type) and issubclass(inner, BaseModel):
-            docs, renamed = attribute_docs(inner), dict(marker.nested)
+            renamed = dict(marker.nested)
             for sub, sub_info in inner.model_fields.items():
                 specs.append(FlagSpec(f"{name}__{sub}", (name, sub), (renamed.get(sub, _kebab(sub)),),
-                                      docs.get(sub) or sub_info.description or sub, non_none(sub_info.annotation)))
+                                      sub_info.description or sub, non_none(sub_info.annotation)))
         else:
             names = dict.fromkeys((*marker.names, _kebab(name)))  # a long name in the marker is the canonical one
             flags = (*(n for n in names if n.startswith("--")), *(n for n in names if not n.startswith("--")))
