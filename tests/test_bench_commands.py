@@ -54,7 +54,7 @@ def test_eval_refuses_a_results_dir_of_another_configuration(cli, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--suites", "nosuch", "--agent", "oracle"], "unknown suite 'nosuch'"),
     (["--suites", "jsonl:/nonexistent.jsonl", "--agent", "oracle"], "jsonl file not found"),
-    (["--suites", "humaneval", "--model", "openai:gpt-5-mini"], "cannot load chat model"),
+    (["--suites", "humaneval", "--model", "openai:gpt-5-mini"], "needs an API key: set the OPENAI_API_KEY"),
     (["--suites", "humaneval", "--agent", "oracle", "--model", "openai:x"], "not both"),
     (["--suites", "humaneval", "--agent", "wizard"], "unknown agent 'wizard'"),
     (["--suites", "humaneval"], "give --model"),
