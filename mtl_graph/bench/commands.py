@@ -81,7 +81,7 @@ def eval_cmd(
     from mtl_graph.bench.suites import SuiteError, filter_languages
     from mtl_graph.memory.location import PoolError
 
-    if model:  # a bad model string is one line now, not after the suites are loaded and sampled
+    if model and not agent:  # a bad model string is one line now, not after the suites are loaded and sampled
         from mtl_graph.chat import ModelNotConfigured, check_model
 
         try:
