@@ -19,7 +19,6 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from langchain_core.callbacks import BaseCallbackHandler
