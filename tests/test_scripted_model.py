@@ -109,6 +109,13 @@ def test_an_inline_script_with_plan_and_answers_writes_an_insight(pool):
     assert state["error"] is None and state["new_memory_ids"] and pool.count(type="insight") == 1
 
 
+def test_a_scripted_model_named_in_the_run_context_writes_an_insight(pool):
+    # What Studio sends: a model string in the context, loaded with the file's plan and answers.
+    state = build_mtl_graph(None, pool).invoke({"task": Task.from_dir(PRIMES)}, context={
+        "model": f"scripted:{PRIMES / 'demo_script.json'}", "relevance_floor": -1})
+    assert state["error"] is None and state["distill_failures"] == [] and pool.count(type="insight") == 1
+
+
 def test_the_readme_run_line_writes_an_insight_memory(monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("MTL_POOL", str(tmp_path / "pool"))
