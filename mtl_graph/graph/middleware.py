@@ -34,14 +34,13 @@ from mtl_graph.graph.lease import close_workspace
 from mtl_graph.graph.retry import is_transient
 from mtl_graph.sandbox.registry import release
 from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
-from mtl_graph.graph.state import merge_dicts
+from mtl_graph.graph.state import OUTPUT_FIELDS, merge_dicts
 from mtl_graph.graph.support import as_task
 from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.core.task import Task
 
-RUN_FIELDS = ("run_id", "query", "retrieved", "re_retrieved", "memory_block", "verdict", "outcome", "retrieved_ids",
-              "retrieval", "credit", "new_memory_ids", "memories_written", "distill_failures", "error", "error_kind")
+RUN_FIELDS = (*(f for f in OUTPUT_FIELDS if f not in ("trajectory", "distilled", "timings")), "memory_block")
 """What the middleware keeps of its MTL run under the agent state's `mtl` key."""
 DURING_RUN = ("task", "first_message", "workspace", "own_workspace")
 """What the agent's run carries from `before_agent` to `after_agent`, besides the run fields."""

@@ -80,6 +80,11 @@ class MTLOutput(TypedDict):
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
 
 
+OUTPUT_FIELDS = tuple(MTLOutput.__annotations__)
+"""What a run hands back, in every host: the graph's output schema; the middleware's `mtl` key is the same less
+the transcript-sized fields."""
+
+
 def fresh_run_state() -> dict[str, Any]:
     """Every run field of MTLState at its empty value (all but ``task``).
 
