@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Iterator, Literal, get_args
 
+from mtl_graph.core.errors import MTLError
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic_core import CoreSchema
@@ -37,7 +39,7 @@ CONSOLIDATE_PROMPTS = "mtl_graph.memory"
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
 
 
-class FormatError(ValueError):
+class FormatError(MTLError, ValueError):
     """A format declaration that cannot be registered, or a name that is not a registered format."""
 
 
