@@ -4,7 +4,6 @@ command, provider storms retried, text actions. Scripted models emit real tool c
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,10 +14,11 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
-from mtl_graph.agent.middleware import ProviderRetry
+from mtl_graph.agent.guards import ProviderRetry
 from mtl_graph.agent.providers import is_transient, retry_after
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.core.task import Task
+from fresh_process import Zygote
 
 DRIVER = Path(__file__).parent / "drivers" / "resumable_run.py"
 TASK = Task(id="hello", instruction="Create hello.py that prints 'hello, world'.",
@@ -32,12 +32,24 @@ def graph_for(model, tmp_path, **kwargs):
                            run_log=tmp_path / "runs.jsonl", **kwargs)
 
 
-def drive(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(DRIVER), str(tmp_path / "db.sqlite"), str(tmp_path / "ws"), "t1", "6",
-                           *args], capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    """Each driver run a new process, forked from one that imported what the driver imports (fresh_process.py)."""
+    forks = Zygote(["langchain_core.messages", "langgraph.checkpoint.sqlite", "mtl_graph.agent", "mtl_graph.graph",
+                    "mtl_graph.core.task"], tmp_path_factory.mktemp("forks"))
+    yield forks
+    forks.close()
 
 
-def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_path):
+@pytest.fixture
+def drive(zygote):
+    def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+        return zygote.run(DRIVER, tmp_path / "db.sqlite", tmp_path / "ws", "t1", "6", *args)
+
+    return run
+
+
+def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(drive, tmp_path):
     killed = drive(tmp_path, "--kill-at", "4")  # dies when asked for its 5th reply: four commands have run
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     [workspace] = (tmp_path / "ws").glob("t1--*")
@@ -56,7 +68,7 @@ def test_a_run_killed_mid_way_resumes_in_a_new_process_with_every_step_once(tmp_
     assert (workspace / "step_0.txt").read_text() == "step 0\n"  # files from before the kill are there
 
 
-def test_a_text_action_run_killed_mid_way_resumes_too(tmp_path):
+def test_a_text_action_run_killed_mid_way_resumes_too(drive, tmp_path):
     assert drive(tmp_path, "--text", "--kill-at", "3").returncode == -signal.SIGKILL
     resumed = drive(tmp_path, "--text", "--resume")
     assert resumed.returncode == 0, resumed.stderr
@@ -68,23 +80,21 @@ def test_a_text_action_run_killed_mid_way_resumes_too(tmp_path):
     assert (workspace / "log.txt").read_text().split() == [str(i) for i in range(6)]
 
 
-def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tmp_path):
+def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(zygote, drive, tmp_path):
     import os
     import time
 
-    command = [sys.executable, str(DRIVER), str(tmp_path / "db.sqlite"), str(tmp_path / "ws"), "t1", "6",
-               "--slow-at", "3"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = zygote.start(DRIVER, tmp_path / "db.sqlite", tmp_path / "ws", "t1", "6", "--slow-at", "3")
     try:
         deadline = time.monotonic() + 60
         while not list((tmp_path / "ws").glob("t1--*/started")):  # command 3 is running
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+            assert child.poll() is None and time.monotonic() < deadline, child.err.read_text()
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        proc.stderr.close()
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+    assert child.returncode == -signal.SIGKILL
     [workspace] = (tmp_path / "ws").glob("t1--*")
     (workspace / "resumed").touch()
     resumed = drive(tmp_path, "--resume")
@@ -94,7 +104,7 @@ def test_a_command_under_way_when_the_process_dies_runs_again_and_is_one_step(tm
     assert (workspace / "log.txt").read_text().split() == ["0", "1", "2", "3", "3", "4", "5"]  # 3 was made again
 
 
-def test_resuming_a_finished_thread_runs_nothing_again(tmp_path):
+def test_resuming_a_finished_thread_runs_nothing_again(drive, tmp_path):
     assert drive(tmp_path).returncode == 0
     again = drive(tmp_path, "--resume")
     assert again.returncode == 0, again.stderr
@@ -121,10 +131,9 @@ def test_a_person_approves_each_command_before_it_runs(tmp_path):
     assert [s["observation"] for s in state["trajectory"]["steps"]][1] == "hello, world\n"
 
 
-def test_a_paused_run_is_approved_from_new_processes(tmp_path):
+def test_a_paused_run_is_approved_from_new_processes(zygote, tmp_path):
     def drive_review(*args):
-        out = subprocess.run([sys.executable, str(DRIVER), str(tmp_path / "db.sqlite"), str(tmp_path / "ws"), "t1",
-                              "2", "--review", *args], capture_output=True, text=True, timeout=120)
+        out = zygote.run(DRIVER, tmp_path / "db.sqlite", tmp_path / "ws", "t1", "2", "--review", *args)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 
@@ -252,7 +261,7 @@ def test_a_text_action_agent_through_the_graph(tmp_path):
     assert "<exit_code>0</exit_code>" in last[-1].text and "hello, world" in last[-1].text
 
 
-def test_a_resumed_thread_whose_workspace_was_deleted_ends_with_a_clear_error(tmp_path):
+def test_a_resumed_thread_whose_workspace_was_deleted_ends_with_a_clear_error(drive, tmp_path):
     import shutil
 
     killed = drive(tmp_path, "--kill-at", "2")
