@@ -101,6 +101,16 @@ def test_one_script_drives_the_graph_under_every_memory_format(pool, memory_type
         assert pool.count(type="insight") == len(state["new_memory_ids"]) == 1
 
 
+@pytest.mark.parametrize("name", ["primes", "slugify", "csv-totals"])
+def test_each_demo_script_answers_the_judge_and_writes_every_model_format(pool, name):
+    task_dir = PRIMES.parent / name
+    model = ScriptedChatModel.from_script(task_dir / "demo_script.json")
+    graph = build_mtl_graph(model, pool, distill_formats=["insight", "workflow", "summary"])
+    state = graph.invoke({"task": Task.from_dir(task_dir)}, context={"judge_also": True})
+    assert state["verdict"]["status"] == state["judge_verdict"]["status"] == "pass"
+    assert state["distill_failures"] == [] and len(state["new_memory_ids"]) == 3  # no leak, no quality-gate refusal
+
+
 def test_an_inline_script_with_plan_and_answers_writes_an_insight(pool):
     script = [bash_call("cat primes.py test_primes.py"), submit_call("looked only")]
     model = ScriptedChatModel(responses=script, plan="Read the module and its tests, then write a sieve.",
