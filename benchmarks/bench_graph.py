@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
 from mtl_graph.agent import DefaultAgent, ScriptedChatModel, bash_call, submit_call  # noqa: E402
-from mtl_graph.experience.checks import run_setup  # noqa: E402
+from mtl_graph.experience.task_check import run_setup  # noqa: E402
 from mtl_graph.graph import build_mtl_graph  # noqa: E402
 from mtl_graph.graph.support import memory_block  # noqa: E402
 from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402

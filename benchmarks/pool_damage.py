@@ -76,7 +76,7 @@ def build(path: Path, engine: str, embeddings) -> None:  # type: ignore[no-untyp
 
 
 def row(base: Path, engine: str, name: str, damage: Callable[[Path], None], embeddings) -> list[str]:  # type: ignore[no-untyped-def]
-    from mtl_graph.memory.check import check_pool, copy_tree_sparse
+    from mtl_graph.memory.pool_check import check_pool, copy_tree_sparse
     from mtl_graph.memory.pool import MemoryPool, PoolError
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -50,7 +50,7 @@ class ProcessSettings(BaseSettings):
     run_log: str = ".mtl/runs.jsonl"
     """Run log (JSONL) appended after every run."""
     approve_commands: bool = False
-    """Served graphs (graphs/mtl.py) pause before each command of the agent for a person to approve it."""
+    """Served graphs (studio/mtl.py) pause before each command of the agent for a person to approve it."""
     task_roots: str | None = None
     """Served graphs: directories (os.pathsep-separated) a client's task path, source_dir or scripted: file must be in."""
     allowed_base_urls: NameList = Field(default_factory=list)

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtl_graph.experience.checks import run_check, run_setup
+from mtl_graph.experience.task_check import run_check, run_setup
 from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
 from mtl_graph.core.trajectory import Verdict
 from mtl_graph.sandbox import SandboxConfig, make_sandbox

@@ -196,7 +196,7 @@ def server(tmp_path):
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
     (tmp_path / "langgraph.json").write_text(json.dumps(
-        {"dependencies": [str(ROOT)], "graphs": {"mtl": f"{ROOT}/graphs/mtl.py:graph"}}))
+        {"dependencies": [str(ROOT)], "graphs": {"mtl": f"{ROOT}/studio/mtl.py:graph"}}))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

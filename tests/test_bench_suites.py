@@ -57,7 +57,7 @@ def test_exercism_python_exercises_load_and_check(monkeypatch):
 
 def test_exercism_workspace_hides_the_example(tmp_path):
     task = load_suite(f"exercism:{EXERCISM}?languages=python").tasks[0]
-    from mtl_graph.experience.checks import run_setup
+    from mtl_graph.experience.task_check import run_setup
     from mtl_graph.sandbox import make_sandbox
 
     sandbox = make_sandbox("local", task.materialize(tmp_path / "ws"))

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 from cheat_battery import (ONE_SHOT, PYTEST_TESTS, SOLUTION, STUB, UNITTEST_TESTS, Cheat, attempt, attempt_all,
                            battery, honest)
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.experience.checks import run_check
+from mtl_graph.experience.task_check import run_check
 from mtl_graph.experience.clean_room import pristine_path
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.sandbox import make_sandbox

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.experience.checks import run_check
+from mtl_graph.experience.task_check import run_check
 from mtl_graph.experience.no_tests import RULES, no_test_reason
 from mtl_graph.sandbox import make_sandbox
 from mtl_graph.core.task import Task

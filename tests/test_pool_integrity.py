@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.check import check_pool, copy_tree_sparse
+from mtl_graph.memory.pool_check import check_pool, copy_tree_sparse
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool, PoolError, PoolLockedError
 

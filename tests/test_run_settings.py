@@ -247,7 +247,7 @@ def test_the_studio_graph_takes_its_defaults_from_the_environment(tmp_path: Path
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import runpy
 
-    studio_graph = Path(__file__).resolve().parent.parent / "graphs" / "mtl.py"
+    studio_graph = Path(__file__).resolve().parent.parent / "studio" / "mtl.py"
     script = EXAMPLES / "slugify" / "demo_script.json"
     for name, value in {"MTL_STEP_LIMIT": "1", "MTL_MEMORY_TYPE": "none", "MTL_ONLINE": "false",
                         "MTL_MODEL": f"scripted:{script}", "MTL_RUN_LOG": str(tmp_path / "runs.jsonl")}.items():

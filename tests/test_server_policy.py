@@ -19,7 +19,7 @@ from mtl_graph.run_settings import MTLContext, SettingsError
 from mtl_graph.settings import get_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-STUDIO_GRAPH = ROOT / "graphs" / "mtl.py"
+STUDIO_GRAPH = ROOT / "studio" / "mtl.py"
 POLICY_VARIABLES = ("MTL_TASK_ROOTS", "MTL_ALLOWED_BASE_URLS", "MTL_ALLOWED_PROVIDERS", "MTL_ALLOW_SETUP_NETWORK")
 
 

@@ -52,8 +52,8 @@ def langgraph_dev(tmp_path, **env_vars):
         "scripted": f"{ROOT}/tests/studio/scripted_graph.py:graph",
         "scripted_review": f"{ROOT}/tests/studio/scripted_graph.py:review_graph",
         "scripted_stream": f"{ROOT}/tests/studio/scripted_graph.py:stream_graph",
-        "mtl": f"{ROOT}/graphs/mtl.py:graph",
-        "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
+        "mtl": f"{ROOT}/studio/mtl.py:graph",
+        "pool_view": f"{ROOT}/studio/pool_view.py:graph",
         "blocking": f"{ROOT}/tests/studio/blocking_graph.py:graph",
         "crashing": f"{ROOT}/tests/studio/crashing_graph.py:graph",
     }}

@@ -1,4 +1,4 @@
-"""Studio with MTL_APPROVE_COMMANDS=1: `langgraph dev` serves graphs/mtl.py pausing before each command; the
+"""Studio with MTL_APPROVE_COMMANDS=1: `langgraph dev` serves studio/mtl.py pausing before each command; the
 pending call is in the thread's state, resuming runs it, and a declined command ends the run cleanly (scripted
 model through the run context, real sandbox, pool and run log)."""
 

@@ -1,4 +1,4 @@
-"""A LangGraph server serving graphs/mtl.py gives its clients nothing of its own, driven over `langgraph dev`'s
+"""A LangGraph server serving studio/mtl.py gives its clients nothing of its own, driven over `langgraph dev`'s
 HTTP API (one server for every case): no server directory copied into a workspace (task paths, a dict task's
 source_dir, links and `..` out of a task root, a thread update after the input was checked), no setup network,
 no `scripted:` file outside the task roots and no file's contents in an error, no model endpoint or provider the

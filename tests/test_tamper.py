@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.bench.suites import load_suite
-from mtl_graph.experience.checks import tampered_tests
+from mtl_graph.experience.task_check import tampered_tests
 from mtl_graph.experience.clean_room import build_room, discard_snapshot, take_snapshot
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.memory.models import InsightMemory, Provenance

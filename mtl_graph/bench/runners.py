@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Protocol, runtime_checkable
 
-from mtl_graph.experience.checks import run_check, run_setup
+from mtl_graph.experience.task_check import run_check, run_setup
 from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome

@@ -2,7 +2,7 @@
 
 from mtl_graph.graph.build import build_mtl_graph
 from mtl_graph.graph.context import MTLConfig, MTLContext
-from mtl_graph.graph.middleware import MemoryTransferMiddleware
+from mtl_graph.graph.transfer_middleware import MemoryTransferMiddleware
 from mtl_graph.graph.state import MTLOutput, MTLState
 from mtl_graph.graph.wrap import with_memories, with_memory_transfer
 from mtl_graph.chat import ModelNotConfigured

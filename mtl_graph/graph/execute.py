@@ -26,9 +26,9 @@ from typing_extensions import NotRequired, TypedDict
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.default import DefaultAgent
 from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
-from mtl_graph.agent.middleware import AgentRunState
+from mtl_graph.agent.guards import AgentRunState
 from mtl_graph.agent.tools import WORKSPACE_BASE
-from mtl_graph.experience.checks import SetupFailed, run_setup
+from mtl_graph.experience.task_check import SetupFailed, run_setup
 from mtl_graph.experience.clean_room import take_snapshot
 from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict

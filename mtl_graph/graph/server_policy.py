@@ -1,7 +1,7 @@
 """What a served graph takes from its clients: their own input, never the server's files, network or keys.
 
 A LangGraph server's clients choose each run's input, context and (through thread updates) state. Built with a
-`ServerPolicy` (graphs/mtl.py does), the MTL graph accepts a task path, a dict task's `source_dir` and a
+`ServerPolicy` (studio/mtl.py does), the MTL graph accepts a task path, a dict task's `source_dir` and a
 `scripted:` model file only inside the task roots (resolved first, so a symlink or `..` out of a root is
 outside), a task's setup with network only when the server allows it, a model endpoint (`base_url`) or provider
 named in the context only when the server lists it, and a workspace only where the graph makes workspaces. A

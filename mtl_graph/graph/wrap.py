@@ -7,7 +7,7 @@ there (e.g. the Exercism setup that removes the reference solution) — as a Lan
 it invokes the wrapped graph with the caller's config plus `configurable["mtl_workspace"]`: tools built by
 `sandbox_tools()` run in that same sandbox.
 
-For a `langchain.agents.create_agent` agent, `MemoryTransferMiddleware` (graph/middleware.py) is the better fit:
+For a `langchain.agents.create_agent` agent, `MemoryTransferMiddleware` (graph/transfer_middleware.py) is the better fit:
 it appends the memories to that agent's own system prompt on every model call. Use `with_memory_transfer` for
 compiled graphs that are not `create_agent` agents."""
 

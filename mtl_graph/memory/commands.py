@@ -26,7 +26,7 @@ def check(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of text.")] = False,
 ) -> None:
     """Read every memory without changing the pool, compare counts, list what is unreadable (exit 1 if damaged)."""
-    from mtl_graph.memory.check import check_pool
+    from mtl_graph.memory.pool_check import check_pool
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.errors import PoolError
     from mtl_graph.settings import get_settings
