@@ -72,7 +72,7 @@ def test_run_context_maps_scopes_to_the_graph():
     assert run_context(None).given() == {"memory_type": "none", "online": False, "hold_one_out": False,
                                          "lifecycle": "off"}
     scope = MemoryScope(memory_type=MemoryType.INSIGHT, exclude_domains=["a"], exclude_task_ids=["t"],
-                        allowed_ids=["m1"], top_k=2)
+                        only_ids=["m1"], top_k=2)
     # the evaluation's shared settings ride along; the scope's own fields win over them
     shared = {"model": "openai:x", "step_limit": 5, "top_k": 9, "hold_one_out": True}
     assert run_context(scope, shared).given() == {

@@ -115,10 +115,10 @@ def test_scopes_nest_pool_fractions_and_filter_by_model():
     cfg = EvalConfig(suites=["humaneval"], runner="x", seed=3)
     task, pool = Task(id="t", instruction="x", domain="humaneval"), _pool()
     subsets = [set(build_scope(task, Condition(memory_format=MemoryType.INSIGHT, pool_fraction=f), pool, cfg)
-                   .allowed_ids) for f in (0.25, 0.5, 0.75)]
+                   .only_ids) for f in (0.25, 0.5, 0.75)]
     assert [len(s) for s in subsets] == [2, 4, 6] and subsets[0] < subsets[1] < subsets[2]
     full = build_scope(task, Condition(memory_format=MemoryType.INSIGHT), pool, cfg)
-    assert full.allowed_ids is None and full.exclude_domains == ["humaneval"] and full.exclude_task_ids == ["t"]
+    assert full.only_ids is None and full.exclude_domains == ["humaneval"] and full.exclude_task_ids == ["t"]
     by_model = build_scope(task, Condition(memory_format=MemoryType.INSIGHT, source_model="model-a"), pool, cfg)
     ids = eligible(pool, by_model)
     assert len(ids) == 3 and all(i.endswith("-0") and "humaneval" not in i for i in ids)

@@ -50,7 +50,7 @@ def run_context(scope: MemoryScope | None, base: Any = None) -> Any:
     else:
         fields = {"memory_type": scope.memory_type.value, "top_k": scope.top_k, "online": scope.write_back,
                   "hold_one_out": False, "lifecycle": "off", "exclude_domains": list(scope.exclude_domains),
-                  "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.allowed_ids}
+                  "exclude_task_ids": list(scope.exclude_task_ids), "only_ids": scope.only_ids}
     return merged(as_context(base) or MTLContext(), MTLContext(**fields))
 
 

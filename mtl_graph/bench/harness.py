@@ -69,7 +69,7 @@ def build_scope(task: Task, condition: Condition, pool: Pool, config: EvalConfig
         memory_type=fmt,
         exclude_domains=[task.domain] if condition.holdout else [],
         exclude_task_ids=[task.id],
-        allowed_ids=None if restricted is None else sorted(restricted),
+        only_ids=None if restricted is None else sorted(restricted),
         top_k=config.top_k,
     )
 
@@ -78,7 +78,7 @@ def audit(task: Task, scope: MemoryScope | None, outcome: RunOutcome) -> list[st
     """Ids of retrieved memories that break the scope: the provenance check behind hold-one-out."""
     if scope is None:
         return [m.id for m in outcome.retrieved]
-    allowed = None if scope.allowed_ids is None else set(scope.allowed_ids)
+    allowed = None if scope.only_ids is None else set(scope.only_ids)
     return [m.id for m in outcome.retrieved
             if set(m.domains) & set(scope.exclude_domains)
             or set(m.source_task_ids) & set(scope.exclude_task_ids)

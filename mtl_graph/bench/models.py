@@ -88,7 +88,7 @@ class MemoryScope(BaseModel):
     """Domains that must not be retrieved (hold-one-out)."""
     exclude_task_ids: list[str] = Field(default_factory=list)
     """Source tasks whose memories must not be retrieved (the task itself)."""
-    allowed_ids: list[str] | None = None
+    only_ids: list[str] | None = None
     """When set, only these memory ids (a pool fraction, a domain or model subset); None means the whole pool."""
     top_k: int = 3
     """How many memories to retrieve."""

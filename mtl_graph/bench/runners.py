@@ -38,7 +38,7 @@ class Runner(Protocol):
 
 def eligible(pool: Pool, scope: MemoryScope) -> list[str]:
     """Ids of the pool's memories a scope allows, in pool order: the reference semantics of MemoryScope."""
-    allowed = None if scope.allowed_ids is None else set(scope.allowed_ids)
+    allowed = None if scope.only_ids is None else set(scope.only_ids)
     return [m.id for m in pool.memories
             if m.type == scope.memory_type
             and (allowed is None or m.id in allowed)
