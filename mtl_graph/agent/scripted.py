@@ -58,7 +58,7 @@ def _known_schemas() -> dict[str, type[BaseModel]]:
     return schemas
 
 
-def answer_problem(key: str, args: Any) -> str | None:
+def _answer_problem(key: str, args: Any) -> str | None:
     """Why answers[key] cannot be used (None: it can), naming only our own keys and the schema's fields.
 
     An answer for a schema we know (by alias or tool name) must be a valid instance with no unknown field, so a
@@ -121,7 +121,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     @model_validator(mode="after")
     def _usable_answers(self) -> "ScriptedChatModel":
         for key, args in self.answers.items():
-            if (problem := answer_problem(key, args)) is not None:
+            if (problem := _answer_problem(key, args)) is not None:
                 raise ValueError(problem)
         return self
 
@@ -231,7 +231,7 @@ def _read_script(path: str | Path) -> _Script:
     except (OSError, json.JSONDecodeError) as exc:  # neither message quotes the file's text
         raise ValueError(f"invalid action script {path}: {exc}") from None
     for key, args in script.answers.items():
-        if (problem := answer_problem(key, args)) is not None:
+        if (problem := _answer_problem(key, args)) is not None:
             raise ValueError(f"invalid action script {path}: {problem}")
     return script
 
