@@ -9,13 +9,15 @@ from typing import Any, Callable, Sequence
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, ValidationError
 
 from mtl_graph.chat import check_model
-from mtl_graph.graph.context import MTLConfig, MTLContext
+from mtl_graph.graph.context import MTLConfig, MTLContext, SettingsError
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.retry import provider_retry
 from mtl_graph.graph.review import review
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
+from mtl_graph.run_settings import describe_error
 
 PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
 MODEL_NODES = ("plan", "judge", "distill")
@@ -28,13 +30,25 @@ def default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatMo
     return distill(trajectory, list(formats), model)
 
 
-def make_config(memory_type: str = "insight", top_k: int = 3, online: bool = True, hold_one_out: bool = False,
-                distill_formats: Sequence[str] | None = None, exclude_domains: Sequence[str] | None = None,
-                **extra: Any) -> MTLConfig:
-    """The build-time configuration from a factory's keywords (every factory takes the same ones)."""
-    return MTLConfig(memory_type=memory_type, top_k=top_k, online=online, hold_one_out=hold_one_out,
-                     distill_formats=list(distill_formats) if distill_formats else None,
-                     exclude_domains=list(exclude_domains or []), **extra)
+def make_config(config: MTLConfig | None = None, **settings: Any) -> MTLConfig:
+    """The build-time configuration every factory takes: `config` (default: `MTLConfig()`) with `settings` over
+    it, nested settings (model_options, lifecycle_settings) merged field by field; None leaves a setting as it is.
+    An unknown name or a bad value is one `SettingsError` line."""
+    base = config if config is not None else MTLConfig()
+    if not isinstance(base, MTLConfig):
+        raise SettingsError(f"config must be an MTLConfig, not {type(base).__name__}")
+    data = base.model_dump()
+    for name, value in settings.items():
+        if value is None and name in MTLConfig.model_fields and MTLConfig.model_fields[name].default is not None:
+            continue  # "not given" for a setting that is never None (a list, a number)
+        if isinstance(value, BaseModel):
+            value = value.model_dump(exclude_unset=True)
+        current = data.get(name)
+        data[name] = {**current, **value} if isinstance(current, dict) and isinstance(value, dict) else value
+    try:
+        return MTLConfig.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(f"build settings: {describe_error(exc, lambda loc: '.'.join(map(str, loc)))}") from None
 
 
 def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,

@@ -16,7 +16,7 @@ import hashlib
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, Sequence
+from typing import Annotated, Any, Callable, Iterator
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
@@ -29,7 +29,7 @@ from typing_extensions import NotRequired
 from mtl_graph.experience.importers.common import text_of
 from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLContext
+from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.lease import close_workspace
 from mtl_graph.graph.retry import is_transient
 from mtl_graph.sandbox.registry import release
@@ -68,13 +68,11 @@ class MemoryTransferMiddleware(AgentMiddleware):
 
     state_schema = MemoryTransferState
 
-    def __init__(self, pool: MemoryPool | None, *, model: BaseChatModel | str | None = None,
-                 memory_type: str = "insight", top_k: int = 3, judge: Any = None,
-                 distill_formats: Sequence[str] | None = None, distiller: Any = None, online: bool = True,
-                 exclude_domains: Sequence[str] | None = None, hold_one_out: bool = False,
-                 workspace: str | Path | None = None, **config: Any) -> None:
+    def __init__(self, pool: MemoryPool | None, *, model: BaseChatModel | str | None = None, judge: Any = None,
+                 distiller: Any = None, workspace: str | Path | None = None, config: MTLConfig | None = None,
+                 **settings: Any) -> None:
         super().__init__()
-        cfg = make_config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
+        cfg = make_config(config, **settings)
         self.nodes = make_nodes(pool, model, None, judge, distiller, cfg)
         self.workspace = Path(workspace) if workspace is not None else None
         self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running

@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import events
+from mtl_graph.graph.context import MTLConfig
 from mtl_graph.graph.pipeline import make_config, make_nodes, wire
 from mtl_graph.graph.execute import prepare_workspace
 from mtl_graph.graph.nodes import MTLNodes
@@ -301,19 +302,14 @@ def with_memory_transfer(
     pool: MemoryPool | None,
     *,
     model: BaseChatModel | str | None = None,
-    memory_type: str = "insight",
-    top_k: int = 3,
     judge: Any = None,
-    distill_formats: Sequence[str] | None = None,
     distiller: Any = None,
-    online: bool = True,
-    exclude_domains: Sequence[str] | None = None,
-    hold_one_out: bool = False,
     memories: MemoryPlacement = "system_message",
     system_prompt: str | None = None,
+    config: MTLConfig | None = None,
     checkpointer: Any = None,
     store: Any = None,
-    **config: Any,
+    **settings: Any,
 ) -> Any:
     """Wrap any compiled LangGraph agent whose state has `messages` with memory transfer (the MTL graph's nodes).
 
@@ -329,7 +325,7 @@ def with_memory_transfer(
     message: the agent's model node appends them to its own prompt with `with_memories(prompt, config)`. For a
     `create_agent` agent use `MemoryTransferMiddleware` instead. `model` plans, judges (tasks without a check)
     and distils."""
-    cfg = make_config(memory_type, top_k, online, hold_one_out, distill_formats, exclude_domains, **config)
+    cfg = make_config(config, **settings)
     nodes = make_nodes(pool, model, None, judge, distiller, cfg)
     execute = WrappedExecute(agent_graph, nodes, memories, system_prompt).node()
     return wire(nodes, execute, checkpointer, store, "mtl_wrapped_agent")
