@@ -52,8 +52,9 @@ def make_config(config: MTLConfig | None = None, **settings: Any) -> MTLConfig:
 
 
 def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
-               policy: Any = None) -> MTLNodes:
-    """The stages' shared services, with the retry budget of the policy the graph attaches to its model nodes.
+               policy: Any = None, in_graph: bool = True) -> MTLNodes:
+    """The stages' shared services, with the retry budget of the policy the graph attaches to its model nodes
+    (`in_graph=False`, the middleware: no policy retries them, so a node never raises a transient error).
 
     A model given here is checked now (provider, package, API key, options): a factory with a model it cannot use
     raises `ModelNotConfigured` in one line instead of building a graph whose every run ends in an error."""
@@ -61,7 +62,7 @@ def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, co
         check_model(model, config.model_options)
     retry = provider_retry(config.node_retry_attempts, config.node_retry_interval)
     return MTLNodes(pool, model, agent, judge, distiller or default_distiller, config, policy,
-                    retry_attempts=retry.max_attempts)
+                    retry_attempts=retry.max_attempts if in_graph else 1)
 
 
 def stops_short(state: dict[str, Any]) -> bool:

@@ -73,7 +73,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
                  **settings: Any) -> None:
         super().__init__()
         cfg = make_config(config, **settings)
-        self.nodes = make_nodes(pool, model, None, judge, distiller, cfg)
+        self.nodes = make_nodes(pool, model, None, judge, distiller, cfg, in_graph=False)
         self.workspace = Path(workspace) if workspace is not None else None
         self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running
 
