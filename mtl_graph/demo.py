@@ -26,7 +26,7 @@ def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: An
     """Run the example tasks in order; each later task can retrieve memories of earlier ones (other domains).
 
     context holds the run settings (an MTLContext or a dict); without a model the tasks replay their scripts."""
-    from mtl_graph.agent import ScriptedChatModel, load_action_script
+    from mtl_graph.agent import ScriptedChatModel
     from mtl_graph.graph import build_mtl_graph
     from mtl_graph.run_settings import MTLContext, as_context
     from mtl_graph.graph.progress import RichProgress, stream_run
@@ -50,7 +50,7 @@ def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: An
         progress = RichProgress(console)
         for name in DEMO_ORDER:
             task = Task.from_dir(root / name)
-            chat = model or ScriptedChatModel(responses=load_action_script(root / name / SCRIPT_FILE))
+            chat = model or ScriptedChatModel.from_script(root / name / SCRIPT_FILE)  # its plan and answers too
             graph = build_mtl_graph(chat, pool, memory_type=memory_type, hold_one_out=True, sandbox=sandbox,
                                     distill_formats=[memory_type])
             console.rule(f"[bold]{task.id}[/] (domain: {task.domain})")
