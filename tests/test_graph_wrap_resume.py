@@ -121,21 +121,25 @@ with SqliteSaver.from_conn_string(db) as saver:
 
 
 def test_a_run_interrupted_in_one_process_resumes_in_another_in_the_same_workspace(tmp_path):
-    import subprocess
-    import sys
+    from fresh_process import Zygote
 
     script = tmp_path / "resumable.py"
     script.write_text(RESUMABLE)
     args = [str(tmp_path / "threads.sqlite"), str(tmp_path / "runs.jsonl")]
+    # each phase a new process, forked from one that only imported what the script imports (fresh_process.py)
+    zygote = Zygote(["pytest", "langchain.agents", "langchain_core.tools", "langgraph.checkpoint.sqlite",
+                     "langgraph.types", "mtl_graph.agent.tools", "mtl_graph.graph"], tmp_path)
 
     def run(phase: str) -> str:
-        done = subprocess.run([sys.executable, str(script), phase, *args], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+        done = zygote.run(script, phase, *args, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.strip().splitlines()[-1]
 
-    assert run("start") == "go?"
-    assert run("resume") == "pass"  # the prepared workspace (seed.txt) was replayed; its sandbox opened anew
+    try:
+        assert run("start") == "go?"
+        assert run("resume") == "pass"  # the prepared workspace (seed.txt) was replayed; its sandbox opened anew
+    finally:
+        zygote.close()
     [line] = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [s["action"] for s in line["steps"]][1] == "echo $(cat seed.txt)-resumed > out.txt"
 
