@@ -145,7 +145,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         run, refreshed = request.state.get("mtl") or {}, (request.state.get("mtl_refresh") or {}).get("used")
         refresh = None
         if not run.get("error") and not refreshed and run.get("task") is not None:
-            refresh = self.nodes.memory_refresh(as_task(run["task"]), run, _mtl_runtime(request.runtime))
+            refresh = self.nodes.memory_refresh(self.nodes.task(run["task"]), run, _mtl_runtime(request.runtime))
         if refresh is None:
             events.step(step)
             return result
@@ -169,7 +169,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         if (state.get("mtl_refresh") or {}).get("hits"):
             run["re_retrieved"] = state["mtl_refresh"]["hits"]
         if not stops_short(run):
-            task = as_task(run["task"])
+            task = self.nodes.task(run["task"])
             trajectory = agent_trajectory(state["messages"][run.get("first_message") or 0:], task, self.nodes.model)
             run["trajectory"] = trajectory.model_dump(mode="json")
         run_stages(self.nodes, run, ctx, ("judge", "distill"))

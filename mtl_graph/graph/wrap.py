@@ -42,7 +42,7 @@ from mtl_graph.graph.execute import prepare_workspace
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
-from mtl_graph.graph.support import as_task, model_name, prompt, timed
+from mtl_graph.graph.support import model_name, prompt, timed
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.sandbox.registry import release, sandbox_for
 from mtl_graph.core.task import Task
@@ -203,7 +203,7 @@ class WrappedExecute:
         return RunnableLambda(self._run, afunc=self._arun, name="execute")
 
     def _prepare(self, task_data: Any) -> dict[str, Any]:
-        task = as_task(task_data)
+        task = self.nodes.task(task_data)
         return prepare_workspace(task, self.nodes.new_workspace(task), self.nodes.config.sandbox)
 
     @timed("execute")
@@ -243,7 +243,7 @@ class WrappedExecute:
         return {**update, "timings": {"execute": round(time.perf_counter() - started, 4)}}
 
     def _start(self, state: MTLState, config: RunnableConfig, prepared: dict[str, Any]) -> _AgentRun:
-        task, workspace = as_task(state["task"]), prepared["workspace"]
+        task, workspace = self.nodes.task(state["task"]), prepared["workspace"]
         sandbox_for(workspace, self.nodes.config.sandbox)  # a run resumed in a new process opens it again here
         runtime = get_runtime()
         live = _LIVE_RUNS.get(workspace, lambda: _LiveSteps(self.nodes.memory_refresh(task, state, runtime)))
