@@ -7,12 +7,13 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
-from mtl_graph.sandbox.tree import remove_tree, walk
+from mtl_graph.sandbox.tree import KEEP_OPEN, remove_tree, walk
 from mtl_graph.sandbox.workspace import disk_usage, hand_over
 from sandbox_attack_kit import NOBODY, needs_bwrap, nobody_workspace, run_unprivileged, unprivileged_python
 
@@ -66,7 +67,7 @@ def deepest(workspace: Path) -> int:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("depth", [1_500, 5_000])
+@pytest.mark.parametrize("depth", [5_000])  # 1,500 levels are made by the run and unprivileged tests below
 def test_a_deep_tree_the_agent_made_is_measured_and_removed(tmp_path, depth):
     target = canary(tmp_path)
     workspace = tmp_path / "ws"
@@ -132,8 +133,10 @@ def test_a_host_made_deep_tree_is_handed_over_whole(tmp_path):
         pytest.skip("hand_over changes owners only as root")
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    depth = 1_500
+    assert depth > sys.getrecursionlimit() and depth > KEEP_OPEN  # a recursive walk, or one fd a level, would fail
     fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(3_000):
+    for _ in range(depth):
         os.mkdir("level", dir_fd=fd)
         child = os.open("level", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
         os.close(fd)
@@ -151,7 +154,24 @@ def test_a_host_made_deep_tree_is_handed_over_whole(tmp_path):
     assert remove_tree(workspace) and not workspace.exists()
 
 
-def deep_run(pool, tmp_path, depth: int):
+@pytest.fixture(scope="module")
+def deep_run(embeddings, tmp_path_factory):
+    """One run of the graph whose agent makes a 1,500-deep tree, then hello.txt: (its final state, its workspace
+    root, its directory); the tests below read it, none changes it."""
+    from mtl_graph.memory.pool import MemoryPool
+
+    tmp_path = tmp_path_factory.mktemp("deep-run")
+    with pytest.MonkeyPatch.context() as env:  # as the per-test settings have it: no MTL_ variable steers the run
+        for name in [n for n in os.environ if n.startswith("MTL_")]:
+            env.delenv(name)
+        env.setenv("MTL_POOL", str(tmp_path / "default-pool"))
+        env.setenv("MTL_RUN_LOG", str(tmp_path / "runs.jsonl"))
+        with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
+            final, root = run_deep(pool, tmp_path, 1_500)
+    return final, root, tmp_path
+
+
+def run_deep(pool, tmp_path, depth: int):
     from langchain_core.messages import AIMessage
 
     from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
@@ -169,8 +189,8 @@ def deep_run(pool, tmp_path, depth: int):
 
 
 @needs_bwrap
-def test_a_run_whose_agent_made_a_deep_tree_leaves_no_workspace(pool, tmp_path):
-    final, root = deep_run(pool, tmp_path, 1_500)
+def test_a_run_whose_agent_made_a_deep_tree_leaves_no_workspace(deep_run):
+    final, root, tmp_path = deep_run
     assert final["trajectory"]["steps"][0]["exit_code"] == 0
     assert list(root.iterdir()) == []  # removed after write back, whatever the verdict
     [record] = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
@@ -179,6 +199,6 @@ def test_a_run_whose_agent_made_a_deep_tree_leaves_no_workspace(pool, tmp_path):
 
 
 @needs_bwrap
-def test_a_deep_tree_leaves_the_verdict_to_the_check(pool, tmp_path):
-    final, _ = deep_run(pool, tmp_path, 1_500)
+def test_a_deep_tree_leaves_the_verdict_to_the_check(deep_run):
+    final, _, _ = deep_run
     assert final["verdict"]["status"] == "pass", final["verdict"]
