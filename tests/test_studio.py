@@ -1,6 +1,6 @@
 """`langgraph dev` serves our graphs; a whole run goes through its HTTP API (scripted model, real everything else).
 
-One server for the module (starting one takes seconds): each test asserts on what its own runs added to the
+One server for the session (starting one takes seconds): each test asserts on what its own runs added to the
 server's pool, run log and server log, counted from where they stood when it began."""
 
 import json
@@ -24,10 +24,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with langgraph_dev(tmp_path_factory.mktemp("studio")) as served:
-        yield served
+@pytest.fixture
+def server(studio_server):
+    """The session's server (conftest.py), shared with the other Studio modules that use this fixture."""
+    return studio_server
 
 
 def log_lines(tmp_path: Path) -> list[dict]:
@@ -52,6 +52,7 @@ def langgraph_dev(tmp_path, **env_vars):
         "scripted": f"{ROOT}/tests/studio/scripted_graph.py:graph",
         "scripted_review": f"{ROOT}/tests/studio/scripted_graph.py:review_graph",
         "scripted_stream": f"{ROOT}/tests/studio/scripted_graph.py:stream_graph",
+        "scripted_context": f"{ROOT}/tests/studio/scripted_graph.py:context_graph",
         "mtl": f"{ROOT}/studio/mtl.py:graph",
         "pool_view": f"{ROOT}/studio/pool_view.py:graph",
         "blocking": f"{ROOT}/tests/studio/blocking_graph.py:graph",
@@ -97,7 +98,8 @@ def test_studio_runs_the_graph_end_to_end(server):
     client, tmp_path = server
     logged, (total, before) = len(log_lines(tmp_path)), pool_now(client)
     assert {a["graph_id"] for a in client.assistants.search()} == {"scripted", "scripted_review", "scripted_stream",
-                                                                    "mtl", "pool_view", "blocking", "crashing"}
+                                                                    "scripted_context", "mtl", "pool_view",
+                                                                    "blocking", "crashing"}
     thread = client.threads.create()
     out = client.runs.wait(thread["thread_id"], "scripted", input={"task": str(ROOT / "examples/tasks/slugify")},
                            context={"top_k": 2, "hold_one_out": True})

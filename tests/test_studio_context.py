@@ -4,7 +4,7 @@ one line; keys the schema does not list are dropped by the server; a per-run age
 from pathlib import Path
 
 import pytest
-from test_studio import server  # noqa: F401 - the langgraph dev fixture, used by name
+from test_studio import server  # noqa: F401 - the langgraph dev fixture (the session's server), used by name
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = str(ROOT / "examples/tasks/slugify")
@@ -21,6 +21,6 @@ def test_the_context_form_is_the_run_settings(server):  # noqa: F811
     assert form["top_k"]["description"] == "How many memories to retrieve."
 
     with pytest.raises(Exception, match="SettingsError: run context: invalid top_k 'many'"):
-        client.runs.wait(None, "scripted", input={"task": TASK}, context={"top_k": "many"})
-    out = client.runs.wait(None, "scripted", input={"task": TASK}, context={"top_kk": 3, "step_limit": 1})
+        client.runs.wait(None, "scripted_context", input={"task": TASK}, context={"top_k": "many"})
+    out = client.runs.wait(None, "scripted_context", input={"task": TASK}, context={"top_kk": 3, "step_limit": 1})
     assert out["error"] is None and out["trajectory"]["exit_status"] == "step_limit"

@@ -1,7 +1,7 @@
 """Graphs for the Studio tests: the MTL graph with a scripted model replaying the slugify example.
 
 The replay is the model's, consumed across the server's runs: each test of a shared server replays through its
-own graph (`graph`, `review_graph`, `stream_graph`), so none finds another's replay used up."""
+own graph (`graph`, `review_graph`, `stream_graph`, `context_graph`), so none finds another's replay used up."""
 
 from pathlib import Path
 
@@ -16,4 +16,4 @@ def replaying():
                            memory_type="trajectory", distill_formats=["trajectory"])
 
 
-graph, review_graph, stream_graph = replaying(), replaying(), replaying()
+graph, review_graph, stream_graph, context_graph = replaying(), replaying(), replaying(), replaying()
