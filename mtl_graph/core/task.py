@@ -205,6 +205,17 @@ def _inside_link(path: Path, root: Path, task_id: str, rel: Path) -> str:
     return os.path.relpath(resolved, path.parent)
 
 
+def as_task(value: Any) -> Task:
+    """A task from a Task, a dict, or the path of a task directory."""
+    if isinstance(value, Task):
+        return value
+    if isinstance(value, (str, Path)):
+        return Task.from_dir(value)
+    if isinstance(value, dict):
+        return Task.model_validate(value)
+    raise TaskError(f"task must be a Task, a dict or a task directory path, not {type(value).__name__}")
+
+
 class TaskRef(BaseModel):
     """The part of a task a trajectory keeps."""
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mtl_graph.agent.loop import steps_of
 from mtl_graph.core.trajectory import Trajectory
-from mtl_graph.graph.support import as_task
+from mtl_graph.core.task import as_task
 
 DECLINED = "declined"
 """The agent's exit status when a person declined one of its commands."""

@@ -12,16 +12,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import NotRequired
 
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.default import DefaultAgent
@@ -36,7 +34,7 @@ from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
 from mtl_graph.graph.lease import workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh
-from mtl_graph.graph.state import MTLState
+from mtl_graph.graph.state import MTLState, state_subset
 from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
 
@@ -53,23 +51,10 @@ class MTLAgentState(AgentRunState):
     refreshed: NotRequired[bool]
 
 
-class ExecuteState(TypedDict):
-    """The execute subgraph's state: what it reads from the run and what the agent leaves behind."""
-
-    task: Any
-    run_id: NotRequired[str | None]
-    memory_block: NotRequired[str]
-    retrieved: NotRequired[list[dict[str, Any]]]
-    re_retrieved: NotRequired[list[dict[str, Any]]]
-    refreshed: NotRequired[bool]
-    workspace: NotRequired[str | None]
-    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
-    exit_status: NotRequired[str | None]
-    malformed: NotRequired[int]
-    trajectory: NotRequired[dict[str, Any] | None]
-    verdict: NotRequired[dict[str, Any] | None]
-    error: NotRequired[str | None]
-    error_kind: NotRequired[str | None]
+ExecuteState = state_subset(
+    "ExecuteState", ("task", "run_id", "memory_block", "retrieved", *OUTPUT),
+    "The execute subgraph's state: what it reads from the run and what the agent leaves behind.",
+    refreshed=bool, exit_status=str | None, malformed=int)
 
 
 class RunModels:

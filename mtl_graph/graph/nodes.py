@@ -30,8 +30,8 @@ from mtl_graph.graph.state import MTLState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.task_check import CheckJudge
-from mtl_graph.graph.support import (append_run_log, as_task, memory_block, open_default_pool, prompt,
-                                      timed)
+from mtl_graph.core.task import as_task
+from mtl_graph.graph.support import append_run_log, memory_block, open_default_pool, prompt, timed
 from mtl_graph.memory import formats
 from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool

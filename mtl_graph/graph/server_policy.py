@@ -126,7 +126,7 @@ class ServerPolicy(BaseModel):
 
     def task(self, value: Any) -> Task:
         """The task a client sent (a path, a dict, or the dict the graph keeps in its state), once it is allowed."""
-        from mtl_graph.graph.support import as_task
+        from mtl_graph.core.task import as_task
 
         if isinstance(value, (str, Path)):
             root = self.inside(value, "task path")

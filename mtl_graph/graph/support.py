@@ -13,7 +13,6 @@ from langgraph.types import Overwrite
 
 from mtl_graph.chat import model_label
 from mtl_graph.safe_text import safe_json_text, safe_value
-from mtl_graph.core.task import Task
 from mtl_graph.templates import render_template
 
 prompt = partial(render_template, "mtl_graph.graph")
@@ -30,17 +29,6 @@ def memory_block(memories: list[Any], observation_chars: int = 300) -> str:
 
 def model_name(model: Any) -> str:
     return model_label(model) or "unknown"
-
-
-def as_task(value: Any) -> Task:
-    """A task from a Task, a dict, or the path of a task directory."""
-    if isinstance(value, Task):
-        return value
-    if isinstance(value, (str, Path)):
-        return Task.from_dir(value)
-    if isinstance(value, dict):
-        return Task.model_validate(value)
-    raise ValueError(f"task must be a Task, a dict or a task directory path, not {type(value).__name__}")
 
 
 def open_default_pool() -> Any:

@@ -35,7 +35,7 @@ from mtl_graph.graph.retry import is_transient
 from mtl_graph.sandbox.registry import release
 from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
 from mtl_graph.graph.state import OUTPUT_FIELDS, merge_dicts
-from mtl_graph.graph.support import as_task
+from mtl_graph.core.task import as_task
 from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.core.task import Task
