@@ -28,6 +28,18 @@ def test_run_with_a_scripted_model_and_json_output(tmp_path):
     assert result.exit_code == 0, result.output
     state = json.loads(result.output)
     assert state["verdict"]["status"] == "pass" and len(state["new_memory_ids"]) == 1 and state["error"] is None
+    from mtl_graph.graph.state import OUTPUT_FIELDS  # everything a run hands back but its transcript
+
+    assert set(state) == set(OUTPUT_FIELDS) - {"trajectory"} and state["outcome"] == "success"
+
+
+def test_run_json_has_the_judges_verdict_with_judge_also(tmp_path):
+    script = EXAMPLES / "primes" / "demo_script.json"  # carries a judge answer
+    result = runner.invoke(app, ["run", str(EXAMPLES / "primes"), "--model", f"scripted:{script}", "--judge-also",
+                                 "--pool", str(tmp_path / "pool"), "--json"])
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.output)
+    assert state["verdict"]["source"] == "tests" and state["judge_verdict"]["source"] == "judge"
 
 
 def test_run_bad_input(tmp_path):

@@ -14,9 +14,6 @@ from mtl_graph.cli.options import with_run_settings
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. \\[env: MTL_SANDBOX]")]
 ApproveOption = Annotated[bool, typer.Option(
     "--approve-commands", help="Ask before each command the agent runs (y runs it, n stops the run).")]
-RESULT_KEYS = ("run_id", "query", "retrieved", "re_retrieved", "verdict", "new_memory_ids", "memories_written",
-               "distill_failures", "reviewed", "timings", "error")
-"""What `mtl run --json` prints of the final state."""
 
 
 @app.command("run")
@@ -71,7 +68,10 @@ def run_task(
         else:
             state = stream_run(graph, {"task": loaded}, render, context=run)
     if json_out:
-        typer.echo(json.dumps({key: state.get(key) for key in RESULT_KEYS}, indent=2, default=str))
+        from mtl_graph.graph.state import OUTPUT_FIELDS  # what a run hands back, less its transcript
+
+        result = {key: state.get(key) for key in OUTPUT_FIELDS if key != "trajectory"}
+        typer.echo(json.dumps(result, indent=2, default=str))
     if state.get("error"):
         fail(state["error"])
     if asks and asker.unanswered:
