@@ -159,10 +159,10 @@ def test_a_reviewers_edit_is_redacted_and_screened_like_any_memory(paused, pool)
 
 
 def test_retry_settings_are_validated(pool):
-    from pydantic import ValidationError
+    from mtl_graph.graph.context import SettingsError
 
     for bad in ({"node_retry_attempts": 0}, {"node_retry_interval": -1}, {"review_memories": "maybe"}):
-        with pytest.raises(ValidationError):
+        with pytest.raises(SettingsError, match=f"invalid {next(iter(bad))} "):  # one line naming the setting
             build_mtl_graph(ScriptedChatModel(responses=[]), pool, **bad)
 
 
