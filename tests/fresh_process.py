@@ -108,6 +108,8 @@ class Zygote:
         """Run `python ARGS...` (a script and its arguments) in a new child, with this process's environment."""
         self.runs += 1
         out, err = self.scratch / f"child-{self.runs}.out", self.scratch / f"child-{self.runs}.err"
+        for path in (out, err):  # there from the start: a caller may read them while the child runs
+            path.write_text("")
         request = {"argv": [str(a) for a in args], "stdout": str(out), "stderr": str(err),
                    "cwd": str(cwd or os.getcwd()), "env": dict(os.environ)}
         self.proc.stdin.write(json.dumps(request) + "\n")

@@ -336,24 +336,36 @@ def test_sigkill_during_writes_loses_nothing_committed_and_never_blocks_opening(
     holds every write that returned before the kill, and every point reads back as a valid memory."""
     import random
     import signal
-    import subprocess
-    import sys
+    import time
+
+    from fresh_process import Zygote
 
     path, rng, committed = tmp_path / "pool", random.Random(7), set()
-    for trial in range(trials):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), engine, str(trial)],
-                                stdout=subprocess.PIPE, text=True)
-        lines = [proc.stdout.readline() for _ in range(rng.randint(1, 12))]
-        os.kill(proc.pid, signal.SIGKILL)  # mid-write: the child writes continuously
-        lines += proc.stdout.readlines()
-        proc.wait()
-        for line in filter(None, (line.split() for line in lines)):
-            (committed.add if line[0] == "added" else committed.discard)(line[1])  # a deleting id may be gone
-        with MemoryPool.open(path, embeddings) as pool:  # no false alarm, nothing lost, nothing unreadable
-            stored = {m.id for m in pool}
-            assert committed <= stored and pool.count() == len(stored)
-        report = check_pool(path, embeddings)
-        assert not report.damaged and report.readable == len(stored)
+    writer = tmp_path / "writer.py"
+    writer.write_text(WRITER)
+    # each writer a new process, forked from one that only imported what it imports (fresh_process.py)
+    zygote = Zygote(["mtl_graph.memory.embeddings", "mtl_graph.memory.models", "mtl_graph.memory.pool"], tmp_path)
+    try:
+        for trial in range(trials):
+            child, told = zygote.start(writer, path, engine, trial), rng.randint(1, 12)
+            try:
+                while len(child.out.read_text().splitlines()) < told:  # it has reported that many writes
+                    assert child.poll() is None, child.err.read_text()[-2000:]
+                    time.sleep(0.01)
+            finally:
+                if child.poll() is None:
+                    os.kill(child.pid, signal.SIGKILL)  # mid-write: the child writes continuously
+                child.wait(60)
+            lines = child.out.read_text().splitlines()
+            for line in filter(None, (line.split() for line in lines)):
+                (committed.add if line[0] == "added" else committed.discard)(line[1])  # a deleting id may be gone
+            with MemoryPool.open(path, embeddings) as pool:  # no false alarm, nothing lost, nothing unreadable
+                stored = {m.id for m in pool}
+                assert committed <= stored and pool.count() == len(stored)
+            report = check_pool(path, embeddings)
+            assert not report.damaged and report.readable == len(stored)
+    finally:
+        zygote.close()
 
 
 def test_temporary_pools_of_killed_processes_are_removed_at_the_next_start(tmp_path, embeddings, monkeypatch):
