@@ -3,7 +3,7 @@
 Every secret is built from random characters of its real alphabet, length, prefix and structure, and placed in the
 file format it is found in (env files, YAML, INI, JSON, .npmrc, .pypirc, DSNs, HTTP headers, command lines, code,
 logs). Look-alikes are what must survive: hashes, ids, checksums, test constants, paths, references, placeholders.
-Used by tests/test_redaction.py and benchmarks/redaction.py; the look-alikes are in tests/secret_look_alikes.py, the
+Used by tests/experience/test_redaction.py and benchmarks/redaction.py; the look-alikes are in tests/secret_look_alikes.py, the
 base64-hidden and by-position classes in tests/secret_corpus_located.py.
 """
 

@@ -4,7 +4,7 @@ A trigger is a necessary condition on the line where its rule can match: a vendo
 name, a URL's `://...@`. Most are a literal the rule's own pattern starts with or must contain; where a rule checks
 a name with `is_secret_name`, the trigger is `SECRET_NAME_END` (every name it accepts ends that way). A rule added
 here without a sound trigger makes the fast path miss what the full path finds, and
-`tests/test_redaction_fast_path.py` fails on the generated corpus.
+`tests/experience/test_redaction_fast_path.py` fails on the generated corpus.
 """
 
 from __future__ import annotations
