@@ -1,9 +1,21 @@
-"""The types every stage shares, importing nothing else of mtl_graph: a task, a run (steps, verdict), errors."""
+"""The types every stage shares, importing nothing else of mtl_graph: a task, a run (steps, verdict), errors.
 
-from mtl_graph.core.errors import ErrorKind, MTLError, RunError, error_kind_of
-from mtl_graph.core.task import Task, TaskError, TaskRef, as_task
-from mtl_graph.core.trajectory import (INFRASTRUCTURE_EXIT_STATUSES, Outcome, Step, TokenUsage, Trajectory, Verdict,
-                                       VerdictStatus)
+Names load on first use: `from mtl_graph.core.errors import MTLError` (every module's error base) costs no model
+building, so `mtl --help` stays quick."""
 
-__all__ = ["ErrorKind", "INFRASTRUCTURE_EXIT_STATUSES", "MTLError", "Outcome", "RunError", "Step", "Task", "TaskError",
-           "TaskRef", "TokenUsage", "Trajectory", "Verdict", "VerdictStatus", "as_task", "error_kind_of"]
+import importlib
+from typing import Any
+
+_HOME = {
+    "ErrorKind": "errors", "MTLError": "errors", "RunError": "errors", "error_kind_of": "errors",
+    "Task": "task", "TaskError": "task", "TaskRef": "task", "as_task": "task",
+    "INFRASTRUCTURE_EXIT_STATUSES": "trajectory", "Outcome": "trajectory", "Step": "trajectory",
+    "TokenUsage": "trajectory", "Trajectory": "trajectory", "Verdict": "trajectory", "VerdictStatus": "trajectory",
+}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'mtl_graph.core' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"mtl_graph.core.{_HOME[name]}"), name)

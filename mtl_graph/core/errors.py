@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
 
 
 class MTLError(Exception):
@@ -45,10 +44,9 @@ _PREFIX = {
 """The text a kind's message starts with in the run's `error` (the words users and logs have always seen)."""
 
 
-class RunError(BaseModel):
+@dataclass(frozen=True)
+class RunError:
     """Why a run stopped short: a kind to branch on and a message for people. `text` is the run's `error`."""
-
-    model_config = ConfigDict(frozen=True)
 
     kind: ErrorKind
     """The stage that failed."""
