@@ -28,7 +28,7 @@ class TaskError(MTLError, ValueError):
 class Task(BaseModel):
     """One unit of work for the agent."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(min_length=1, max_length=300)
     """Stable identifier; the contamination guard never retrieves a memory made from the same id."""
@@ -219,7 +219,7 @@ def as_task(value: Any) -> Task:
 class TaskRef(BaseModel):
     """The part of a task a trajectory keeps."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
     """Task id."""

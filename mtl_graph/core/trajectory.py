@@ -23,7 +23,7 @@ class Outcome(StrEnum):
 class Step(BaseModel):
     """One action and what came back."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     reasoning: str | None = None
     """The model's text before the action, if any (dropped from trajectory memories)."""
@@ -54,7 +54,7 @@ class VerdictStatus(StrEnum):
 class Verdict(BaseModel):
     """Pass / fail / uncertain / error, with why and who decided."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     status: VerdictStatus
     """The decision."""
@@ -100,7 +100,7 @@ INFRASTRUCTURE_EXIT_STATUSES = frozenset({"model_error"})
 class TokenUsage(BaseModel):
     """Token counts."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input: int = 0
     """Prompt tokens."""
@@ -114,7 +114,7 @@ class TokenUsage(BaseModel):
 class Trajectory(BaseModel):
     """A whole run of an agent on a task."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     task: TaskRef
     """The task."""

@@ -86,7 +86,7 @@ def _now() -> datetime:
 class Provenance(BaseModel):
     """Where a memory came from; a deduplicated memory keeps one entry per source run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     run_id: str | None = None
     """The source run: the graph's run id, an eval attempt, or a stable hash of an imported run or record
@@ -111,7 +111,7 @@ class UsageStats(BaseModel):
     Read from a pool, it is the memory's stored counts (an import's, a consolidation's sums) plus one entry per
     credited run (see memory/record.py)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     retrieved: int = Field(default=0, ge=0)
     """Times shown to an agent (retrieved into a credited run)."""
@@ -149,7 +149,7 @@ class MemoryBase(BaseModel):
     """What every memory format has; a format's model adds its content fields and `type: Literal[name]`."""
 
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
     id: str = ""
     """Deterministic UUID from the content hash: re-adding the same memory is idempotent."""
