@@ -184,7 +184,7 @@ def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddi
     ("extra", "message"),
     [
         (["--formats", "insights"], "unknown memory type"),
-        (["--format", "openhands"], "unknown log format"),
+        (["--format", "no-such-agent"], "unknown log format"),
         (["--formats", "summary"], "--model is required"),
         (["--concurrency", "0"], "Invalid value"),
         (["--formats", ","], "invalid option: formats: List should have at least 1 item"),

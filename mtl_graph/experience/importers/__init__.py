@@ -1,4 +1,5 @@
-"""Importers of agent logs: the project's run log, LangChain messages, mini-swe-agent and SWE-agent trajectories.
+"""Importers of agent logs: the project's run log, LangChain messages, mini-swe-agent and SWE-agent trajectories,
+and the session logs of the coding agents people run by hand: Claude Code, Codex CLI, OpenHands and Aider.
 
 The format is detected from the content (file names lie: every tool writes ``.json``), and can be forced.
 One module per format, each registering its `Importer` (`registry`); this package re-exports the public names.
@@ -9,6 +10,9 @@ that are not runs (SWE-agent demonstrations) are a `NotARunError`, to be reporte
 
 from typing import Any
 
+from mtl_graph.experience.importers.aider import AIDER
+from mtl_graph.experience.importers.claude_code import CLAUDE_CODE
+from mtl_graph.experience.importers.codex import CODEX
 from mtl_graph.experience.importers.common import (MAX_FILE_BYTES, BadRecordError, FileImport, Loaded, NotARunError,
                                                    TrajectoryImportError, UnknownFormatError, exit_code_of,
                                                    read_log_text, render_call)
@@ -17,6 +21,7 @@ from mtl_graph.experience.importers.loading import (detect_format, import_file, 
                                                     load_trajectories)
 from mtl_graph.experience.importers.mini_observation import parse_observation
 from mtl_graph.experience.importers.mini_swe_agent import MINI_SWE_AGENT
+from mtl_graph.experience.importers.openhands import OPENHANDS
 from mtl_graph.experience.importers.registry import (Importer, RegistrationError, format_names, get_importer,
                                                      importers, register, unregister)
 from mtl_graph.experience.importers.runlog import RUNLOG
@@ -24,7 +29,8 @@ from mtl_graph.experience.importers.swe_agent import SWE_AGENT
 from mtl_graph.experience.importers.task_text import task_text
 
 __all__ = [
-    "FORMATS", "LANGCHAIN", "MAX_FILE_BYTES", "MINI_SWE_AGENT", "RUNLOG", "SWE_AGENT", "BadRecordError", "FileImport",
+    "AIDER", "CLAUDE_CODE", "CODEX", "FORMATS", "LANGCHAIN", "MAX_FILE_BYTES", "MINI_SWE_AGENT", "OPENHANDS", "RUNLOG",
+    "SWE_AGENT", "BadRecordError", "FileImport",
     "Importer", "Loaded", "NotARunError", "RegistrationError", "TrajectoryImportError", "UnknownFormatError",
     "detect_format", "exit_code_of", "format_names", "get_importer", "import_file", "importers", "iter_log_files",
     "load_file", "load_many", "load_trajectories", "parse_observation", "read_log_text", "register", "render_call",

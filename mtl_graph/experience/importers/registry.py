@@ -35,7 +35,8 @@ class Importer:
     order: ClassVar[int] = 50
     """Detection asks importers in this order: a format whose shape is a special case of another's comes first."""
     jsonl: ClassVar[bool] = False
-    """Records one per line, streamed (no size limit; a bad line costs only itself) instead of one JSON document."""
+    """Records one per line, streamed (no size limit; a bad line costs only itself) instead of one JSON document:
+    JSONL logs, and line-based text logs (Aider's markdown history), whose `sniff_lines` recognises their text."""
 
     def sniff(self, data: Any) -> bool:
         """Whether a parsed JSON document is a log of this format."""
