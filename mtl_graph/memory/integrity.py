@@ -164,8 +164,8 @@ class GuardedStore:
     def count(self, where: Conditions | None = None) -> int:
         return self._call("counting", self.inner.count, where)
 
-    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
-        points = self._call("reading", self.inner.scroll, batch)
+    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
+        points = self._call("reading", self.inner.scroll, batch, where)
         while True:
             with engine_errors(self.where, "reading", self.hint):
                 try:
@@ -174,8 +174,8 @@ class GuardedStore:
                     return
             yield hit
 
-    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]:
-        points = self._call("reading", self.inner.scroll_points, batch)
+    def scroll_points(self, batch: int = 256, where: Conditions | None = None) -> Iterator[StoredPoint]:
+        points = self._call("reading", self.inner.scroll_points, batch, where)
         while True:
             with engine_errors(self.where, "reading", self.hint):
                 try:

@@ -21,6 +21,7 @@ from mtl_graph.memory.location import (
     open_directory,
     open_server,
 )
+from mtl_graph.memory.namespace import DEFAULT_NAMESPACE, NamespacedStore, NamespaceError, check_namespace
 from mtl_graph.memory.models import (
     Memory,
     MemoryType,
@@ -38,7 +39,7 @@ from mtl_graph.memory.search import ranked_search
 from mtl_graph.memory.storage import Conditions, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
-           "EmbeddingMismatchError", "CreditReport", "Retrieval"]
+           "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
 
 
 @dataclass
@@ -105,64 +106,99 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-class MemoryPool(LifecycleOps, PoolFiles):
-    """Add, search and manage memories. Open with `MemoryPool.open(location)`."""
+@dataclass
+class _Shared:
+    """One directory's engine, shared by the pools of its namespaces in this process."""
 
-    _open_pools: dict[str, "MemoryPool"] = {}
+    opened: OpenedStore
+    embeddings: str
+    write_lock: Any
+    pools: int = 0
+
+
+class MemoryPool(LifecycleOps, PoolFiles):
+    """Add, search and manage memories. Open with `MemoryPool.open(location)`.
+
+    A pool is one namespace of its location: every read and write goes through `store`, a NamespacedStore."""
+
+    _open_pools: dict[tuple[str, str], "MemoryPool"] = {}
+    _shared: dict[str, _Shared] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, opened: OpenedStore, embeddings: Embeddings, location: str) -> None:
+    def __init__(self, opened: OpenedStore, embeddings: Embeddings, location: str,
+                 namespace: str = DEFAULT_NAMESPACE, write_lock: Any = None) -> None:
         from qdrant_edge import Bm25  # a local BM25 tokenizer: sparse vectors without any download
 
         self._opened = opened
-        self.store = opened.store
+        self.namespace = check_namespace(namespace)
+        self.store = NamespacedStore(opened.store, self.namespace)
         self.dim = opened.dim
         self.engine = opened.engine
         self.embeddings = embeddings
         self.location = location
         self._bm25 = Bm25()
         self._refs = 1
-        self._write_lock = threading.RLock()
+        # one per directory: the namespaces of one engine take turns writing, as one pool's writers do
+        self._write_lock = write_lock if write_lock is not None else threading.RLock()
         self._query_cache = QueryVectorCache()
 
     @classmethod
     def open(cls, location: str | Path = ":memory:", embeddings: Embeddings | str | None = None, *,
-             engine: Literal["edge", "client"] | None = None, api_key: str | None = None) -> "MemoryPool":
-        """Open (or create) a pool at ":memory:", a directory, or an http(s):// Qdrant URL.
+             engine: Literal["edge", "client"] | None = None, api_key: str | None = None,
+             namespace: str | None = None) -> "MemoryPool":
+        """Open (or create) a pool at ":memory:", a directory, or an http(s):// Qdrant URL, in one namespace
+        (default: MTL_NAMESPACE, else "default"); the pool sees and changes that namespace's memories only.
 
-        Within one process, opening the same directory again returns the same pool."""
+        Within one process, opening the same directory and namespace again returns the same pool."""
         from mtl_graph.settings import get_settings
 
         settings = get_settings()
+        namespace = check_namespace(namespace if namespace is not None else settings.namespace)
         location = str(location)
         emb = resolve_embeddings(embeddings if embeddings is not None else settings.embeddings)
         if location.startswith(("http://", "https://")):
-            return cls(open_server(location, emb, api_key or settings.qdrant_api_key), emb, location)
+            return cls(open_server(location, emb, api_key or settings.qdrant_api_key), emb, location, namespace)
         if location == ":memory:":
-            return cls(open_directory(None, emb, engine or settings.engine), emb, location)
+            return cls(open_directory(None, emb, engine or settings.engine), emb, location, namespace)
         key = str(Path(location).expanduser().resolve())
         with cls._registry_lock:
-            pool = cls._open_pools.get(key)
+            pool = cls._open_pools.get((key, namespace))
+            shared = cls._shared.get(key)
+            if shared is not None and embeddings_name(emb) != shared.embeddings:
+                raise EmbeddingMismatchError(
+                    f"pool {key} is open with embeddings {shared.embeddings!r}, not {embeddings_name(emb)!r}")
             if pool is not None:
-                if embeddings_name(emb) != embeddings_name(pool.embeddings):
-                    raise EmbeddingMismatchError(
-                        f"pool {key} is open with embeddings {embeddings_name(pool.embeddings)!r}, "
-                        f"not {embeddings_name(emb)!r}")
                 pool._refs += 1
                 return pool
-            pool = cls(open_directory(Path(key), emb, engine or settings.engine), emb, key)
-            cls._open_pools[key] = pool
+            if shared is None:
+                opened = open_directory(Path(key), emb, engine or settings.engine)
+                shared = cls._shared[key] = _Shared(opened, embeddings_name(emb), threading.RLock())
+            pool = cls(shared.opened, emb, key, namespace, shared.write_lock)
+            shared.pools += 1
+            cls._open_pools[(key, namespace)] = pool
             return pool
 
     def close(self) -> None:
-        """Release this handle; the pool closes when the last handle in the process is released."""
+        """Release this handle; the pool closes when the last handle in the process is released (its engine when
+        the last namespace open on it closes)."""
         with self._registry_lock:
             self._refs -= 1
             if self._refs > 0:
                 return
-            self._open_pools.pop(self.location, None)
+            shared = self._shared.get(self.location)
+            if self._open_pools.get((self.location, self.namespace)) is self:
+                del self._open_pools[(self.location, self.namespace)]
+                shared.pools -= 1
+                if shared.pools > 0:
+                    return
+                del self._shared[self.location]
         self.store.close()
         self._opened.release()
+
+    def namespaces(self) -> dict[str, int]:
+        """Memories per namespace of the pool's location, by name (counts only: the one read that looks past this
+        pool's namespace)."""
+        return self.store.namespaces()
 
     def __enter__(self) -> "MemoryPool":
         return self

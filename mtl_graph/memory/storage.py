@@ -30,8 +30,13 @@ from mtl_graph.memory.edge_rebuild import (
 
 DENSE = "dense"
 SPARSE = "bm25"
+NAMESPACE_KEY = "namespace"
+"""The payload key of a point's namespace (see namespace.py); a point without it is in DEFAULT_NAMESPACE."""
+DEFAULT_NAMESPACE = "default"
 INDEXED_FIELDS = ("type", "domains", "outcome", "source_task_ids", "models", "dedup_key", "flagged", "merged_ids",
-                  "status", "derived_from")
+                  "status", "derived_from", NAMESPACE_KEY)
+FACET_LIMIT = 100_000
+"""Most namespaces one listing reports."""
 RRF_K = 60
 """Reciprocal rank fusion constant: a point at 0-based rank r of a fused list contributes 1 / (RRF_K + r)."""
 HNSW_EF = 400
@@ -48,9 +53,11 @@ class Conditions:
     excludes: dict[str, list[str]] = field(default_factory=dict)
     only_ids: list[str] | None = None
     """When set, only these point ids may match (pool subsets for scaling experiments)."""
+    namespace: str | None = None
+    """When set, only points of this namespace match (the default one: points without a namespace, too)."""
 
     def is_empty(self) -> bool:
-        return not self.equals and not any(self.excludes.values()) and self.only_ids is None
+        return not self.equals and not any(self.excludes.values()) and self.only_ids is None and self.namespace is None
 
 
 @dataclass
@@ -77,8 +84,9 @@ class Store(Protocol):
     def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]: ...
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
-    def scroll(self, batch: int = 256) -> Iterator[RawHit]: ...
-    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]: ...
+    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]: ...
+    def scroll_points(self, batch: int = 256, where: Conditions | None = None) -> Iterator[StoredPoint]: ...
+    def namespaces(self) -> dict[str, int]: ...
     def query(self, requests: list["QuerySpec"]) -> list[list[RawHit]]: ...
     def optimize(self, wait: bool = False) -> None: ...
     def close(self) -> None: ...
@@ -115,8 +123,17 @@ class ClientStore:
                 vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
                 sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
             )
-            for name in INDEXED_FIELDS if not local else ():  # local mode has no payload indexes
-                client.create_payload_index(collection, name, models.PayloadSchemaType.KEYWORD)
+        if dim is not None and not local:  # local mode has no payload indexes
+            # also on a collection made before a field was indexed (the namespace): the server builds it once
+            indexed = client.get_collection(collection).payload_schema or {}
+            for name in (f for f in INDEXED_FIELDS if f not in indexed):
+                client.create_payload_index(collection, name, self._schema(name))
+
+    def _schema(self, name: str) -> Any:
+        m = self._m
+        if name == NAMESPACE_KEY:  # Qdrant's multitenancy: points of one tenant stored together on the server
+            return m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True)
+        return m.PayloadSchemaType.KEYWORD
 
     def _filter(self, where: Conditions | None) -> Any:
         if where is None or where.is_empty():
@@ -126,6 +143,10 @@ class ClientStore:
         if where.only_ids is not None:
             must.append(m.HasIdCondition(has_id=list(where.only_ids)))
         must_not = [m.FieldCondition(key=k, match=m.MatchAny(any=list(v))) for k, v in where.excludes.items() if v]
+        if where.namespace == DEFAULT_NAMESPACE:  # every point naming no other: older pools need no migration
+            must_not.append(m.FieldCondition(key=NAMESPACE_KEY, match=m.MatchExcept(**{"except": [DEFAULT_NAMESPACE]})))
+        elif where.namespace is not None:
+            must.append(m.FieldCondition(key=NAMESPACE_KEY, match=m.MatchValue(value=where.namespace)))
         return m.Filter(must=must or None, must_not=must_not or None)
 
     def upsert(self, points: list[StoredPoint]) -> None:
@@ -158,21 +179,27 @@ class ClientStore:
     def count(self, where: Conditions | None = None) -> int:
         return self.client.count(self.collection, count_filter=self._filter(where), exact=True).count
 
-    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
+    def namespaces(self) -> dict[str, int]:
+        """Points per namespace named in payloads (points naming none are not listed)."""
+        hits = self.client.facet(self.collection, NAMESPACE_KEY, limit=FACET_LIMIT, exact=True).hits
+        return {str(h.value): h.count for h in hits}
+
+    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
         offset = None
         while True:
-            records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True)
+            records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True,
+                                                 scroll_filter=self._filter(where))
             for r in records:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
             if offset is None:
                 return
 
-    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]:
+    def scroll_points(self, batch: int = 256, where: Conditions | None = None) -> Iterator[StoredPoint]:
         """Every point whole: payload, dense and sparse vectors (snapshots)."""
         offset = None
         while True:
             records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True,
-                                                 with_vectors=True)
+                                                 with_vectors=True, scroll_filter=self._filter(where))
             for r in records:
                 sparse = (r.vector or {}).get(SPARSE)
                 yield StoredPoint(str(r.id), list(r.vector[DENSE]), (list(sparse.indices), list(sparse.values))
@@ -238,6 +265,10 @@ class EdgeStore:
                 self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
         else:
             self.shard = self._load(config)
+            if config is not None:  # a shard made before a field was indexed (the namespace) gets its index now
+                known = self.shard.info().payload_schema
+                for name in (f for f in INDEXED_FIELDS if f not in known):
+                    self.shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
         self.indexed = indexed_points(self.path)
         self._guard = SwapGuard()
         self._writing = threading.Lock()  # one writer at a time: the journal's order is the shard's order
@@ -278,6 +309,10 @@ class EdgeStore:
         if where.only_ids is not None:
             must.append(q.HasIdCondition(set(where.only_ids)))
         must_not = [q.FieldCondition(key=k, match=q.MatchAny(list(v))) for k, v in where.excludes.items() if v]
+        if where.namespace == DEFAULT_NAMESPACE:  # every point naming no other: older pools need no migration
+            must_not.append(q.FieldCondition(key=NAMESPACE_KEY, match=q.MatchExcept([DEFAULT_NAMESPACE])))
+        elif where.namespace is not None:
+            must.append(q.FieldCondition(key=NAMESPACE_KEY, match=q.MatchValue(where.namespace)))
         return q.Filter(must=must or None, must_not=must_not or None)
 
     def _write(self, operation: Any, entry: tuple, changes: int = 0) -> None:
@@ -317,27 +352,34 @@ class EdgeStore:
                 return self.shard.info().points_count
             return self.shard.count(self._q.CountRequest(exact=True, filter=self._filter(where)))
 
-    def _scroll(self, batch: int, vectors: bool) -> Iterator[list[Any]]:
+    def namespaces(self) -> dict[str, int]:
+        """Points per namespace named in payloads (from the payload index; points naming none are not listed)."""
+        request = self._q.FacetRequest(NAMESPACE_KEY, limit=FACET_LIMIT, exact=True)
+        with self._guard.shared():
+            return {str(h.value): h.count for h in self.shard.facet(request).hits}
+
+    def _scroll(self, batch: int, vectors: bool, where: Conditions | None = None) -> Iterator[list[Any]]:
         """Records in id order, one batch per call into the shard (a swap may happen between batches)."""
         offset = None
         with_vector = [DENSE, SPARSE] if vectors else None
+        flt = self._filter(where)
         while True:
             with self._guard.shared():
-                records, offset = self.shard.scroll(
-                    self._q.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=with_vector))
+                records, offset = self.shard.scroll(self._q.ScrollRequest(
+                    offset=offset, limit=batch, filter=flt, with_payload=True, with_vector=with_vector))
             if records:
                 yield records
             if offset is None or not records:
                 return
 
-    def scroll(self, batch: int = 256) -> Iterator[RawHit]:
-        for records in self._scroll(batch, vectors=False):
+    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
+        for records in self._scroll(batch, vectors=False, where=where):
             for r in records:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
 
-    def scroll_points(self, batch: int = 256) -> Iterator[StoredPoint]:
+    def scroll_points(self, batch: int = 256, where: Conditions | None = None) -> Iterator[StoredPoint]:
         """Every point whole: payload, dense and sparse vectors (snapshots)."""
-        for records in self._scroll(batch, vectors=True):
+        for records in self._scroll(batch, vectors=True, where=where):
             for r in records:
                 sparse = r.vector.get(SPARSE)
                 yield StoredPoint(str(r.id), list(r.vector[DENSE]), (list(sparse.indices), list(sparse.values))
