@@ -38,6 +38,12 @@ def packed_check(script: str, payload: Any, call: str) -> str:
     return check
 
 
+def yaml_problem(exc: Exception) -> str:
+    """A YAML error in one line: what is wrong and where."""
+    mark = getattr(exc, "problem_mark", None)
+    return f"{getattr(exc, 'problem', None) or exc}" + (f" at line {mark.line + 1}" if mark is not None else "")
+
+
 def script(name: str) -> str:
     """The text of a stdlib-only check script shipped beside the suites."""
     return resources.files("mtl_graph.bench.suites").joinpath(name).read_text(encoding="utf-8")

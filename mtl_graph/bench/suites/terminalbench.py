@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from mtl_graph.bench.suites.base import REFERENCE_UNAVAILABLE_KEY, SkippedTask, Suite, SuiteError, sample
-from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, packed_check, python_reason, script
+from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, packed_check, python_reason, script, yaml_problem
 from mtl_graph.core.task import Task
 
 DOMAIN = "terminalbench"
@@ -91,12 +91,6 @@ class TaskFiles:
         if not isinstance(text, str) or not text.strip():
             raise TaskSkip(f"{TASK_FILE} has no instruction")
         return text.strip()
-
-
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """A YAML error in one line: what is wrong and where."""
-    mark = getattr(exc, "problem_mark", None)
-    return f"{getattr(exc, 'problem', None) or exc}" + (f" at line {mark.line + 1}" if mark is not None else "")
 
 
 def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
