@@ -17,6 +17,11 @@ PoolOption = Annotated[
     Optional[str],
     typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
 ]
+NamespaceOption = Annotated[
+    Optional[str],
+    typer.Option("--namespace", help="The pool's namespace: a team or project sharing the pool sees only its "
+                                     "own memories. \\[env: MTL_NAMESPACE; default: default]"),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
 
@@ -48,13 +53,14 @@ def settings() -> Any:
 
 
 @contextmanager
-def open_pool(location: str | None) -> Iterator[Any]:
-    """The pool named by --pool or MTL_POOL; known failures, opening or using it, become one-line errors."""
+def open_pool(location: str | None, namespace: str | None = None) -> Iterator[Any]:
+    """The pool named by --pool or MTL_POOL, in the namespace of --namespace or MTL_NAMESPACE; known failures,
+    opening or using it, become one-line errors."""
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.pool import MemoryPool, PoolError
 
     try:
-        pool = MemoryPool.open(location or settings().pool)
+        pool = MemoryPool.open(location or settings().pool, namespace=namespace)
     except (PoolError, EmbeddingError) as exc:
         fail(str(exc))
     try:

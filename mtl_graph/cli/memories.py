@@ -9,7 +9,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from mtl_graph.cli.app import JsonOption, PoolOption, app, console, fail, open_pool
+from mtl_graph.cli.app import JsonOption, NamespaceOption, PoolOption, app, console, fail, open_pool
 from mtl_graph.cli.tables import print_records
 from mtl_graph.memory.formats._cli import formats_option
 
@@ -50,16 +50,16 @@ def _type_of(value: str | None) -> str | None:
 
 @memories_app.command("add")
 def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line (or a directory: its *.jsonl files).")],
-                 pool: PoolOption = None) -> None:
+                 pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Add memories from a JSONL file (usage stats reset). Bad lines are reported; good lines are still added."""
-    _import(file, pool, keep_stats=False)
+    _import(file, pool, namespace, keep_stats=False)
 
 
 @memories_app.command("import")
 def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export` (or a directory: its *.jsonl files).")],
-                    pool: PoolOption = None) -> None:
+                    pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Import an exported JSONL file exactly, usage stats included."""
-    _import(file, pool, keep_stats=True)
+    _import(file, pool, namespace, keep_stats=True)
 
 
 MAX_ERROR_LINES = 20
@@ -86,9 +86,9 @@ def _jsonl_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _import(file: Path, location: str | None, keep_stats: bool) -> None:
+def _import(file: Path, location: str | None, namespace: str | None, keep_stats: bool) -> None:
     files = _jsonl_files(file)
-    with open_pool(location) as pool:
+    with open_pool(location, namespace) as pool:
         report = pool.import_jsonl(files[0], keep_stats=keep_stats)
         for more in files[1:]:  # a directory: all its files in one report
             other = pool.import_jsonl(more, keep_stats=keep_stats)
@@ -134,10 +134,10 @@ def memories_search(
     dense_only: Annotated[bool, typer.Option("--dense-only", help="Dense vectors only (no BM25 fusion).")] = False,
     include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also return memories flagged by screening.")] = False,
     json_out: JsonOption = False,
-    pool: PoolOption = None,
+    pool: PoolOption = None, namespace: NamespaceOption = None,
 ) -> None:
     """Search the pool (hybrid dense + BM25 by default) and show memories with scores."""
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         try:
             hits = opened.search(text, type=type, k=k, exclude_domains=exclude_domain or (), hybrid=not dense_only,
                                  include_flagged=include_flagged)
@@ -161,7 +161,7 @@ def memories_list(
     all_: Annotated[bool, typer.Option("--all", help="Archived memories too (hidden otherwise).")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
     json_out: JsonOption = False,
-    pool: PoolOption = None,
+    pool: PoolOption = None, namespace: NamespaceOption = None,
 ) -> None:
     """List memories in the pool with their status (archived ones only with --status archived or --all)."""
     from itertools import islice
@@ -173,7 +173,7 @@ def memories_list(
             return False
         return m.status == status if status is not None else all_ or m.status != "archived"
 
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         chosen = list(islice(filter(wanted, opened), limit))
     if json_out:
         typer.echo(json.dumps([{**m.model_dump(mode="json"), "status": m.status} for m in chosen], indent=2))
@@ -196,18 +196,18 @@ def _resolve_id(opened, prefix: str):
 
 @memories_app.command("delete")
 def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
-                    pool: PoolOption = None) -> None:
+                    pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Delete one memory."""
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         memory = _resolve_id(opened, memory_id)
         opened.delete(memory.id)
     typer.echo(f"deleted {memory.id}")
 
 
 @memories_app.command("stats")
-def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+def memories_stats(json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Counts by type, domain, outcome, screening and status; the base rate (runs shown memories that succeeded)."""
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         stats, total, rate = opened.stats(), opened.count(), opened.base_rate()
     base = {"rate": round(rate.rate, 4), "success": rate.success, "failure": rate.failure}
     if json_out:
@@ -226,9 +226,9 @@ def memories_stats(json_out: JsonOption = False, pool: PoolOption = None) -> Non
 
 @memories_app.command("export")
 def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to write.")],
-                    pool: PoolOption = None) -> None:
+                    pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Export every memory (provenance and stats included) as JSONL."""
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         try:
             n = opened.export(file)
         except OSError as exc:
@@ -237,9 +237,9 @@ def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to wri
 
 
 @memories_app.command("flagged")
-def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """List memories that write-time screening holds back from retrieval, with the reasons."""
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         held = opened.flagged()
     print_held(held, "flagged", lambda m: m.flagged, json_out)
 
@@ -257,9 +257,9 @@ def print_held(held: list[Any], what: str, reasons: Callable[[Any], list[str]], 
 
 
 @memories_app.command("screen")
-def memories_screen(json_out: JsonOption = False, pool: PoolOption = None) -> None:
+def memories_screen(json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Screen every memory in the pool again (after a rules update, or for a pool written before screening)."""
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         newly, held = opened.rescreen(), len(opened.flagged())
     if json_out:
         typer.echo(json.dumps({"newly_flagged": newly, "flagged": held}, indent=2))

@@ -10,7 +10,8 @@ import typer
 SHOWN = 20
 """Unreadable points listed in the text output."""
 
-pool_app = typer.Typer(help="Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it.",
+pool_app = typer.Typer(help="Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it, "
+                       "list its namespaces.",
                        no_args_is_help=True)
 
 
@@ -73,10 +74,25 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
 
 
 # The other `mtl pool` commands live beside what they maintain (their modules import only typer at the top).
-from mtl_graph.memory.consolidate_commands import consolidate_cmd, prune_cmd  # noqa: E402
+from mtl_graph.memory.consolidate_commands import JsonOpt, PoolOpt, consolidate_cmd, prune_cmd  # noqa: E402
 from mtl_graph.memory.snapshot_commands import diff_cmd, snapshot_app  # noqa: E402
 
 pool_app.add_typer(snapshot_app, name="snapshot")
 pool_app.command("diff")(diff_cmd)
 pool_app.command("consolidate")(consolidate_cmd)
 pool_app.command("prune")(prune_cmd)
+
+
+@pool_app.command("namespaces")
+def namespaces_cmd(pool: PoolOpt = None, json_out: JsonOpt = False) -> None:
+    """The pool's namespaces (teams or projects sharing it) with how many memories each holds."""
+    from mtl_graph.cli.app import open_pool
+
+    with open_pool(pool) as opened:
+        counts = opened.namespaces()
+    if json_out:
+        typer.echo(json.dumps(counts, indent=2))
+        return
+    width = max(len(name) for name in counts)
+    for name, count in counts.items():
+        typer.echo(f"{name:<{width}}  {count}")

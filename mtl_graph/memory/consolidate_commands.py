@@ -15,6 +15,11 @@ PoolOpt = Annotated[
     Optional[str],
     typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
 ]
+NamespaceOpt = Annotated[
+    Optional[str],
+    typer.Option("--namespace", help="The pool's namespace: a team or project sharing the pool sees only its "
+                                     "own memories. \\[env: MTL_NAMESPACE; default: default]"),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 ApplyOpt = Annotated[bool, typer.Option("--apply", help="Write the changes (without it: a dry run that changes "
                                                         "nothing).")]
@@ -42,7 +47,7 @@ def consolidate_cmd(
     apply_: ApplyOpt = False,
     model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL that writes the merged memories "
                                                                  "of the formats a model writes.")] = None,
-    pool: PoolOpt = None,
+    pool: PoolOpt = None, namespace: NamespaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Merge near-duplicate memories (per type and outcome) into one each; the originals are archived, never
@@ -67,7 +72,7 @@ def consolidate_cmd(
         except Exception as exc:  # unknown provider, missing package or key: init_chat_model's errors vary
             fail(f"cannot use model {model!r}: {exc}")
     report = None
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         with _progress("comparing memories", json_out) as tick:
             clusters = c.find_clusters(opened, kind, threshold, on_progress=tick)
         waiting = [cl for cl in clusters if c.model_written(cl.type) and chat is None]
@@ -145,7 +150,7 @@ def prune_cmd(
     min_shown: Annotated[int, typer.Option("--min-shown", help="Showings without a citation that make a memory "
                                                                "stale.")] = 20,
     apply_: ApplyOpt = False,
-    pool: PoolOpt = None,
+    pool: PoolOpt = None, namespace: NamespaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Archive stale memories (shown again and again but never cited, or clearly below the pool's success rate
@@ -155,7 +160,7 @@ def prune_cmd(
 
     if min_shown < 1:
         fail(f"--min-shown must be at least 1, not {min_shown}")
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         found = stale(opened, PruneConfig(min_shown=min_shown))
         done = prune(opened, found) if apply_ else []
     if json_out:

@@ -15,6 +15,11 @@ PoolOpt = Annotated[
     Optional[str],
     typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
 ]
+NamespaceOpt = Annotated[
+    Optional[str],
+    typer.Option("--namespace", help="The pool's namespace: a team or project sharing the pool sees only its "
+                                     "own memories. \\[env: MTL_NAMESPACE; default: default]"),
+]
 DirOpt = Annotated[
     Optional[str],
     typer.Option("--dir", help="Where the snapshots live (default: <pool directory>/snapshots; required for "
@@ -27,7 +32,7 @@ SHOWN = 20
 
 
 @snapshot_app.command("create")
-def create(name: NameArg, pool: PoolOpt = None, directory: DirOpt = None,
+def create(name: NameArg, pool: PoolOpt = None, namespace: NamespaceOpt = None, directory: DirOpt = None,
            force: Annotated[bool, typer.Option("--force", help="Replace a snapshot of that name (once the new one "
                                                                "is complete).")] = False,
            json_out: JsonOpt = False) -> None:
@@ -35,7 +40,7 @@ def create(name: NameArg, pool: PoolOpt = None, directory: DirOpt = None,
     from mtl_graph.cli.app import open_pool
     from mtl_graph.memory.snapshots import create_snapshot
 
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         info = create_snapshot(opened, name, directory, force=force)
     if json_out:
         typer.echo(json.dumps(info.to_json(), indent=2))
@@ -44,12 +49,13 @@ def create(name: NameArg, pool: PoolOpt = None, directory: DirOpt = None,
 
 
 @snapshot_app.command("list")
-def list_cmd(pool: PoolOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+def list_cmd(pool: PoolOpt = None,
+             namespace: NamespaceOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
     """The pool's snapshots, oldest first (a snapshot with an unreadable manifest is listed with its problem)."""
     from mtl_graph.cli.app import console, open_pool
     from mtl_graph.memory.snapshots import list_snapshots
 
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         found = list_snapshots(opened, directory)
     if json_out:
         typer.echo(json.dumps([i.to_json() for i in found], indent=2))
@@ -71,13 +77,14 @@ def list_cmd(pool: PoolOpt = None, directory: DirOpt = None, json_out: JsonOpt =
 
 
 @snapshot_app.command("restore")
-def restore(name: NameArg, pool: PoolOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+def restore(name: NameArg, pool: PoolOpt = None,
+            namespace: NamespaceOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
     """Give the pool back exactly snapshot NAME (memories added since are removed). The snapshot is verified
     first; the pool as it was is kept as snapshot before-restore-<time>, so a restore can be undone."""
     from mtl_graph.cli.app import open_pool
     from mtl_graph.memory.snapshots import restore_snapshot
 
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         report = restore_snapshot(opened, name, directory)
     if json_out:
         typer.echo(json.dumps(report.to_json(), indent=2))
@@ -92,12 +99,13 @@ def restore(name: NameArg, pool: PoolOpt = None, directory: DirOpt = None, json_
 
 def diff_cmd(a: Annotated[str, typer.Argument(help="A snapshot name, or `current` for the live pool.")],
              b: Annotated[str, typer.Argument(help="A snapshot name, or `current` for the live pool.")] = "current",
-             pool: PoolOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+             pool: PoolOpt = None,
+             namespace: NamespaceOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
     """What changed from A to B: memories added, removed, and changed (with the fields that differ)."""
     from mtl_graph.cli.app import open_pool
     from mtl_graph.memory.snapshots import diff, points_of
 
-    with open_pool(pool) as opened:
+    with open_pool(pool, namespace) as opened:
         result = diff(points_of(opened, a, directory), points_of(opened, b, directory))
     if json_out:
         typer.echo(json.dumps({"a": a, "b": b, **result.to_json()}, indent=2))
