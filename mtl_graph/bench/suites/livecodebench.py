@@ -61,18 +61,17 @@ _TESTS_NOTE = ("Public tests ({n}, all in `{tests}`; more tests are hidden and g
 
 def unpickle_string(data: bytes, where: str) -> str:
     """The string a pickle holds, read from its opcodes without executing it; anything else is a SuiteError."""
-    text = None
     try:
-        for op, arg, _pos in pickletools.genops(data):
-            if op.name not in _STRING_OPS:
-                raise SuiteError(f"{where}: compressed test cases hold a pickle that is not a plain string "
-                                 f"(opcode {op.name}); refusing to unpickle untrusted data")
-            if isinstance(arg, str) and op.name.endswith("UNICODE"):
-                if text is not None:
-                    raise SuiteError(f"{where}: compressed test cases hold more than one string")
-                text = arg
+        ops = list(pickletools.genops(data))
     except (ValueError, EOFError) as exc:  # genops' own errors for a truncated or malformed pickle
         raise SuiteError(f"{where}: compressed test cases are not a valid pickle ({exc})") from None
+    if bad := sorted({op.name for op, _, _ in ops} - _STRING_OPS):
+        raise SuiteError(f"{where}: compressed test cases hold a pickle that is not a plain string (opcodes "
+                         f"{', '.join(bad)}); refusing to unpickle untrusted data")
+    strings = [arg for op, arg, _ in ops if op.name.endswith("UNICODE")]
+    if len(strings) > 1:
+        raise SuiteError(f"{where}: compressed test cases hold more than one string")
+    text = strings[0] if strings else None
     if text is None:
         raise SuiteError(f"{where}: compressed test cases hold no string")
     return text
