@@ -83,13 +83,13 @@ class PoolStore(BaseStore):
 
     def __init__(self, items: ItemTable | BaseStore, *, pool: "MemoryPool | None" = None,
                  index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-                 clock: Callable[[], datetime] | None = None, embeddings: Any = None, owns_pool: bool = False
-                 ) -> None:
+                 clock: Callable[[], datetime] | None = None, embeddings: Any = None,
+                 on_close: Callable[[], None] | None = None) -> None:
         self._table = items if isinstance(items, ItemTable) else None
         self._inner = items if not isinstance(items, ItemTable) else None
         self.pool = pool
         self._view = PoolView(pool) if pool is not None else None
-        self._owns_pool = owns_pool
+        self._on_close = on_close
         self.ttl_config = ttl
         self.index_config = dict(index) if index else None
         self.embeddings = embeddings
@@ -129,13 +129,16 @@ class PoolStore(BaseStore):
                 pool.close()  # type: ignore[union-attr]
             raise
         return cls(table, pool=pool, index=index, ttl=ttl, clock=clock, embeddings=emb,  # type: ignore[arg-type]
-                   owns_pool=owns)
+                   on_close=pool.close if owns else None)  # type: ignore[union-attr]
 
     @classmethod
-    def wrapping(cls, inner: BaseStore, *, pool: "MemoryPool") -> "PoolStore":
+    def wrapping(cls, inner: BaseStore, *, pool: "MemoryPool",
+                 on_close: Callable[[], None] | None = None) -> "PoolStore":
         """Any store (e.g. langgraph-store-qdrant's QdrantStore on a Qdrant server) with the pool's memories
-        added under ("mtl", ...); its items, index and TTLs are the inner store's."""
-        store = cls(inner, pool=pool, ttl=inner.ttl_config)
+        added under ("mtl", ...); its items, index and TTLs are the inner store's. on_close: what `close` also
+        releases (the inner store's client, the pool handle)."""
+        store = cls(inner, pool=pool, ttl=inner.ttl_config, on_close=on_close)
+        store.embeddings = getattr(inner, "embeddings", None)  # merged searches rank by score when it has one
         store.supports_ttl = inner.supports_ttl
         return store
 
@@ -264,8 +267,8 @@ class PoolStore(BaseStore):
         self.stop_ttl_sweeper()
         if self._table is not None:
             self._table.close()
-        if self._owns_pool and self.pool is not None:
-            self.pool.close()
+        if self._on_close is not None:
+            self._on_close()
 
     def __enter__(self) -> "PoolStore":
         return self
