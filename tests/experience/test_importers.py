@@ -134,7 +134,8 @@ def test_directory_imports_every_file() -> None:
     loaded, errors = load_many([LOGS], domain="mixed")
     assert not [e for e in errors if "/bad/" not in e.path and not isinstance(e, NotARunError)]
     # the session logs of Claude Code, Codex, OpenHands and Aider have their own tree (tests/fixtures/agent_logs)
-    assert {item.trajectory.source_format for item in loaded} == set(FORMATS) - {"claude-code", "codex", "openhands", "aider"}
+    sessions = {"claude-code", "codex", "openhands", "openhands-eval", "aider"}
+    assert {item.trajectory.source_format for item in loaded} == set(FORMATS) - sessions
     # a bad JSONL line costs only itself: bad_line.jsonl's good first line is imported
     assert [i.trajectory.task.id for i in loaded if i.path.name == "bad_line.jsonl"] == ["fizzbuzz-cli"]
     per_file = {f.path.name: len(f.runs) for f in map(import_file, {i.path for i in loaded})}

@@ -22,10 +22,11 @@ CODEX = AGENT_LOGS / "codex" / "rollout-2025-10-02T14-10-00-0199a1b2-7c3d-7e4f-8
 CODEX_OLD = AGENT_LOGS / "codex" / "rollout-2025-05-20T08-00-00-5e6f7a8b-1111-4222-8333-944455566677.jsonl"
 OPENHANDS = AGENT_LOGS / "openhands" / "shelfapp-pagination.json"
 OPENHANDS_EVAL = AGENT_LOGS / "openhands" / "ledger__ledger-214.json"
+OPENHANDS_OUTPUT = AGENT_LOGS / "openhands" / "output.jsonl"
 AIDER = AGENT_LOGS / "aider" / ".aider.chat.history.md"
 FIXTURES = {CLAUDE: "claude-code", CODEX: "codex", CODEX_OLD: "codex", OPENHANDS: "openhands",
-            OPENHANDS_EVAL: "openhands", AIDER: "aider"}
-NEW = ("claude-code", "codex", "openhands", "aider")
+            OPENHANDS_EVAL: "openhands", OPENHANDS_OUTPUT: "openhands-eval", AIDER: "aider"}
+NEW = ("claude-code", "codex", "openhands", "openhands-eval", "aider")
 
 
 def test_claude_code_session() -> None:
@@ -107,6 +108,23 @@ def test_openhands_evaluation_record_with_pairs() -> None:
     assert run.steps[1].observation.startswith("Balance(amount=Decimal('12.50'))")
     assert run.submission.startswith("diff --git a/ledger/balance.py")  # the evaluation's patch
     assert run.verdict is not None and run.verdict.status == "pass" and run.verdict.source == "given"
+
+
+def test_openhands_evaluation_output_one_instance_per_line(tmp_path: Path) -> None:
+    result = import_file(OPENHANDS_OUTPUT)
+    assert [(t.task.id, t.source_format, t.verdict.status) for t in result.runs] == [
+        ("ledger__ledger-214", "openhands-eval", "pass"), ("shelfapp__shelfapp-7", "openhands-eval", "fail")]
+    assert result.lines == [1, 2] and [len(t.steps) for t in result.runs] == [2, 4]
+    # a bad line costs only itself; a record without a request is its line's error
+    first, second = OPENHANDS_OUTPUT.read_text().splitlines()
+    unasked = json.loads(second.replace('"source": "user"', '"source": "agent"'))
+    del unasked["instruction"]
+    log = tmp_path / "output.jsonl"
+    log.write_text("\n".join([first, '{"instance_id": "x", "history": [', json.dumps(unasked), second]) + "\n")
+    result = import_file(log)
+    assert [(e.line, e.reason.split(" (")[0]) for e in result.errors] == [(2, "malformed JSON"),
+                                                                          (3, "no message from the user")]
+    assert [t.task.id for t in result.runs] == ["ledger__ledger-214", "shelfapp__shelfapp-7"] and result.lines == [1, 4]
 
 
 def test_aider_chat_history() -> None:
@@ -259,3 +277,26 @@ def test_openhands_bad_documents_are_one_line(content: str, message: str, tmp_pa
 def test_every_new_format_is_registered_and_described() -> None:
     assert set(NEW) <= set(format_names())
     assert all(get_importer(name).summary for name in NEW)
+
+
+def test_openhands_edit_arguments_come_from_the_kept_model_response(tmp_path: Path) -> None:
+    """An edit action keeps only some of its arguments (no ``command``, no ``file_text``); the model's call, kept in
+    ``tool_call_metadata.model_response``, has them all."""
+    call = {"id": "toolu_9", "type": "function", "function": {"name": "str_replace_editor", "arguments": json.dumps(
+        {"command": "create", "path": "/workspace/hello.py", "file_text": "print('hello')\n"})}}
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Write hello.py"}},
+        {"id": 1, "source": "agent", "action": "edit",
+         "tool_call_metadata": {"function_name": "str_replace_editor", "tool_call_id": "toolu_9",
+                                "model_response": {"model": "claude-3-5-sonnet-20241022",
+                                                   "choices": [{"message": {"tool_calls": [call]}}]}},
+         "args": {"path": "/workspace/hello.py", "content": "", "start": 1, "end": -1, "thought": "Create it."}},
+        {"id": 2, "source": "agent", "cause": 1, "observation": "edit", "content": "File created.", "extras": {}},
+    ]
+    log = tmp_path / "hello.json"
+    log.write_text(json.dumps(events))
+    [run] = load_file(log)
+    [step] = run.steps
+    assert step.args == {"command": "create", "path": "/workspace/hello.py", "file_text": "print('hello')\n"}
+    assert step.action.startswith('str_replace_editor({"command": "create"') and step.observation == "File created."
+    assert run.model == "claude-3-5-sonnet-20241022" and step.reasoning == "Create it."

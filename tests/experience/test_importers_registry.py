@@ -68,8 +68,8 @@ def toy() -> Iterator[None]:
 
 
 def test_the_built_in_importers_in_detection_order() -> None:
-    assert format_names() == ("mtl-runlog", "claude-code", "codex", "openhands", "aider", "swe-agent", "mini-swe-agent",
-                              "langchain") == FORMATS
+    assert format_names() == ("mtl-runlog", "claude-code", "codex", "openhands", "openhands-eval", "aider", "swe-agent",
+                              "mini-swe-agent", "langchain") == FORMATS
     assert all(imp.summary for imp in importers())  # each is described in `mtl ingest --help`
     assert type(get_importer("swe-agent")).__name__ == "SWEAgentImporter" and get_importer("no-such-agent") is None
 
@@ -107,8 +107,8 @@ def test_after_unregister_the_format_is_gone(tmp_path: Path) -> None:
     log.write_text(json.dumps(TOY_LOG))
     assert "toy" not in format_names()
     [error] = import_file(log).errors
-    assert ("unknown log format (expected one of: mtl-runlog, claude-code, codex, openhands, aider, swe-agent, "
-            "mini-swe-agent, langchain)") in str(error)
+    assert ("unknown log format (expected one of: mtl-runlog, claude-code, codex, openhands, openhands-eval, aider, "
+            "swe-agent, mini-swe-agent, langchain)") in str(error)
     assert "unknown format 'toy'" in str(import_file(log, "toy").errors[0])
 
 

@@ -17,15 +17,17 @@ The outcome is unknown unless an evaluation record says ``resolved``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
-from mtl_graph.experience.importers.common import (TrajectoryImportError, dig, given_verdict, render_call, stem,
-                                                   text_of, usage_of)
+from mtl_graph.experience.importers.common import (FileImport, TrajectoryImportError, dig, given_verdict,
+                                                   render_call, stem, text_of, usage_of)
 from mtl_graph.experience.importers.registry import Importer, register
-from mtl_graph.experience.importers.sessions import Calls, is_prompt, session_task
+from mtl_graph.experience.importers.sessions import (Calls, LineErrors, head_records, is_prompt, json_records,
+                                                     parse_args, session_task)
 
 OPENHANDS = "openhands"
+OPENHANDS_EVAL = "openhands-eval"
 _HOLDERS = ("history", "trajectory")
 _SKIPPED = {"system", "recall", "condensation", "condensation_request", "change_agent_state", "null", "pause",
             "resume", "message", "think", "finish", "reject"}
@@ -73,6 +75,20 @@ def _exit_code(event: dict[str, Any]) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+def _called(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments the model gave the tool call, from the response kept in ``tool_call_metadata``: an edit's
+    action keeps only some of them (its ``command`` and ``file_text`` are in the call alone)."""
+    meta = event.get("tool_call_metadata")
+    choices = dig(meta, "model_response", "choices")
+    for choice in choices if isinstance(choices, list) else []:
+        calls = dig(choice, "message", "tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict) and call.get("id") == meta.get("tool_call_id"):
+                args, _ = parse_args(dig(call, "function", "arguments"))
+                return args
+    return None
+
+
 class _Stream:
     """Steps, requests and the end of the run, collected in event order."""
 
@@ -83,6 +99,7 @@ class _Stream:
         self.submission: str | None = None
         self.exit_status: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.model: Any = None
 
     def action(self, event: dict[str, Any]) -> None:
         kind, args, source = event["action"], event["args"], event.get("source")
@@ -109,7 +126,9 @@ class _Stream:
             step = Step(reasoning=thought, action=args["code"], tool="ipython", args={"code": args["code"]})
         else:
             name = str(dig(event, "tool_call_metadata", "function_name") or kind)
-            clean = {k: v for k, v in args.items() if k not in _NOISE and v not in (None, "")}
+            clean = _called(event)
+            if clean is None:  # no model response kept: the action's own fields, less the bookkeeping
+                clean = {k: v for k, v in args.items() if k not in _NOISE and v not in (None, "")}
             step = Step(reasoning=thought, action=render_call(name, clean), tool=name, args=clean)
         self.thought, self.submission = [], None
         self.calls.add(step, event.get("id"))
@@ -125,8 +144,8 @@ class _Stream:
         self.calls.resolve(event.get("cause"), text_of(event.get("content")), _exit_code(event))
 
 
-def parse_openhands(data: Any, path: Path) -> list[Trajectory]:
-    """The one run of a trajectory document."""
+def parse_openhands(data: Any, path: Path, default_id: str | None = None) -> list[Trajectory]:
+    """The one run of a trajectory document (its id: the instance's, the issue's, else default_id or the file's)."""
     events = event_list(data)
     if events is None:
         raise TrajectoryImportError(path, f"not an {OPENHANDS} trajectory (a list of events)")
@@ -135,6 +154,7 @@ def parse_openhands(data: Any, path: Path) -> list[Trajectory]:
     for event in events:
         if isinstance(event.get("llm_metrics"), dict):
             stream.usage = dig(event, "llm_metrics", "accumulated_token_usage") or stream.usage
+        stream.model = dig(event, "tool_call_metadata", "model_response", "model") or stream.model
         if "action" in event:
             stream.action(event)
         else:
@@ -147,11 +167,14 @@ def parse_openhands(data: Any, path: Path) -> list[Trajectory]:
         tokens = usage_of(stream.usage, "llm_metrics.accumulated_token_usage") if stream.usage else TokenUsage()
     except ValueError as exc:
         raise TrajectoryImportError(path, str(exc)) from None
-    model = (dig(stream.usage, "model") or dig(record, "metadata", "llm_config", "model")
+    model = (dig(stream.usage, "model") or stream.model or dig(record, "metadata", "llm_config", "model")
              or dig(record, "metadata", "model_name"))
     test_result = record.get("test_result") if isinstance(record.get("test_result"), dict) else {}
-    submission = test_result.get("git_patch") if isinstance(test_result.get("git_patch"), str) else None
-    task = session_task(str(record.get("instance_id") or stem(path)), prompts,
+    patch = test_result.get("git_patch") or record.get("git_patch")
+    submission = patch if isinstance(patch, str) and patch.strip() else None
+    issue = record.get("issue") if isinstance(record.get("issue"), dict) else {}  # the resolver's records
+    named = f"{issue.get('owner')}/{issue.get('repo')}#{issue.get('number')}" if issue.get("number") else None
+    task = session_task(str(record.get("instance_id") or named or default_id or stem(path)), prompts,
                         agent=dig(record, "metadata", "agent_class"))
     return [Trajectory(task=task, steps=stream.calls.steps, submission=submission or stream.submission,
                        model=str(model) if model else None, tokens=tokens, exit_status=stream.exit_status,
@@ -172,3 +195,42 @@ class OpenHandsImporter(Importer):
 
     def parse(self, data: Any, path: Path) -> list[Trajectory]:
         return parse_openhands(data, path)
+
+
+def is_eval_record(obj: Any) -> bool:
+    """One line of an evaluation (or resolver) ``output.jsonl``: an object holding the events of a run."""
+    return isinstance(obj, dict) and event_list(obj) is not None
+
+
+def parse_eval_lines(lines: Iterable[bytes], path: Path) -> FileImport:
+    """Every run of an evaluation ``output.jsonl`` (one instance per line), and one error per bad line."""
+    result = FileImport(path)
+    errors = LineErrors(result)
+    for n, obj in json_records(lines, errors):
+        try:
+            result.runs.extend(parse_openhands(obj, path, f"{stem(path)}:{n}"))
+        except TrajectoryImportError as exc:
+            errors.add(exc.reason, n)
+            continue
+        result.lines.append(n)
+    errors.close()
+    return result
+
+
+@register
+class OpenHandsEvalImporter(Importer):
+    """OpenHands evaluation outputs (``output.jsonl``: ``instance_id``, ``instruction``, ``history``,
+    ``metadata``, ``test_result`` per line) and resolver outputs (``issue``, ``history``, ``git_patch``,
+    ``success``); one such record saved alone is an `OpenHandsImporter` document."""
+
+    name = OPENHANDS_EVAL
+    summary = "OpenHands evaluation `output.jsonl` files"
+    order = 17
+    jsonl = True
+
+    def sniff_lines(self, lines: list[str]) -> bool:
+        objs = head_records(lines, limit=5)
+        return bool(objs) and all(is_eval_record(o) for o in objs)
+
+    def parse_lines(self, lines: Iterable[bytes], path: Path) -> FileImport:
+        return parse_eval_lines(lines, path)
