@@ -300,3 +300,17 @@ def test_openhands_edit_arguments_come_from_the_kept_model_response(tmp_path: Pa
     assert step.args == {"command": "create", "path": "/workspace/hello.py", "file_text": "print('hello')\n"}
     assert step.action.startswith('str_replace_editor({"command": "create"') and step.observation == "File created."
     assert run.model == "claude-3-5-sonnet-20241022" and step.reasoning == "Create it."
+
+
+@pytest.mark.parametrize("path", [CLAUDE, CODEX], ids=["claude-code", "codex"])
+def test_junk_lines_near_the_top_do_not_hide_the_format(path: Path, tmp_path: Path) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    log = tmp_path / path.name
+    log.write_text(lines[0] + '"a stray string"\n42\n[1]\n{"unrelated": true}\n' + "".join(lines[1:]))
+    result = import_file(log)
+    assert [(e.line, e.reason) for e in result.errors] == [(n, "expected a JSON object per line") for n in (2, 3, 4)]
+    assert [s.action for s in result.runs[0].steps] == [s.action for s in import_file(path).runs[0].steps]
+    # a log that is mostly something else is not taken for one of these for one look-alike line
+    other = tmp_path / "other.jsonl"
+    other.write_text(lines[1] + "".join(json.dumps({"n": i}) + "\n" for i in range(3)))
+    assert detect_format(other.read_text()) is None

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.experience.importers.common import FileImport, render_call, stem, text_of, usage_of
 from mtl_graph.experience.importers.registry import Importer, register
-from mtl_graph.experience.importers.sessions import (Calls, LineErrors, head_records, is_prompt, json_records,
+from mtl_graph.experience.importers.sessions import (Calls, LineErrors, head_records, mostly, is_prompt, json_records,
                                                      session_task)
 
 CLAUDE_CODE = "claude-code"
@@ -41,9 +41,8 @@ def is_claude_record(obj: Any) -> bool:
 
 
 def looks_like_claude_code(lines: list[str]) -> bool:
-    """Head lines that are JSON objects, one of them a Claude Code record."""
-    objs = head_records(lines)
-    return bool(objs) and all(isinstance(o, dict) for o in objs) and any(is_claude_record(o) for o in objs)
+    """Head lines most of which (junk lines aside) are Claude Code records."""
+    return mostly(head_records(lines), is_claude_record)
 
 
 def _result_exit(tool: str, text: str, is_error: bool) -> int | None:

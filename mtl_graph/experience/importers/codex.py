@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.experience.importers.common import FileImport, dig, render_call, stem, text_of, usage_of
 from mtl_graph.experience.importers.registry import Importer, register
-from mtl_graph.experience.importers.sessions import (Calls, LineErrors, head_records, is_prompt, json_records,
+from mtl_graph.experience.importers.sessions import (Calls, LineErrors, head_records, mostly, is_prompt, json_records,
                                                      parse_args, session_task, shell_command)
 
 CODEX = "codex"
@@ -52,9 +52,10 @@ def is_codex_record(obj: Any) -> bool:
 
 
 def looks_like_codex(lines: list[str]) -> bool:
-    """Head lines that are JSON objects, one of them a rollout line."""
+    """Head lines most of which (junk lines aside) are rollout lines, or that open with the first line of a
+    rollout from before the envelope (its other lines are bare response items)."""
     objs = head_records(lines)
-    return bool(objs) and all(isinstance(o, dict) for o in objs) and any(is_codex_record(o) for o in objs)
+    return (bool(objs) and is_codex_record(objs[0]) and "type" not in objs[0]) or mostly(objs, is_codex_record)
 
 
 def parse_output(raw: Any) -> tuple[str, int | None, float | None]:

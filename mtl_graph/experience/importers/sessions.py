@@ -12,7 +12,7 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from mtl_graph.core.task import TaskRef
 from mtl_graph.core.trajectory import Step
@@ -83,6 +83,12 @@ def head_records(lines: list[str], limit: int = 50) -> list[Any]:
         except BadJSON:
             continue
     return out
+
+
+def mostly(values: list[Any], is_record: Callable[[Any], bool]) -> bool:
+    """Whether at least half of a file's readable head values are records of a format: a session log with junk
+    lines in it is still recognised, a log of another format with one look-alike line is not."""
+    return bool(values) and 2 * sum(1 for v in values if is_record(v)) >= len(values)
 
 
 def shell_command(command: Any) -> str | None:
