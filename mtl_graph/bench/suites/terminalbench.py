@@ -212,7 +212,7 @@ def bwrap_task(task: TaskFiles, base: dict[str, Any]) -> Task:
 def docker_task(task: TaskFiles, base: dict[str, Any], why: str) -> Task:
     """A task graded in its own image; TaskSkip with both reasons when no engine is reachable."""
     if reason := docker_reason():
-        raise TaskSkip(f"needs Docker because {why}; {reason}")
+        raise TaskSkip(f"needs Docker ({why}); {reason}")
     if len(services := _services(task)) > 1:
         raise TaskSkip(f"needs docker compose: it starts {len(services)} services ({', '.join(services)}), "
                        "and only single-container tasks are graded")
@@ -242,7 +242,7 @@ def task_of(path: Path) -> Task:
     try:
         return bwrap_task(task, base)
     except TaskSkip as exc:
-        return docker_task(task, base, str(exc).removeprefix("it ").removeprefix("its "))
+        return docker_task(task, base, str(exc))
 
 
 def load(arg: str | None, limit: int | None, seed: int) -> Suite:
