@@ -32,7 +32,7 @@ def _tasks(root=CHECKOUT):
 def test_papers_load_as_one_task_per_result_and_the_rest_say_why():
     suite = load_suite(f"replicationbench:{CHECKOUT}")
     assert suite.total == 6 and [t.id for t in suite.tasks] == [OUTER, LIST]
-    assert suite.groups == {OUTER: "toy_orbits", LIST: "toy_orbits"}
+    assert {t.metadata["paper"] for t in suite.tasks} == {"toy_orbits"}
     skipped = {s.id: s.reason for s in suite.skipped}
     assert skipped["replicationbench/broken"] == "broken.json is not valid JSON (Expecting value at line 2)"
     assert skipped["replicationbench/toy_orbits/unfinished"] == "unfinished.json lacks expected_output, tolerance"

@@ -115,6 +115,16 @@ def test_a_broken_task_is_skipped_with_one_line(tmp_path, edit, reason):
     assert got.startswith(reason) and "\n" not in got
 
 
+def test_copy_of_the_whole_task_keeps_the_harness_files_out(tmp_path):
+    task_dir = _copy(tmp_path)
+    (task_dir / "Dockerfile").write_text((task_dir / "Dockerfile").read_text().replace(
+        "COPY notes.txt /app/notes.txt", "COPY . /app\nCOPY notes.txt /app"))
+    (task_dir / "extra").mkdir()
+    (task_dir / "extra" / "hint.md").write_text("count words\n")
+    task = load_suite(f"terminalbench:{task_dir}").tasks[0]
+    assert sorted(task.files) == ["extra/hint.md", "notes.txt"]
+
+
 def test_tests_missing_leave_only_docker(tmp_path):
     shutil.rmtree(_copy(tmp_path) / "tests")
     assert "no tests/ directory" in _skips(tmp_path / "tasks")["word-tally"]

@@ -176,6 +176,5 @@ def load(arg: str | None, limit: int | None, seed: int) -> Suite:
         total += max(len(files), 1)
         tasks += ok
         skipped += bad
-    picked = sample(tasks, limit, seed)
-    return Suite(spec=f"replicationbench:{arg}", name=DOMAIN, tasks=picked, skipped=skipped, total=total,
-                 groups={t.id: str(t.metadata["paper"]) for t in picked})
+    return Suite(spec=f"replicationbench:{arg}", name=DOMAIN, tasks=sample(tasks, limit, seed), skipped=skipped,
+                 total=total)

@@ -37,6 +37,8 @@ REFERENCE_SCRIPT_KEY = "reference_script"
 BASE_IMAGE = re.compile(r"^ghcr\.io/laude-institute/t-bench/(python-3-13|ubuntu-24-04)(:[\w.-]+)?$")
 DEFAULT_WORKDIR = "/app"
 TOOLS_ONLY = {"tmux", "asciinema"}
+HARNESS_FILES = {TASK_FILE, "solution.sh", "solution.yaml", "run-tests.sh", "tests", "Dockerfile",
+                 "docker-compose.yaml", "docker-compose.yml"}
 _DEFAULT_PYTEST = ["$TEST_DIR/test_outputs.py", "-rA"]
 # run-tests.sh lines that only prepare a pytest run (the template's uv bootstrap); anything else needs Docker.
 _BOILERPLATE = re.compile(
@@ -143,10 +145,14 @@ def copied_files(task: TaskFiles) -> dict[str, Path]:
             if not source.is_relative_to(task.path.resolve()) or not source.exists():
                 raise TaskSkip(f"its Dockerfile copies {src!r}, which is not a file of the task")
             if source.is_file():
-                name = rel / source.name if dest.endswith("/") or len(sources) > 1 else rel
-                files[str(name)] = source
+                into_dir = dest.endswith("/") or len(sources) > 1 or target == workdir
+                files[str(rel / source.name if into_dir else rel)] = source
             for f in sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else []:
-                files[str(rel / f.relative_to(source))] = f
+                inner = f.relative_to(source)
+                # The harness's own files stay out even under `COPY . /app`: the tests arrive after the agent.
+                if source == task.path.resolve() and inner.parts[0] in HARNESS_FILES:
+                    continue
+                files[str(rel / inner)] = f
     return files
 
 
