@@ -60,7 +60,8 @@ def test_codex_rollout() -> None:
                                                          "completed")
     assert run.task.instruction.startswith("The `total` command rounds each line")  # not <environment_context>
     assert run.task.metadata["cli_version"] == "0.44.0" and run.task.metadata["git_branch"] == "main"
-    assert [s.action for s in run.steps][:2] == ['rg -n "def total" -S invoice', "python -m pytest -q tests/test_total.py"]
+    assert [s.action for s in run.steps][:2] == ['rg -n "def total" -S invoice',
+                                                 "python -m pytest -q tests/test_total.py"]
     assert run.steps[2].tool == "apply_patch" and run.steps[2].action.startswith("*** Begin Patch\n*** Update File")
     assert (run.steps[3].action, run.steps[3].tool) == ("python -m pytest -q", "bash")  # exec_command's cmd
     # the three output spellings: JSON with metadata, "Exit code"/"Wall time" text, unified exec's header
@@ -89,7 +90,8 @@ def test_openhands_trajectory() -> None:
                                                          "finished")
     assert run.task.instruction.startswith("paginate() in shelfapp/pages.py drops the last page")
     assert [s.tool for s in run.steps] == ["bash", "bash", "str_replace_editor", "bash"]  # system, recall: no steps
-    assert run.steps[0].action == "sed -n '1,40p' shelfapp/pages.py" and run.steps[0].reasoning == "Let me read the function first."
+    assert run.steps[0].action == "sed -n '1,40p' shelfapp/pages.py"
+    assert run.steps[0].reasoning == "Let me read the function first."
     edit = run.steps[2]
     assert edit.args["command"] == "str_replace" and "security_risk" not in edit.args and "thought" not in edit.args
     assert edit.reasoning == "The page count subtracts one too many; use ceiling division."
@@ -202,7 +204,8 @@ def _with_bad_lines(path: Path, tmp_path: Path, missing: str) -> tuple[Path, int
 
 @pytest.mark.parametrize(("path", "missing", "reason"), [
     (CLAUDE, '{"type": "user", "sessionId": "s", "uuid": "u"}', "a user record without its message object"),
-    (CODEX, '{"timestamp": "2025-10-02T14:10:00Z", "type": "response_item"}', "a response_item line without its payload object"),
+    (CODEX, '{"timestamp": "2025-10-02T14:10:00Z", "type": "response_item"}',
+     "a response_item line without its payload object"),
 ], ids=["claude-code", "codex"])
 def test_bad_lines_cost_only_themselves(path: Path, missing: str, reason: str, tmp_path: Path) -> None:
     log, first_bad = _with_bad_lines(path, tmp_path, missing)
@@ -250,7 +253,8 @@ def test_empty_and_blank_files_are_one_line(name: str, tmp_path: Path) -> None:
                      "message": {"id": "m", "content": "x", "usage": {"input_tokens": "lots"}}},
      "message.usage.input_tokens is not a token count"),
     ("codex", {"type": "session_meta", "payload": {"id": "x"}}, "no request from the user in the rollout"),
-    ("codex", {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {"input_tokens": True}}}},
+    ("codex", {"type": "event_msg",
+               "payload": {"type": "token_count", "info": {"total_token_usage": {"input_tokens": True}}}},
      "total_token_usage.input_tokens is not a token count"),
 ], ids=["claude-no-request", "claude-bad-usage", "codex-no-request", "codex-bad-usage"])
 def test_records_missing_what_a_run_needs(fmt: str, content: dict, message: str, tmp_path: Path) -> None:

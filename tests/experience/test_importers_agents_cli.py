@@ -41,7 +41,8 @@ def ingest(*args: object):
 def test_ingest_picks_the_format_from_the_content(path: Path, fmt: str, runs: int) -> None:
     result = ingest(path, "--dry-run")
     assert result.exit_code == 0, result.output
-    assert re.search(rf"planned\s*│\s*{runs}\b", result.output) and re.search(r"bad files or lines\s*│\s*0", result.output)
+    assert re.search(rf"planned\s*│\s*{runs}\b", result.output)
+    assert re.search(r"bad files or lines\s*│\s*0", result.output)
     forced = ingest(path, "--format", fmt, "--dry-run")
     assert forced.exit_code == 0 and re.search(rf"planned\s*│\s*{runs}\b", forced.output), forced.output
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from mtl_graph.core.task import TaskRef
 from mtl_graph.core.trajectory import Step
 from mtl_graph.experience.importers.common import BadJSON, BadRecordError, FileImport, parse_json
 from mtl_graph.experience.importers.runlog import MAX_LISTED_LINES
+from mtl_graph.experience.importers.task_text import task_text
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024
 """A line longer than this is reported, not parsed: no agent writes a record that size, a corrupt file might."""
-_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh", "pwsh", "powershell"}
+_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh", "pwsh",
+           "powershell"}
 
 
 class LineErrors:
@@ -39,7 +40,8 @@ class LineErrors:
     def close(self) -> None:
         if self.unlisted:
             last = self.result.errors[-1].line
-            self.result.errors.append(BadRecordError(self.result.path, f"{self.unlisted} more bad lines after line {last}"))
+            more = f"{self.unlisted} more bad lines after line {last}"
+            self.result.errors.append(BadRecordError(self.result.path, more))
 
 
 def numbered_lines(lines: Iterable[bytes], errors: LineErrors, *,
@@ -158,8 +160,6 @@ def is_prompt(text: str) -> bool:
 def session_task(task_id: str, prompts: list[str], **metadata: Any) -> TaskRef:
     """The task of a session: its first request; later requests (a session is a conversation) and what the log
     says about where it ran are kept in the metadata."""
-    from mtl_graph.experience.importers.task_text import task_text
-
     meta = {k: v for k, v in metadata.items() if v not in (None, "", [], {})}
     if len(prompts) > 1:
         meta["follow_ups"] = prompts[1:]
