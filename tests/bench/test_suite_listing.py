@@ -50,8 +50,8 @@ def test_a_bad_path_is_one_error_line(cli, tmp_path, spec, message):
 
 
 def test_an_eval_over_every_new_suite_reports_runs_and_skips(cli, tmp_path):
-    specs = ",".join([f"livecodebench:{FIXTURES / 'livecodebench'}", f"replicationbench:{FIXTURES / 'replicationbench'}",
-                      f"mlgym:{FIXTURES / 'mlgym'}"])
+    specs = ",".join([f"livecodebench:{FIXTURES / 'livecodebench'}",
+                      f"replicationbench:{FIXTURES / 'replicationbench'}", f"mlgym:{FIXTURES / 'mlgym'}"])
     result = cli("eval", "--suites", specs, "--agent", "noop", "--formats", "none", "--out", tmp_path / "o",
                  "--no-progress", "--sandbox", "local")
     assert result.exit_code == 0, result.output

@@ -29,7 +29,8 @@ SOLUTIONS = {
 }
 WRONG = {"livecodebench/mtl001": "print(3)\n",  # passes the public test only
          # Passes the public test; forgets that k may exceed the length.
-         "livecodebench/mtl002": "class Solution:\n    def rotateLeft(self, nums, k):\n        return nums[k:] + nums[:k]\n"}
+         "livecodebench/mtl002": "class Solution:\n    def rotateLeft(self, nums, k):\n"
+                                 "        return nums[k:] + nums[:k]\n"}
 
 
 def _compressed(value) -> str:

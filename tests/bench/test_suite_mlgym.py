@@ -63,7 +63,8 @@ def _copy(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("edit, task_id, reason", [
-    (lambda r: (r / "data/patternPennies/partner.py").unlink(), "patternPennies", "data/patternPennies/partner.py is missing"),
+    (lambda r: (r / "data/patternPennies/partner.py").unlink(), "patternPennies",
+     "data/patternPennies/partner.py is missing"),
     (lambda r: (r / "configs/datasets/dailyCounts.yaml").write_text("name: d\ndata_path: org/repo\n"), "meanForecast",
      "needs dataset d fetched from org/repo (not local)"),
     (lambda r: (r / "configs/datasets/dailyCounts.yaml").unlink(), "meanForecast",

@@ -69,7 +69,8 @@ def _grade(task, tmp_path, solve: bool) -> bool:
             assert sandbox.run(task.metadata[REFERENCE_SCRIPT_KEY]).exit_code == 0
         finally:
             sandbox.close()
-    verdict = run_check(task, workspace, lambda room: make_sandbox("bwrap", room, SandboxConfig(bwrap_persistent=False)))
+    verdict = run_check(task, workspace,
+                        lambda room: make_sandbox("bwrap", room, SandboxConfig(bwrap_persistent=False)))
     return verdict.status == VerdictStatus.PASS
 
 

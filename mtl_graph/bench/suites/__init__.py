@@ -81,5 +81,5 @@ def load_suite(spec: str, limit: int | None = None, seed: int = 42) -> Suite:
     return SUITES[name](arg, limit, seed)
 
 
-__all__ = ["REFERENCE_KEY", "SUITES", "SUITE_INFO", "SkippedTask", "Suite", "SuiteError", "filter_languages", "load_suite",
-           "normalize_spec", "parse_spec", "sample"]
+__all__ = ["REFERENCE_KEY", "SUITES", "SUITE_INFO", "SkippedTask", "Suite", "SuiteError", "filter_languages",
+           "load_suite", "normalize_spec", "parse_spec", "sample"]
