@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -86,6 +88,31 @@ def test_with_an_engine_a_custom_image_is_graded_in_docker(monkeypatch):
     suite = load_suite(f"terminalbench:{TASKS}")
     task = next(t for t in suite.tasks if t.id == "terminalbench/needs-service")
     assert task.metadata["mode"] == "docker" and "docker(" in task.check and str(TASKS / "needs-service") in task.check
+
+
+# A stand-in for the docker client (no engine here): it logs each call; the test step prints a pytest summary.
+FAKE_DOCKER = """#!/bin/sh
+echo "$*" >> "$FAKE_DOCKER_LOG"
+case "$1 $*" in exec*pytest*|exec*run-tests.sh*) echo "1 passed"; exit "$FAKE_TEST_EXIT";; esac
+"""
+
+
+@pytest.mark.parametrize("test_exit", [0, 1])
+def test_the_docker_check_builds_copies_runs_the_tests_and_cleans_up(monkeypatch, tmp_path, test_exit):
+    monkeypatch.setattr(terminalbench, "docker_reason", lambda: None)
+    task = next(t for t in load_suite(f"terminalbench:{TASKS}").tasks if t.id == "terminalbench/needs-service")
+    bin_dir, room, log = tmp_path / "bin", tmp_path / "room", tmp_path / "docker.log"
+    bin_dir.mkdir(), room.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_DOCKER_LOG": str(log),
+           "FAKE_TEST_EXIT": str(test_exit)}
+    proc = subprocess.run(["bash", "-c", task.check], cwd=room, env=env, capture_output=True, text=True)
+    assert proc.returncode == test_exit and "1 passed" in proc.stdout
+    calls = [line.split()[:2] for line in log.read_text().splitlines()]
+    assert calls == [["build", "-q"], ["run", "-d"], ["exec", calls[2][1]], ["cp", "./."], ["cp", calls[4][1]],
+                     ["exec", "-e"], ["rm", "-f"]]
+    assert f"{TASKS / 'needs-service'}/tests/." in log.read_text() and "-w /app" in log.read_text()
 
 
 @pytest.mark.parametrize("edit, reason", [

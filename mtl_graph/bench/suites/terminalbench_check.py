@@ -44,7 +44,8 @@ def docker(task_dir, dockerfile, workdir, timeout):
     tag = "mtl-tbench-%s" % os.path.basename(os.path.normpath(task_dir)).lower()
     name = "mtl-tbench-%s" % uuid.uuid4().hex[:12]
     _docker("build", "-q", "-t", tag, "-f", os.path.join(task_dir, dockerfile), task_dir, timeout=3600)
-    _docker("run", "-d", "--name", name, "--network", "none", tag, "sleep", "infinity")
+    # Default network, as Terminal-Bench runs tests: its run-tests.sh installs pytest (uv) when the tests start.
+    _docker("run", "-d", "--name", name, tag, "sleep", "infinity")
     try:
         _docker("exec", name, "mkdir", "-p", workdir, "/tests")
         _docker("cp", "./.", "%s:%s" % (name, workdir))
