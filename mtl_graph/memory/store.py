@@ -327,12 +327,14 @@ class _TableBatch:
 
     def _search(self, op: SearchOp, vector: list[float] | None) -> list[SearchItem]:
         prefix, n = op.namespace_prefix, len(op.namespace_prefix)
-        found = sorted((r for r in self.table.rows.values()
-                        if r.namespace[:n] == prefix and self._visible(r) and matches(r.value, op.filter)),
+        under = [r for r in self.table.rows.values() if r.namespace[:n] == prefix]
+        found = sorted((r for r in under if self._visible(r) and matches(r.value, op.filter)),
                        key=lambda r: r.seq, reverse=True)
         ranked: list[tuple[float | None, Row]]
         if vector is not None:
-            scored = self.table.nearest(vector, [r for r in found if r.vector_ids], op.offset + op.limit)
+            # nothing under the prefix filtered out: the engine filters by namespace, not by a list of ids
+            whole = prefix if len(found) == len(under) else None
+            scored = self.table.nearest(vector, [r for r in found if r.vector_ids], op.offset + op.limit, whole)
             # items without an embedded text rank after every scored one, as InMemoryStore appends them
             ranked = [*scored, *((None, r) for r in found if not r.vector_ids)]
         else:

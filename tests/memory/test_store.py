@@ -219,3 +219,10 @@ def test_bad_locations_and_configs_are_refused(tmp_path, pool):
     (tmp_path / "s" / "store.json").write_text(json.dumps(meta))
     with PoolStore.open(tmp_path / "s", index={"fields": ["text"]}) as again:
         assert again.list_namespaces() == []
+
+
+def test_the_store_filters_on_fields_the_engines_index():
+    from mtl_graph.memory.storage import INDEXED_FIELDS
+    from mtl_graph.memory.store_items import KIND, PREFIXES
+
+    assert {KIND, PREFIXES} <= set(INDEXED_FIELDS)  # else Qdrant Edge scans every payload per search
