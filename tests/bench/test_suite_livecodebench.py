@@ -33,8 +33,8 @@ WRONG = {"livecodebench/mtl001": "print(3)\n",  # passes the public test only
                                  "        return nums[k:] + nums[:k]\n"}
 
 
-def _compressed(value) -> str:
-    return base64.b64encode(zlib.compress(pickle.dumps(value))).decode()
+def _compressed(value, protocol=None) -> str:
+    return base64.b64encode(zlib.compress(pickle.dumps(value, protocol=protocol))).decode()
 
 
 def _with_solution(task, source: str):
@@ -78,9 +78,10 @@ def test_the_oracle_says_there_is_no_reference():
     assert "releases no reference solutions" in outcome.error
 
 
-def test_compressed_private_tests_are_read_without_unpickling():
-    cases = [{"input": "1\n", "output": "2\n", "testtype": "stdin"}]
-    assert decode_cases(_compressed(json.dumps(cases)), "private_test_cases", "here") == cases
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_compressed_private_tests_are_read_without_unpickling(protocol):
+    cases = [{"input": "1\n" * 40_000, "output": "é\n", "testtype": "stdin"}]
+    assert decode_cases(_compressed(json.dumps(cases), protocol), "private_test_cases", "here") == cases
 
 
 def test_a_pickle_that_would_run_code_is_refused(tmp_path):
