@@ -1,7 +1,8 @@
 """The check of a ReplicationBench task: the answer in submission.json against the expected output ± tolerance.
 
 Stdlib only; the suite appends ``main(TASK_ID, PAYLOAD)`` with ``PAYLOAD = {"expected", "tolerance"}``. Numbers
-match within their tolerance, lists and tuples element by element, dicts key by key.
+match within their (absolute) tolerance, lists and tuples element by element, dicts key by key; a single tolerance
+applies to every element, as in the benchmark's own scorer.
 """
 
 import ast
@@ -22,8 +23,10 @@ def within(got, want, tol):
         return (isinstance(got, (list, tuple)) and len(got) == len(want) and len(tols) == len(want)
                 and all(within(g, w, t) for g, w, t in zip(got, want, tols)))
     if isinstance(want, dict):
-        tols = tol if isinstance(tol, dict) else {}
-        return isinstance(got, dict) and all(k in got and within(got[k], w, tols.get(k, 0.0)) for k, w in want.items())
+        def key_tol(k):
+            return tol.get(k, 0.0) if isinstance(tol, dict) else tol
+
+        return isinstance(got, dict) and all(k in got and within(got[k], w, key_tol(k)) for k, w in want.items())
     return got == want
 
 
