@@ -318,3 +318,22 @@ def test_junk_lines_near_the_top_do_not_hide_the_format(path: Path, tmp_path: Pa
     other = tmp_path / "other.jsonl"
     other.write_text(lines[1] + "".join(json.dumps({"n": i}) + "\n" for i in range(3)))
     assert detect_format(other.read_text()) is None
+
+
+def test_files_with_no_conversation_are_skipped_not_failed(tmp_path: Path) -> None:
+    summaries = tmp_path / "old-session.jsonl"  # older Claude Code clients wrote files of summary lines only
+    summaries.write_text(json.dumps({"type": "summary", "summary": "Slug fix", "leafUuid": "u1"}) + "\n")
+    history = tmp_path / ".aider.chat.history.md"
+    history.write_text("\n# aider chat started at 2025-03-12 09:40:00\n\n> Aider v0.78.0  \n\n#### /exit  \n")
+    for log, fmt in ((summaries, "claude-code"), (history, "aider")):
+        result = import_file(log)
+        assert not result.runs and not result.errors and result.skipped is not None, fmt
+        assert str(result.skipped).startswith(f"{log}: not a run")
+
+
+def test_a_sub_agent_file_is_a_run_on_the_delegated_task(tmp_path: Path) -> None:
+    records = [json.loads(line) for line in CLAUDE.read_text().splitlines()]
+    log = tmp_path / "agent-3f2a9c1d.jsonl"
+    log.write_text("".join(json.dumps({**r, "isSidechain": True}) + "\n" for r in records if r["type"] != "summary"))
+    [run] = load_file(log)
+    assert run.task.instruction == load_file(CLAUDE)[0].task.instruction and len(run.steps) == 7

@@ -13,7 +13,8 @@ history (aider notes only "Added N lines of output to the chat"), so an observat
 has. The reply text before a step is its reasoning, the last reply the submission; the first request is the
 task, later ones ``follow_ups``; the model is the banner's ``Main model``; the outcome is unknown.
 
-The history is read line by line (the registry's line-streamed mode): a line that is not UTF-8 costs itself.
+The history is read line by line (the registry's line-streamed mode): a line that is not UTF-8 costs itself. A
+history whose sessions were all opened and closed without a request holds no run and is skipped as such.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
-from mtl_graph.experience.importers.common import FileImport
+from mtl_graph.experience.importers.common import FileImport, NotARunError
 from mtl_graph.experience.importers.registry import Importer, register
 from mtl_graph.experience.importers.sessions import LineErrors, is_prompt, numbered_lines, session_task
 
@@ -161,6 +162,9 @@ def parse_aider(lines: Iterable[bytes], path: Path) -> FileImport:
             session.feed(text)
     close()
     errors.close()
+    if not result.runs and not result.errors and session is not None:
+        raise NotARunError(path, "not a run: no session of the chat history holds a request (aider was opened and "
+                                 "closed)")
     return result
 
 

@@ -7,10 +7,12 @@ and queue records) carry nothing to learn from and are passed over. The streamin
 content block of a reply, all with the same ``message.id`` and usage, so usage is counted once per message.
 
 Each ``tool_use`` is a step: a ``Bash`` call's action is its command, other tools are ``Name({json input})``;
-its ``tool_result`` (matched by ``tool_use_id``) is the observation. Sub-agent (``isSidechain``) records add
-their steps but never the task, which is the first request a person typed (not a slash-command echo, a caveat
-or an interruption note); later requests go to ``task.metadata["follow_ups"]``. The session id is the task id;
-the outcome is unknown (the log holds no verdict).
+its ``tool_result`` (matched by ``tool_use_id``) is the observation. The task is the first request a person
+typed (not a slash-command echo, a caveat or an interruption note); later requests go to
+``task.metadata["follow_ups"]``. Sub-agent (``isSidechain``) records add their steps, and give the task only in a
+sub-agent's own file (``agent-*.jsonl``, every record a sidechain). The session id is the task id;
+the outcome is unknown (the log holds no verdict). A file with no conversation at all (only summary or snapshot
+lines, which older clients wrote) is not a run and is skipped as such.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
-from mtl_graph.experience.importers.common import FileImport, render_call, stem, text_of, usage_of
+from mtl_graph.experience.importers.common import FileImport, NotARunError, render_call, stem, text_of, usage_of
 from mtl_graph.experience.importers.registry import Importer, register
 from mtl_graph.experience.importers.sessions import (Calls, LineErrors, head_records, mostly, is_prompt, json_records,
                                                      session_task)
@@ -59,6 +61,7 @@ class _Session:
         self.calls = Calls()
         self.tools: dict[str, str] = {}
         self.prompts: list[str] = []
+        self.delegated: list[str] = []
         self.usage: dict[str, TokenUsage] = {}
         self.model: str | None = None
         self.submission: str | None = None
@@ -83,9 +86,9 @@ class _Session:
             elif block.get("type") == "text":
                 texts.append(str(block.get("text") or ""))
         text = "\n".join(t for t in texts if t).strip()
-        if text and is_prompt(text) and not obj.get("isSidechain") and not obj.get("isMeta") \
-                and not obj.get("isCompactSummary"):
-            self.prompts.append(text)
+        if text and is_prompt(text) and not obj.get("isMeta") and not obj.get("isCompactSummary"):
+            # a sub-agent's prompt is its task only in a file of its own (agent-*.jsonl: every record a sidechain)
+            (self.delegated if obj.get("isSidechain") else self.prompts).append(text)
             self.thought = []  # a reply the user answered is no step's reasoning
 
     def assistant(self, message: dict[str, Any], n: int) -> None:
@@ -145,23 +148,27 @@ def parse_claude_code(lines: Iterable[bytes], path: Path) -> FileImport:
     result = FileImport(path)
     errors = LineErrors(result)
     session = _Session()
-    first = None
+    first, read, ours = None, False, False
     for n, obj in json_records(lines, errors):
+        read, ours = True, ours or is_claude_record(obj) or obj.get("type") == "file-history-snapshot"
         try:
             session.record(obj, n)
         except ValueError as exc:  # a missing message, or a token count that is not one
             errors.add(str(exc), n)
             continue
         first = first or (n if obj.get("type") in _RECORD_KINDS else None)
-    if not session.prompts:
-        if first is not None or not result.errors:
+    prompts = session.prompts or session.delegated
+    if not prompts:
+        if first is None and ours and not result.errors:
+            raise NotARunError(path, "not a run: a Claude Code file with no conversation (summary or snapshot lines)")
+        if read:
             errors.add("no request from the user in the session (no task to learn from)", first or 1)
         errors.close()
         return result
     errors.close()
     meta = session.meta
     tokens = sum(session.usage.values(), TokenUsage())
-    task = session_task(str(meta.pop("sessionId", None) or stem(path)), session.prompts, **meta)
+    task = session_task(str(meta.pop("sessionId", None) or stem(path)), prompts, **meta)
     result.runs.append(Trajectory(task=task, steps=session.calls.steps, submission=session.submission,
                                   model=session.model, tokens=tokens))
     result.lines.append(first or 1)
