@@ -54,6 +54,8 @@ class PipelineKnobs(BaseModel):
     """Never retrieve memories whose source domain is one of these."""
     hold_one_out: bool = False
     """Also exclude memories from the task's own domain (the research protocol's cross-domain setting)."""
+    same_domain: bool = False
+    """Retrieve only memories from the task's own domain (the same-domain baselines: ReasoningBank, AWM)."""
     exclude_task_ids: Annotated[list[str], Flags(("--exclude-task-id",))] = Field(default_factory=list)
     """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
     only_ids: Annotated[Optional[list[str]], Flags(("--only-id",))] = None

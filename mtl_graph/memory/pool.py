@@ -85,12 +85,14 @@ def _memory_of(hit: RawHit) -> Memory:
 
 def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | None, exclude_domains: Iterable[str],
                        exclude_task_ids: Iterable[str], only_ids: Iterable[str] | None,
-                       include_flagged: bool, include_quarantined: bool = True) -> Conditions:
+                       include_flagged: bool, include_quarantined: bool = True,
+                       domain: str | None = None) -> Conditions:
     """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening and the
-    lifecycle's statuses (archived memories are never retrieved; quarantined ones not with the lifecycle on)."""
+    lifecycle's statuses (archived memories are never retrieved; quarantined ones not with the lifecycle on);
+    `domain`: only memories with a source in that domain (same-domain retrieval)."""
     equals = {name: str(value) for name, value in
-              (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value))
-              if value}
+              (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value),
+               ("domains", domain)) if value}
     excludes = {"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)}
     if not include_flagged:  # "must not be flagged": points written before screening existed still match
         excludes["flagged"] = ["true"]
@@ -381,16 +383,18 @@ class MemoryPool(LifecycleOps, PoolFiles):
                exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
                outcome: Outcome | str | None = None, hybrid: bool = True,
                min_score: float | None = None, only_ids: Iterable[str] | None = None,
-               include_flagged: bool = False, include_quarantined: bool = True) -> list[SearchHit]:
+               include_flagged: bool = False, include_quarantined: bool = True,
+               domain: str | None = None) -> list[SearchHit]:
         """Top-k memories for a query. Hybrid: dense + BM25, BM25 weighing in for identifiers (memory/search.py).
 
         exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
-        the same-task contamination guard); min_score is a floor on cosine similarity; only_ids restricts the
+        the same-task contamination guard); domain keeps only memories with a source in it; min_score is a floor on cosine similarity; only_ids restricts the
         search to a subset of the pool (e.g. a seeded fraction for scaling experiments); memories flagged by
         write-time screening are left out unless include_flagged."""
         ranked = self._ranked(query, type, k, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
                               outcome=outcome, hybrid=hybrid, min_score=min_score, only_ids=only_ids,
-                              include_flagged=include_flagged, include_quarantined=include_quarantined)
+                              include_flagged=include_flagged, include_quarantined=include_quarantined,
+                              domain=domain)
         return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
     def _ranked(self, query: str, type: MemoryType | str | None, k: int, *, hybrid: bool = True,
@@ -402,7 +406,8 @@ class MemoryPool(LifecycleOps, PoolFiles):
             return []
         where = _search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
                                    filters.get("exclude_task_ids", ()), filters.get("only_ids"),
-                                   filters.get("include_flagged", False), include_quarantined)
+                                   filters.get("include_flagged", False), include_quarantined,
+                                   filters.get("domain"))
         dense = self.query_vector(query)
         sparse = self._sparse(query, query=True) if hybrid else None
         return ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query)
@@ -411,7 +416,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
         """The filter `search` would use for these arguments, quarantined memories left out."""
         return _search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
                                   filters.get("exclude_task_ids", ()), filters.get("only_ids"),
-                                  filters.get("include_flagged", False), False)
+                                  filters.get("include_flagged", False), False, filters.get("domain"))
 
     _memory_of = staticmethod(_memory_of)
     _payload = staticmethod(_payload)

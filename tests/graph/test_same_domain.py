@@ -1,0 +1,48 @@
+"""Same-domain retrieval (`same_domain`): only memories with a source in the task's own domain are found, on
+both engines, and the run's filters carry it (the refresh and the lifecycle's floor share them)."""
+
+import pytest
+
+from mtl_graph.core.task import Task
+from mtl_graph.graph.context import MTLConfig
+from mtl_graph.graph.refresh import exclusions
+from mtl_graph.memory.lifecycle import LifecycleConfig
+from mtl_graph.memory.models import InsightMemory, Provenance
+
+LESSON = "Rerun the check after the last edit"
+
+
+def _memory(domain: str, n: int) -> InsightMemory:
+    return InsightMemory(title=f"{LESSON} ({domain} {n})", description="When a fix may hide a second problem.",
+                         content="Run the check command after your final edit and read its output.",
+                         sources=[Provenance(domain=domain, source_task_id=f"{domain}-{n}")])
+
+
+@pytest.mark.parametrize("engine", ["edge", "client"])
+def test_same_domain_keeps_only_the_tasks_own_domain(tmp_path, embeddings, engine):
+    from mtl_graph.memory.pool import MemoryPool
+
+    pool = MemoryPool.open(tmp_path / engine, embeddings, engine=engine)
+    try:
+        pool.add_many([_memory(d, n) for d in ("python", "sql", "rust") for n in range(2)])
+        task = Task(id="t-1", domain="sql", instruction="Fix the query so the check passes.")
+        both = exclusions(task, MTLConfig(same_domain=True))
+        assert both["domain"] == "sql" and exclusions(task, MTLConfig())["domain"] is None
+        hits = pool.search(LESSON, type="insight", k=6, **both)
+        assert len(hits) == 2 and {d for h in hits for d in h.memory.domains} == {"sql"}
+        assert len(pool.search(LESSON, type="insight", k=6, **exclusions(task, MTLConfig()))) == 6
+        ranked = pool.retrieve(LESSON, type="insight", k=6, lifecycle=LifecycleConfig(relevance_floor=-1.0),
+                               **both)
+        assert {d for h in ranked.hits for d in h.memory.domains} == {"sql"}
+        assert pool.search(LESSON, type="insight", k=6, domain="go") == []  # a domain with no memory: none
+    finally:
+        pool.close()
+
+
+def test_same_domain_is_a_run_setting_with_one_line_errors():
+    from mtl_graph.run_settings import SettingsError
+    from mtl_graph.graph.context import MTLContext
+
+    assert MTLContext(same_domain=True).same_domain is True
+    with pytest.raises(SettingsError, match=r"^run context: invalid same_domain 'maybe'"):
+        MTLContext(same_domain="maybe")
