@@ -337,3 +337,19 @@ def test_a_sub_agent_file_is_a_run_on_the_delegated_task(tmp_path: Path) -> None
     log.write_text("".join(json.dumps({**r, "isSidechain": True}) + "\n" for r in records if r["type"] != "summary"))
     [run] = load_file(log)
     assert run.task.instruction == load_file(CLAUDE)[0].task.instruction and len(run.steps) == 7
+
+
+def test_a_session_opening_with_the_clients_own_lines_is_still_claude_code(tmp_path: Path) -> None:
+    """Newer clients write progress, queue and snapshot lines beside the conversation, many at a time."""
+    lines = CLAUDE.read_text().splitlines(keepends=True)
+    noise = [json.dumps({"type": kind, "sessionId": "5b0c2f4e", "timestamp": "2025-07-14T09:00:00Z",
+                         "data": {"n": i}}) + "\n" for i, kind in enumerate(["progress", "queue-operation"] * 40)]
+    noise.append(json.dumps({"type": "file-history-snapshot", "messageId": "m", "snapshot": {}}) + "\n")
+    log = tmp_path / CLAUDE.name
+    log.write_text("".join(noise) + "".join(lines))
+    assert detect_format(log.read_text()) == "claude-code"
+    [run] = import_file(log).runs
+    assert [s.action for s in run.steps] == [s.action for s in load_file(CLAUDE)[0].steps]
+    only = tmp_path / "snapshots.jsonl"
+    only.write_text("".join(noise[-1:]) * 3)
+    assert import_file(only).skipped is not None  # the client's lines alone: no conversation, not a run

@@ -42,9 +42,17 @@ def is_claude_record(obj: Any) -> bool:
     return obj.get("type") == "summary" and "leafUuid" in obj
 
 
+def is_claude_line(obj: Any) -> bool:
+    """A record of the conversation, or one of the client's own lines beside it (``system``, ``progress``,
+    ``queue-operation``, ``last-prompt``, ``file-history-snapshot``, ...): typed, and naming its session or snapshot."""
+    return is_claude_record(obj) or (isinstance(obj, dict) and isinstance(obj.get("type"), str) and (
+        "sessionId" in obj or (obj["type"] == "file-history-snapshot" and "snapshot" in obj)))
+
+
 def looks_like_claude_code(lines: list[str]) -> bool:
-    """Head lines most of which (junk lines aside) are Claude Code records."""
-    return mostly(head_records(lines), is_claude_record)
+    """Head lines most of which (junk lines aside) are Claude Code lines: a session that opens with many
+    progress or snapshot lines is still one."""
+    return mostly(head_records(lines), is_claude_line)
 
 
 def _result_exit(tool: str, text: str, is_error: bool) -> int | None:
@@ -150,7 +158,7 @@ def parse_claude_code(lines: Iterable[bytes], path: Path) -> FileImport:
     session = _Session()
     first, read, ours = None, False, False
     for n, obj in json_records(lines, errors):
-        read, ours = True, ours or is_claude_record(obj) or obj.get("type") == "file-history-snapshot"
+        read, ours = True, ours or is_claude_line(obj)
         try:
             session.record(obj, n)
         except ValueError as exc:  # a missing message, or a token count that is not one
