@@ -73,7 +73,7 @@ def parse_output(raw: Any) -> tuple[str, int | None, float | None]:
                 float(secs) if isinstance(secs, (int, float)) else None)
     head, sep, body = text.partition("\nOutput:\n")
     if not sep and text.startswith("Output:\n"):
-        head, sep, body = "", "x", text[len("Output:\n"):]
+        head, sep, body = "", "Output:\n", text[len("Output:\n"):]
     found = [_HEADER.match(line) for line in head.splitlines()] if sep else []
     if not sep or not all(found):
         return text, None, None  # plain output (or a header this reader does not know: kept whole)

@@ -187,7 +187,7 @@ class OpenHandsImporter(Importer):
     shares (SWE-agent steps have no ``args`` / ``extras``)."""
 
     name = OPENHANDS
-    summary = "OpenHands trajectory `.json` files (event streams)"
+    summary = "OpenHands trajectory `.json` event streams"
     order = 16
 
     def sniff(self, data: Any) -> bool:
