@@ -211,7 +211,9 @@ class ModelDistiller(Distiller):
             raise DistillError(f"leaks task specifics after a retry: {', '.join(leaks['final'][:12])}",
                                attempts=result.attempts, usage=result.usage)
         try:
-            memory = self.format.memory(outcome=outcome, sources=[provenance], **result.value.model_dump())
+            from_run = self.format.from_run(trajectory) if self.format.from_run else {}
+            memory = self.format.memory(outcome=outcome, sources=[provenance], **result.value.model_dump(),
+                                        **from_run)
         except ValidationError as exc:
             raise DistillError(f"invalid {name} memory: {describe_validation_error(exc)}",
                                attempts=result.attempts, usage=result.usage) from None

@@ -127,8 +127,9 @@ class MTLNodes:
         update["task"] = task.model_dump(mode="json")
         cfg = self.settings(runtime)
         if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0:  # no plan: the task text is the query
-            events.emit("plan", query=task.instruction)
-            return {**update, "query": task.instruction}
+            query = formats.query_for(cfg.memory_type, task.instruction)  # (behind the format's prefix, if any)
+            events.emit("plan", query=query)
+            return {**update, "query": query}
         try:
             reply = self.model_for(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
             plan = reply.content if isinstance(reply.content, str) else ""

@@ -21,7 +21,9 @@ from mtl_graph.memory.formats import FormatError, MemoryFormat, registered
 from mtl_graph.memory.models import (MEMORY_CLASSES, InsightMemory, MemoryBase, MemoryType, Outcome, Text,
                                      memory_type_of, parse_memory)
 
-BUILT_IN = ["trajectory", "workflow", "summary", "insight"]
+PAPER = ["trajectory", "workflow", "summary", "insight"]
+BUILT_IN = [*PAPER, "reasoningbank"]
+"""The paper's four formats (MemoryType's members), then the baselines'."""
 TIP = "Rerun the exact failing command after every edit, so each change is checked against the same evidence."
 runner = CliRunner()
 
@@ -61,13 +63,14 @@ def run_of(status: VerdictStatus = VerdictStatus.PASS) -> Trajectory:
 
 
 def test_the_built_in_formats_are_discovered_one_module_each() -> None:
-    assert formats.names() == BUILT_IN == [t.value for t in MemoryType]
+    assert formats.names() == BUILT_IN and [t.value for t in MemoryType] == PAPER
     assert formats.help_names() == sorted(BUILT_IN)  # the help's names, read without importing a format module
     for fmt in formats.all_formats():
         assert fmt.memory.__module__ == f"mtl_graph.memory.formats.{fmt.name}"
         assert MEMORY_CLASSES[fmt.name] is fmt.memory and fmt.name in DISTILLERS
     assert [f.name for f in formats.all_formats() if not f.needs_model] == ["trajectory"]
-    assert [name for name in [*BUILT_IN, "none"] if not formats.uses_plan(name)] == ["trajectory", "none"]
+    assert [name for name in [*BUILT_IN, "none"] if not formats.uses_plan(name)] == ["trajectory", "reasoningbank",
+                                                                                 "none"]
     assert formats.model_written(["trajectory", "insight"]) == ["insight"] and not formats.needs_model(["trajectory"])
 
 
@@ -133,7 +136,7 @@ def test_an_unregistered_format_is_gone_everywhere() -> None:
     with pytest.raises(ValidationError, match="union_tag_invalid"):
         parse_memory(stored)
     with pytest.raises(SettingsError, match="invalid memory_type 'toy': input should be 'trajectory', 'workflow', "
-                                            "'summary', 'insight', 'none'"):
+                                            "'summary', 'insight', 'reasoningbank', 'none'"):
         MTLContext(memory_type="toy")
     with pytest.raises(ValueError, match="unknown memory type 'toy'; expected one of: trajectory, workflow"):
         memory_type_of("toy")

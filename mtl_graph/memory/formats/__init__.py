@@ -69,6 +69,11 @@ class MemoryFormat:
     """Must transfer to other tasks: checked for the run's specifics and must not copy the task text."""
     uses_plan: bool = True
     """The graph asks the model for a plan to search with; False: the task text is the query."""
+    query_template: str | None = None
+    """With uses_plan False: a template (distill prompts folder) making the query from the task text (`$task`),
+    e.g. an instruction prefix for instruction-aware retrieval; None: the task text as it is."""
+    from_run: Callable[[Trajectory], dict[str, Any]] | None = None
+    """Fields a model-written memory takes from the (redacted) run rather than from the draft (e.g. its task)."""
     consolidate_prompt: str | None = None
     """The template a model merges near-duplicates with (None: a format with `build` keeps its best original;
     one without cannot be consolidated)."""
@@ -94,7 +99,7 @@ class MemoryFormat:
             raise FormatError(f"{where}: a format without build needs a draft schema and its two prompts")
         from mtl_graph.templates import load_template
 
-        templates = [(DISTILL_PROMPTS, name) for name in self.prompts or ()]
+        templates = [(DISTILL_PROMPTS, name) for name in (*(self.prompts or ()), self.query_template) if name]
         if self.consolidate_prompt:
             templates.append((CONSOLIDATE_PROMPTS, self.consolidate_prompt))
         for package, template in templates:
@@ -218,6 +223,16 @@ def uses_plan(choice: str) -> bool:
     """Whether retrieval for a run setting's memory choice plans its query ("none" retrieves nothing)."""
     fmt = find(str(choice))
     return fmt is not None and fmt.uses_plan
+
+
+def query_for(choice: str, task_text: str) -> str:
+    """The retrieval query of a run that plans none: the task text, through its format's query template if any."""
+    fmt = find(str(choice))
+    if fmt is None or fmt.query_template is None:
+        return task_text
+    from mtl_graph.templates import render_template
+
+    return render_template(DISTILL_PROMPTS, fmt.query_template, fmt.prompt_dir, task=task_text)
 
 
 class _Registered:
