@@ -47,7 +47,8 @@ class ModelOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     """Seconds one model call may take."""
     max_retries: int | None = Field(default=None, ge=0, le=20)
-    """Retries of a failed call inside the provider's client (transient errors, with backoff)."""
+    """Retries inside the provider's client, on top of the run's retry settings (unset: 0, the retry settings own
+    retries; a client's own default would multiply them)."""
 
     def kwargs(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -125,6 +126,21 @@ def _unknown_provider(spec: str, provider: str | None, known: dict[str, Any]) ->
     return UnknownModelProvider(f"{head}{listed}; or {SCRIPTED_PREFIX}FILE.json to replay an action script")
 
 
+def _client_retries(spec: str) -> bool:
+    """Whether the provider's chat model class has a `max_retries` setting of its own (OpenAI, Anthropic, ...)."""
+    import importlib
+
+    provider, colon, _ = spec.partition(":")
+    entry = _known_providers().get(provider) if colon else None
+    if entry is None:
+        return False
+    try:
+        cls = getattr(importlib.import_module(str(entry[0])), str(entry[1]))
+    except (ImportError, AttributeError):
+        return False
+    return "max_retries" in getattr(cls, "model_fields", {})
+
+
 def _check_provider(spec: str, settings: ModelOptions) -> None:
     """The checks init_chat_model does not do up front, or words badly, for a "provider:model" string."""
     import importlib.util
@@ -160,6 +176,8 @@ def _provider_model(spec: str, options: ModelOptions | dict[str, Any] | None) ->
 
     _check_provider(spec, settings)
     kwargs = settings.kwargs()
+    if settings.max_retries is None and _client_retries(spec):
+        kwargs["max_retries"] = 0  # the run's RetrySettings retry every call; the client must not retry again
     if settings.base_url and spec.startswith("openai:") and not os.environ.get("OPENAI_API_KEY"):
         kwargs["api_key"] = "unused"  # local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) need no key
     try:

@@ -76,9 +76,11 @@ class PipelineKnobs(BaseModel):
 
 
 AGENT_KNOBS = ("action_format", "step_limit", "wall_time_limit", "token_limit", "command_timeout",
-               "max_consecutive_format_errors", "observation_cap")
+               "max_consecutive_format_errors", "observation_cap", "retry")
 """AgentConfig fields a run may set (unset: the agent's own value); their types and docs come from AgentConfig."""
-AGENT_FLAGS = {"wall_time_limit": Flags(("--time-limit",))}
+AGENT_FLAGS = {"wall_time_limit": Flags(("--time-limit",)),
+               "retry": Flags(nested=(("attempts", "--retry-attempts"), ("initial_delay", "--retry-initial-delay"),
+                                      ("max_delay", "--retry-max-delay")))}
 """Extra CLI names of agent knobs."""
 
 
@@ -193,7 +195,7 @@ def merged(base: M, *overrides: BaseModel | None) -> M:
         for name, value in (override.given() if override is not None else {}).items():
             current = updates.get(name, getattr(base, name, None))
             if isinstance(value, BaseModel) and isinstance(current, BaseModel):
-                value = current.model_copy(update=value.model_dump(exclude_none=True))
+                value = current.model_copy(update=value.model_dump(exclude_unset=True, exclude_none=True))
             updates[name] = value
     return base.model_copy(update=updates) if updates else base
 
@@ -202,4 +204,7 @@ def agent_config(settings: BaseModel, base: AgentConfig | None = None) -> AgentC
     """The agent's config for this run: `base` (the agent's own) with the run's agent knobs that are set."""
     base = base if base is not None else AgentConfig()
     updates = {name: getattr(settings, name) for name in AGENT_KNOBS if getattr(settings, name, None) is not None}
+    for name, value in updates.items():  # a settings model (retry) given in part keeps the agent's other fields
+        if isinstance(value, BaseModel):
+            updates[name] = getattr(base, name).model_copy(update=value.model_dump(exclude_unset=True))
     return base.model_copy(update=updates) if updates else base

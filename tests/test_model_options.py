@@ -62,3 +62,51 @@ def test_dead_server_ends_the_agent_with_model_error(tmp_path: Path, monkeypatch
     assert agent["exit_status"] == "model_error" and "Connection" in agent["error"]
     assert state["trajectory"]["exit_status"] == "model_error"
     assert state["verdict"]["status"] == "error"  # the provider failed, not the agent: no failure memory, no debit
+
+
+def test_the_retry_settings_own_retries_the_client_makes_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    model = chat_model("openai:gpt-4o-mini")
+    assert model.max_retries == 0 and model.root_client.max_retries == 0  # openai's own default would be 2
+    assert chat_model("openai:gpt-4o-mini", {"max_retries": 4}).root_client.max_retries == 4  # asked for: kept
+
+
+def test_a_rate_limited_judge_costs_exactly_the_attempts_of_the_retry_settings(monkeypatch) -> None:
+    """A real OpenAI client against a server that answers every request with 429: the judge's call is made
+    `attempts` times in all (before: the client's 2 retries x 3 structured attempts x 3 node attempts = 27)."""
+    import http.server
+    import threading
+
+    from mtl_graph.agent.providers import RetrySettings, using_retry
+    from mtl_graph.core.task import TaskRef
+    from mtl_graph.core.trajectory import Trajectory
+    from mtl_graph.experience.judge import LLMJudge
+
+    hits: list[str] = []
+
+    class Limited(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            hits.append(self.path)
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
+            self.send_response(429)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Limited)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    try:
+        model = chat_model("openai:local", {"base_url": f"http://127.0.0.1:{server.server_port}/v1", "timeout": 5})
+        trajectory = Trajectory(task=TaskRef(id="t", instruction="Write poem.txt"), steps=[], submission="done")
+        with using_retry(RetrySettings(attempts=3, initial_delay=0)):
+            verdict = LLMJudge(model).judge(trajectory)
+    finally:
+        server.shutdown()
+    assert len(hits) == 3 and verdict.is_error
+    assert verdict.reason.startswith("model provider error: judge: ") and "RateLimitError (HTTP 429)" in verdict.reason

@@ -50,8 +50,10 @@ def sample(name: str) -> tuple[Any, list[str], dict[str, str]]:
         return value, [flag, value], {env: value}
     if get_origin(kind) is list:
         return ["a", "b"], [flag, "a", flag, "b"], {env: '["a", "b"]'}
-    if isinstance(kind, type) and issubclass(kind, BaseModel):  # model_options: one flag per option
-        return {"temperature": 0.5}, ["--temperature", "0.5"], {f"{env}__TEMPERATURE": "0.5"}
+    if isinstance(kind, type) and issubclass(kind, BaseModel):  # model_options, retry: one flag per sub-field
+        sub = next(sub for sub, sub_info in kind.model_fields.items() if non_none(sub_info.annotation) in (int, float))
+        [spec] = [spec for spec in flag_specs(MTLContext) if spec.path == (name, sub)]
+        return {sub: 4}, [spec.flags[0], "4"], {f"{env}__{sub.upper()}": "4"}
     floor = max((m.ge for m in info.metadata if hasattr(m, "ge")), default=0)  # e.g. observation_cap >= 200
     ceiling = min((m.le for m in info.metadata if hasattr(m, "le")), default=None)  # e.g. relevance_floor <= 1
     value = {int: max(4, floor + 1), float: 12.5 if ceiling is None else ceiling / 2, str: "openai:x"}[kind]

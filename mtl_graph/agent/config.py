@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mtl_graph.agent.providers import RetrySettings
+
 
 class AgentConfig(BaseModel):
     """How the default agent talks to the model and when it stops."""
@@ -27,11 +29,7 @@ class AgentConfig(BaseModel):
     """Seconds one command may run (never more than the wall time left)."""
     observation_cap: int = Field(default=10_000, ge=200)
     """Characters of command output fed back to the model (head and tail kept)."""
-    model_retries: int = Field(default=2, ge=0)
-    """Retries of a model call that failed transiently (429, 5xx, timeout, dropped connection) before model_error."""
-    retry_initial_delay: float = Field(default=1.0, ge=0)
-    """Seconds before the first retry; doubled each retry (a provider's retry-after wins when longer)."""
-    retry_max_delay: float = Field(default=60.0, ge=0)
-    """Longest wait between two retries, whatever the provider asks."""
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    """How a model call that failed transiently (429, 5xx, timeout, dropped connection) is tried again."""
     prompts_dir: Path | None = None
     """A directory whose template files override the packaged prompts of the same name."""

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRetryMiddleware
+from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import AgentState, ExtendedModelResponse, ModelResponse, hook_config
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -25,7 +24,7 @@ from typing_extensions import NotRequired
 
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.formats import FORMATS, Action, Rejection
-from mtl_graph.agent.providers import describe, is_transient, retry_after
+from mtl_graph.agent.providers import describe
 from mtl_graph.agent.templates import render
 from mtl_graph.core.trajectory import Step, TokenUsage
 
@@ -131,45 +130,22 @@ class ProviderErrors(AgentMiddleware):
         return ExtendedModelResponse(model_response=ModelResponse(result=[]), command=Command(update=update))
 
 
-class ProviderRetry(ModelRetryMiddleware):
-    """Retries a model call that failed transiently (429, 5xx, timeout, reset) with exponential backoff and
-    jitter; a provider's `retry-after` is honoured when it asks for longer (capped by max_delay)."""
+class ProviderRetry(AgentMiddleware):
+    """Tries a model call that failed transiently (429, 5xx, timeout, reset) again under the run's
+    `RetrySettings`: exponential backoff with jitter, a provider's `retry-after` honoured when it asks for longer."""
 
     wait = staticmethod(time.sleep)
     """How a retry waits (a test can record the waits instead; async runs wait with asyncio.sleep)."""
 
-    def __init__(self, config: AgentConfig) -> None:
-        super().__init__(max_retries=config.model_retries, retry_on=is_transient, on_failure="error",
-                         initial_delay=config.retry_initial_delay, max_delay=config.retry_max_delay)
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self.settings = settings
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return handler(request)
-            except GraphBubbleUp:
-                raise
-            except Exception as exc:
-                self.wait(self._delay(attempt, exc))
-        raise AssertionError("unreachable")  # the last attempt returns or raises
+        return self.settings(request.runtime).retry.call(lambda: handler(request), self.wait)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return await handler(request)
-            except GraphBubbleUp:
-                raise
-            except Exception as exc:
-                await asyncio.sleep(self._delay(attempt, exc))
-        raise AssertionError("unreachable")
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """Seconds before the next attempt; re-raises when the error is not transient or no attempt is left."""
-        if attempt == self.max_retries or not is_transient(exc):
-            raise exc
-        delay = min(self.max_delay, self.initial_delay * self.backoff_factor**attempt)
-        if self.jitter:  # ±25%, so agents throttled together do not retry together
-            delay *= random.uniform(0.75, 1.25)
-        return min(self.max_delay, max(delay, retry_after(exc) or 0.0))
+        return await self.settings(request.runtime).retry.acall(lambda: handler(request))
 
 
 class ActionFormat(AgentMiddleware):

@@ -43,7 +43,7 @@ def build_agent(config: AgentConfig, model_of: ModelOf, *, settings: Settings | 
     """The compiled agent graph. Its input is `{"messages": opening_messages(...), "workspace": path}`; commands run
     in the workspace's sandbox (`sandbox.registry`: the caller's, or one made from the path on first use)."""
     settings = settings or (lambda runtime: config)
-    middleware = [ProviderErrors(), ActionFormat(settings, model_of), ProviderRetry(config), RunLimits(settings),
+    middleware = [ProviderErrors(), ActionFormat(settings, model_of), ProviderRetry(settings), RunLimits(settings),
                   StepObserver(settings, on_step)]
     tools = [*sandbox_tools(kind=sandbox_kind, config=config, settings=settings), submit_tool()]
     return create_agent(_RunModel(), tools, middleware=middleware, context_schema=context_schema, name=name,

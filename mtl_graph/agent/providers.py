@@ -1,11 +1,20 @@
-"""Model provider failures: which ones are worth retrying, how long the provider asks us to wait, one-line messages."""
+"""Model provider failures: which ones are worth retrying, how long the provider asks us to wait, one-line messages,
+and the one retry policy every model call is made under (`RetrySettings`)."""
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import random
 import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
-from langchain_core.exceptions import ModelError
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
 
 
 # Exception class names (anywhere in the MRO) that mean the connection failed or timed out, across the clients we
@@ -29,6 +38,8 @@ def status_code(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     """A failure that may go away if the same call is made again: rate limits, 5xx, timeouts, dropped connections."""
+    from langchain_core.exceptions import ModelError  # here: AgentConfig imports this module, `mtl --help` too
+
     if isinstance(exc, ModelError):  # LangChain's provider-neutral errors say so themselves
         return exc.is_retryable
     code = status_code(exc)
@@ -69,3 +80,71 @@ def describe(exc: BaseException) -> str:
     head = f"{type(exc).__name__} (HTTP {code})" if code is not None else type(exc).__name__
     return f"{head}: {exc}"
 
+
+
+class RetrySettings(BaseModel):
+    """How a model call that failed transiently is tried again: the one retry policy of every model call (the
+    agent's turns, the plan, the judge, the distillers), in every host. Provider clients make no retries of their
+    own (`max_retries=0`), so the attempts here are the attempts made."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    attempts: int = Field(default=3, ge=1, le=20)
+    """Calls of one model request, the first included, while its provider fails transiently (429, 5xx, timeout)."""
+    initial_delay: float = Field(default=1.0, ge=0, le=600)
+    """Seconds before the first retry; doubled before each next one, with ±25% jitter."""
+    max_delay: float = Field(default=60.0, ge=0, le=3600)
+    """Longest wait between two calls, whatever the provider asks (its retry-after wins when longer than the backoff)."""
+
+    def delay(self, attempt: int, exc: BaseException) -> float:
+        """Seconds to wait after failed attempt `attempt` (0-based); re-raises when `exc` is not transient or no
+        attempt is left."""
+        if attempt + 1 >= self.attempts or not is_transient(exc):
+            raise exc
+        delay = min(self.max_delay, self.initial_delay * 2**attempt) * random.uniform(0.75, 1.25)
+        return min(self.max_delay, max(delay, retry_after(exc) or 0.0))
+
+    def call(self, fn: Callable[[], T], sleep: Callable[[float], Any] = time.sleep) -> T:
+        """`fn()`, tried again after a transient provider error while attempts are left; its last error raised."""
+        from langgraph.errors import GraphBubbleUp
+
+        for attempt in range(self.attempts):
+            try:
+                return fn()
+            except GraphBubbleUp:  # an interrupt or a command for LangGraph, not a failure
+                raise
+            except Exception as exc:
+                sleep(self.delay(attempt, exc))
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    async def acall(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """`await fn()`, retried like `call`."""
+        from langgraph.errors import GraphBubbleUp
+
+        for attempt in range(self.attempts):
+            try:
+                return await fn()
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                await asyncio.sleep(self.delay(attempt, exc))
+        raise AssertionError("unreachable")
+
+
+_CURRENT: ContextVar[RetrySettings | None] = ContextVar("mtl_retry_settings", default=None)
+
+
+def current_retry() -> RetrySettings:
+    """The retry settings of the run in progress (`using_retry`), or the defaults."""
+    return _CURRENT.get() or RetrySettings()
+
+
+@contextmanager
+def using_retry(settings: RetrySettings) -> Iterator[RetrySettings]:
+    """Make `settings` the retry policy of every model call made in this context (thread or task): the pipeline's
+    stages set the run's, so a distiller or judge given only a model retries the same way."""
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)

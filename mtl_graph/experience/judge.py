@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from mtl_graph.agent.providers import describe
 from mtl_graph.experience.prompting import CHARS_PER_TOKEN, fill, render_trajectory
 from mtl_graph.experience.redact import Redactor
 from mtl_graph.experience.structured import StructuredCallError, structured_call
@@ -83,6 +84,9 @@ class LLMJudge:
             result = structured_call(self.model, JudgeDecision, self.prompt(trajectory),
                                      max_attempts=self.config.max_attempts, json_mode=self.config.json_mode)
         except StructuredCallError as exc:
+            if exc.provider_error is not None:  # the model never answered: no judgement, not an uncertain one
+                error = f"model provider error: judge: {describe(exc.provider_error)}"
+                return Verdict.infrastructure_error(error), exc.usage
             reason = f"the judge gave no usable verdict: {exc.errors[-1] if exc.errors else exc}"
             return Verdict(status=VerdictStatus.UNCERTAIN, reason=reason, source="judge"), exc.usage
         return decision_to_verdict(result.value), result.usage

@@ -5,6 +5,9 @@ then validated here with pydantic (a model that answers with JSON text instead o
 accepted). Models without tool calling get the schema in the prompt and answer with a JSON object (JSON mode).
 Every unusable answer — malformed JSON, empty, refusal, missing or over-long fields, a failed extra check — is
 fed back to the model with the error, up to ``max_attempts`` calls; then `StructuredCallError` says why.
+Each call is made under the run's retry settings (`current_retry()`): a provider that fails transiently is
+asked again there, and one that outlasts them ends the call at once (`provider_error`) instead of costing the
+remaining attempts, so retries never multiply.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel, ValidationError
 
+from mtl_graph.agent.providers import current_retry, is_transient
 from mtl_graph.chat import chat_model, model_label  # noqa: F401 (model_label is part of this module's API)
 from mtl_graph.experience.prompting import fill
 from mtl_graph.core.trajectory import TokenUsage
@@ -36,8 +40,9 @@ class Revise(str):
 class StructuredCallError(MTLError, RuntimeError):
     """The model gave no valid answer within the attempts; errors lists why, attempt by attempt."""
 
-    def __init__(self, errors: list[str], usage: TokenUsage) -> None:
-        self.errors, self.usage = errors, usage
+    def __init__(self, errors: list[str], usage: TokenUsage, provider_error: BaseException | None = None) -> None:
+        self.errors, self.usage, self.provider_error = errors, usage, provider_error
+        """provider_error: the transient provider failure that outlasted the retries (the model never answered)."""
         super().__init__(f"no valid answer after {len(errors)} attempt(s): {errors[-1] if errors else 'no attempt'}")
 
 
@@ -141,7 +146,7 @@ def structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMe
     while attempt < limit:
         attempt += 1
         try:
-            out = runnable.invoke(messages)
+            out = current_retry().call(lambda: runnable.invoke(messages))
         except ValidationError as exc:  # parsers that validate inside invoke (OpenAI's json_schema mode, include_raw
             problem = describe_validation_error(exc)  # or not) raise it: still the model's answer, so feed it back
             errors.append(problem)
@@ -149,6 +154,8 @@ def structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMe
             continue
         except Exception as exc:  # provider errors vary by vendor; each costs an attempt, without feedback
             errors.append(f"model call failed: {exc.__class__.__name__}: {exc}")
+            if is_transient(exc):  # it outlasted the retry settings: more attempts would only repeat them
+                raise StructuredCallError(errors, usage, provider_error=exc) from exc
             continue
         raw, parsed = (out.get("raw"), out.get("parsed")) if isinstance(out, dict) else (out, None)
         if not isinstance(raw, AIMessage):

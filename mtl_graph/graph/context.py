@@ -37,12 +37,8 @@ class MTLConfig(RunSettings):  # type: ignore[misc,valid-type]
     """Trajectory memories show at most this many characters of each observation."""
     plan_max_chars: int = Field(default=2000, ge=100)
     """Plans longer than this (untrusted model output) are cut before being used as a query."""
-    node_retry_attempts: int = Field(default=3, ge=1, le=10)
-    """Attempts of a model-calling node (plan, judge, distill) when its provider fails transiently (429, 5xx)."""
     lifecycle_settings: LifecycleConfig = Field(default_factory=LifecycleConfig)
     """How the online loop ranks, floors, decays and quarantines (lifecycle on); relevance_floor overrides its floor."""
-    node_retry_interval: float = Field(default=1.0, ge=0.0, le=600.0)
-    """Seconds before a model-calling node's first retry; doubled before each next one."""
 
 
 def lifecycle_of(cfg: MTLConfig) -> LifecycleConfig | None:

@@ -35,7 +35,8 @@ from mtl_graph.graph.support import append_run_log, memory_block, open_default_p
 from mtl_graph.memory import formats
 from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.graph.retry import describe, provider_errors, retry_now
+from mtl_graph.agent.config import AgentConfig
+from mtl_graph.agent.providers import RetrySettings, describe, is_transient, using_retry
 from mtl_graph.graph.server_policy import PolicyError, ServerPolicy
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
@@ -46,14 +47,11 @@ class MTLNodes:
     """Holds what the nodes need (pool, model, agent, judge, distiller) and implements them."""
 
     def __init__(self, pool: MemoryPool | None, model: BaseChatModel | str | None, agent: Any, judge: Any,
-                 distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None,
-                 retry_attempts: int = 1) -> None:
+                 distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None) -> None:
         self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
         self.distiller, self.config, self.policy = distiller, config, policy
         self.served = ServedRuns() if policy is not None else None
         """A served graph's own record of each run's retrieval and verdict: what its credit comes from."""
-        self.retry_attempts = retry_attempts
-        """Attempts the graph's RetryPolicy gives the model-calling nodes (1: none, e.g. under the middleware)."""
 
     # ------------------------------------------------------------------ helpers
     def settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
@@ -101,9 +99,11 @@ class MTLNodes:
             self.pool = open_default_pool()
         return self.pool
 
-    def _retry_now(self, exc: BaseException, runtime: Runtime[MTLContext] | None) -> bool:
-        """A transient provider error with an attempt left is raised for the node's RetryPolicy."""
-        return retry_now(exc, runtime, self.retry_attempts)
+    def retry_for(self, runtime: Runtime[MTLContext] | None) -> RetrySettings:
+        """The run's retry settings (the run's, else the agent's own): every model call of the run is made under
+        them, the agent's turns and the plan, judge and distillers alike, in every host."""
+        own = getattr(self.agent, "config", None)
+        return agent_config(self.settings(runtime), own if isinstance(own, AgentConfig) else None).retry
 
     def _sandbox(self, workspace: str, persistent: bool = True):
         """persistent=False for a sandbox that runs a command or two (the check): a persistent bwrap's first
@@ -131,11 +131,10 @@ class MTLNodes:
             events.emit("plan", query=query)
             return {**update, "query": query}
         try:
-            reply = self.model_for(runtime).invoke([HumanMessage(prompt("plan", instruction=task.instruction))])
+            model, ask = self.model_for(runtime), [HumanMessage(prompt("plan", instruction=task.instruction))]
+            reply = self.retry_for(runtime).call(lambda: model.invoke(ask))
             plan = reply.content if isinstance(reply.content, str) else ""
         except Exception as exc:  # a planning failure should not cost the run: fall back to the task text
-            if self._retry_now(exc, runtime):
-                raise
             events.warning(f"planning failed ({exc}); retrieving with the task text")
             plan = ""
         problems = plan_problems(plan, prompt("plan", instruction=""))
@@ -205,25 +204,19 @@ class MTLNodes:
         return {**update, "verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
 
     def _llm_verdict(self, trajectory: Trajectory, runtime: Runtime[MTLContext]) -> Verdict:
-        """The LLM judge's verdict; `uncertain` when it gives no usable answer, `error` when its provider failed."""
-        with provider_errors() as watch:
+        """The LLM judge's verdict; `uncertain` when it gives no usable answer, `error` when its provider failed
+        on every attempt the run's retry settings allow."""
+        with using_retry(self.retry_for(runtime)):
             try:
                 if self.judge_override is not None:
-                    verdict = self.judge_override.judge(trajectory)
-                else:
-                    from mtl_graph.experience.judge import LLMJudge
+                    return self.judge_override.judge(trajectory)
+                from mtl_graph.experience.judge import LLMJudge
 
-                    verdict = LLMJudge(self.model_for(runtime)).judge(trajectory)
+                return LLMJudge(self.model_for(runtime)).judge(trajectory)
             except Exception as exc:
-                if self._retry_now(exc, runtime):
-                    raise
-                watch.on_llm_error(exc)
-                verdict = Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
-        if watch.last is None or verdict.status != VerdictStatus.UNCERTAIN:
-            return verdict
-        if self._retry_now(watch.last, runtime):  # structured calls swallow provider errors: raise the last one
-            raise watch.last
-        return Verdict.infrastructure_error(f"model provider error: judge: {describe(watch.last)}")
+                if is_transient(exc):
+                    return Verdict.infrastructure_error(f"model provider error: judge: {describe(exc)}")
+                return Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
 
     @timed("distill")
     def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
@@ -240,10 +233,8 @@ class MTLNodes:
                 model = self.model_for(runtime)
             except Exception as exc:
                 return {"distilled": [], "distill_failures": [str(exc)]}
-        with provider_errors() as watch:
+        with using_retry(self.retry_for(runtime)):
             result = self.distiller(trajectory, wanted, model)
-        if result.failures and watch.last is not None and self._retry_now(watch.last, runtime):
-            raise watch.last  # a format lost to the provider: distil again after the policy's backoff
         memories = [m.model_dump(mode="json") for m in result.memories]
         failures = [f"{f.format.value}: {f.reason}" for f in result.failures]
         if failures:
@@ -326,7 +317,8 @@ class MTLNodes:
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
             "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),
-            "timings": state.get("timings", {}), "error": update.get("error") or state.get("error"),
+            "timings": state.get("timings", {}), "cost": state.get("cost", {}),
+            "error": update.get("error") or state.get("error"),
             "error_kind": update.get("error_kind"),
         })
 

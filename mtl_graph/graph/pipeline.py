@@ -14,14 +14,11 @@ from pydantic import BaseModel, ValidationError
 from mtl_graph.chat import check_model
 from mtl_graph.graph.context import MTLConfig, MTLContext, SettingsError
 from mtl_graph.graph.nodes import MTLNodes
-from mtl_graph.graph.retry import provider_retry
 from mtl_graph.graph.review import review
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.run_settings import describe_error
 
 PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
-MODEL_NODES = ("plan", "judge", "distill")
-"""The nodes that call a model: a transient provider error there is retried by their RetryPolicy."""
 
 
 def default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatModel | None) -> Any:
@@ -52,17 +49,15 @@ def make_config(config: MTLConfig | None = None, **settings: Any) -> MTLConfig:
 
 
 def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
-               policy: Any = None, in_graph: bool = True) -> MTLNodes:
-    """The stages' shared services, with the retry budget of the policy the graph attaches to its model nodes
-    (`in_graph=False`, the middleware: no policy retries them, so a node never raises a transient error).
+               policy: Any = None) -> MTLNodes:
+    """The stages' shared services. Every model call they make is retried under the run's `retry` settings at
+    the call itself (no node RetryPolicy on top), so every host retries alike and retries never multiply.
 
     A model given here is checked now (provider, package, API key, options): a factory with a model it cannot use
     raises `ModelNotConfigured` in one line instead of building a graph whose every run ends in an error."""
     if model is not None:
         check_model(model, config.model_options)
-    retry = provider_retry(config.node_retry_attempts, config.node_retry_interval)
-    return MTLNodes(pool, model, agent, judge, distiller or default_distiller, config, policy,
-                    retry_attempts=retry.max_attempts if in_graph else 1)
+    return MTLNodes(pool, model, agent, judge, distiller or default_distiller, config, policy)
 
 
 def stops_short(state: dict[str, Any]) -> bool:
@@ -92,9 +87,8 @@ def wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str
     graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
              "distill": nodes.distill, "write_back": nodes.write_back}
-    retry = provider_retry(nodes.config.node_retry_attempts, nodes.config.node_retry_interval)
     for step in PIPELINE:
-        graph.add_node(step, steps[step], retry_policy=retry if step in MODEL_NODES else None)
+        graph.add_node(step, steps[step])
     # Whatever a node raises (after its retries) is logged and its workspace removed before the run fails.
     graph.set_node_defaults(error_handler=nodes.crashed)
     graph.add_edge(START, PIPELINE[0])

@@ -31,7 +31,7 @@ from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.lease import close_workspace
-from mtl_graph.graph.retry import is_transient
+from mtl_graph.agent.providers import is_transient
 from mtl_graph.sandbox.registry import release
 from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
 from mtl_graph.graph.state import OUTPUT_FIELDS, merge_dicts
@@ -73,7 +73,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
                  **settings: Any) -> None:
         super().__init__()
         cfg = make_config(config, **settings)
-        self.nodes = make_nodes(pool, model, None, judge, distiller, cfg, in_graph=False)
+        self.nodes = make_nodes(pool, model, None, judge, distiller, cfg)
         self.workspace = Path(workspace) if workspace is not None else None
         self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running
 

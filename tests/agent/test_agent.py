@@ -9,6 +9,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
+from mtl_graph.agent.providers import RetrySettings
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
 from mtl_graph.core.task import Task
 
@@ -183,7 +184,7 @@ def test_the_agent_graph_runs_natively_async(sandbox):
                 raise ConnectionResetError("reset by peer")
             return self._generate(*args, **kwargs)
 
-    agent, seen = DefaultAgent(AgentConfig(retry_initial_delay=0.01)), []
+    agent, seen = DefaultAgent(AgentConfig(retry=RetrySettings(initial_delay=0.01))), []
     model = Flaky(responses=[bash_call(WRITE, thought="Write it."), submit_call("done")])
     start = {"messages": opening_messages(agent.config, TASK), "workspace": str(sandbox.workspace)}
     with lent(sandbox.workspace, sandbox):

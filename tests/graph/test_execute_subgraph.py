@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
 from mtl_graph.agent.guards import ProviderRetry
-from mtl_graph.agent.providers import is_transient, retry_after
+from mtl_graph.agent.providers import RetrySettings, is_transient, retry_after
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.core.task import Task
 from fresh_process import Zygote
@@ -195,7 +195,7 @@ def test_a_storm_of_429s_and_500s_is_retried_then_the_run_goes_on(tmp_path, monk
     failures = [_status_error(429, retry="7"), _status_error(500), httpx.ConnectError("connection reset by peer"),
                 openai.APITimeoutError(httpx.Request("POST", "https://x"))]
     model = Flaky(responses=[bash_call(WRITE), submit_call("done")], failures=failures)
-    agent = DefaultAgent(AgentConfig(model_retries=4, retry_initial_delay=0.5, retry_max_delay=30))
+    agent = DefaultAgent(AgentConfig(retry=RetrySettings(attempts=5, initial_delay=0.5, max_delay=30)))
     state = graph_for(model, tmp_path, agent=agent).invoke({"task": TASK})
     assert state["error"] is None and state["verdict"]["status"] == "pass"
     assert state["trajectory"]["exit_status"] == "submitted" and len(state["trajectory"]["steps"]) == 2
@@ -208,10 +208,11 @@ def test_a_storm_that_never_ends_is_an_error_after_the_retries(tmp_path, monkeyp
     slept = []
     monkeypatch.setattr(ProviderRetry, "wait", staticmethod(slept.append))
     model = Flaky(responses=[submit_call("never")], failures=[_status_error(503)] * 10)
-    agent = DefaultAgent(AgentConfig(model_retries=3))
+    agent = DefaultAgent(AgentConfig(retry=RetrySettings(attempts=4)))
     state = graph_for(model, tmp_path, agent=agent, memory_type="insight", distill_formats=["trajectory"],
-                      node_retry_attempts=1).invoke({"task": TASK})
-    assert model.calls == 1 + 4 and len(slept) == 3  # the plan's call (its failure only costs the plan), then 4
+                      retry={"initial_delay": 0}).invoke({"task": TASK})  # the run's retry keeps the agent's attempts
+    # the plan's call and the agent's, four attempts each under the one retry policy (a failed plan costs only it)
+    assert model.calls == 4 + 4 and len(slept) == 3
     assert state["error"].startswith("model provider error: InternalServerError (HTTP 503)")
     assert state["verdict"] == {"status": "error", "reason": state["error"], "source": "infrastructure",
                                 "tests_modified": [], "dropped": [], "suspicions": []}

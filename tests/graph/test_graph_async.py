@@ -108,7 +108,7 @@ def test_a_rate_limited_plan_is_retried_under_astream(pool, tmp_path):
 
     model = Flaky(responses=script(), failing={1})
     graph = build_mtl_graph(model, pool, top_k=1, online=False, sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
-                            node_retry_interval=0.01)
+                            retry={"initial_delay": 0.01})
 
     async def run():
         return [chunk async for chunk in graph.astream({"task": TASK}, stream_mode="values")][-1]

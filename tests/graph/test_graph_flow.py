@@ -16,7 +16,7 @@ from pydantic import Field
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.graph import build_mtl_graph
-from mtl_graph.graph.retry import is_transient
+from mtl_graph.agent.providers import is_transient
 from mtl_graph.memory.models import InsightMemory, Provenance
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.core.task import Task
@@ -28,6 +28,8 @@ CHECKED = Task(id="flow-task", domain="math", instruction="Make f.X equal 2 so t
 UNCHECKED = Task(id="flow-free", domain="text", instruction="Write a haiku about rivers into poem.txt.")
 FIX = [bash_call("echo 'X = 2' > f.py"), submit_call("set X")]
 PLAN = "Read f.py and the test, set the constant, rerun the test, submit."
+FAST_RETRY = {"initial_delay": 0.01}
+"""The run's retry settings with short waits (three attempts, as by default)."""
 DECISION = {"spec_satisfied": True, "technically_correct": True, "no_regressions": True, "interfaces_respected": True,
             "verified_with_evidence": True, "reasoning": "The poem file was written and shown.", "verdict": "pass"}
 INSIGHT = {"title": "Reproduce before you edit",
@@ -140,22 +142,22 @@ def test_a_provider_storm_in_the_agent_skips_judge_and_distill(pool, tmp_path):
 def test_plan_is_retried_after_a_rate_limit(pool, tmp_path):
     model = Flaky(responses=[AIMessage(PLAN), *FIX], failing={1})
     graph = build_mtl_graph(model, pool, top_k=1, distill_formats=["trajectory"], sandbox="bwrap",
-                            run_log=tmp_path / "runs.jsonl", node_retry_interval=0.01)
+                            run_log=tmp_path / "runs.jsonl", retry=FAST_RETRY)
     nodes, out = visited(graph, CHECKED)
     assert out["query"] == PLAN  # without the retry the query would be the task text (the plan fallback)
     assert nodes == ["plan", "retrieve", "execute", "judge", "distill", "write_back"]
     assert out["verdict"]["status"] == "pass" and out["error"] is None and model.calls == 4
 
 
-def test_the_llm_judge_is_retried_when_every_structured_attempt_hit_the_provider(tmp_path):
-    # calls 1-2: the agent; 3-5: the judge's three structured attempts, all 429; 6: the retried judge answers
+def test_the_llm_judge_call_is_retried_after_rate_limits(tmp_path):
+    # calls 1-2: the agent; 3-4: the judge's call, 429 twice; 5: its third attempt answers
     model = Flaky(responses=[bash_call("echo rivers > poem.txt"), submit_call("wrote it"),
-                             tool_answer("JudgeDecision", DECISION)], failing={3, 4, 5})
+                             tool_answer("JudgeDecision", DECISION)], failing={3, 4})
     graph = build_mtl_graph(model, None, memory_type="none", online=False, sandbox="bwrap",
-                            run_log=tmp_path / "runs.jsonl", node_retry_interval=0.01)
+                            run_log=tmp_path / "runs.jsonl", retry=FAST_RETRY)
     out = graph.invoke({"task": UNCHECKED})
     assert out["verdict"]["status"] == "pass" and out["verdict"]["source"] == "judge" and out["error"] is None
-    assert model.calls == 6
+    assert model.calls == 5
 
 
 @pytest.mark.parametrize("error, told", [
@@ -167,25 +169,25 @@ def test_a_storm_at_the_judge_is_retried_then_recorded_as_an_error(error, told, 
     model = Flaky(responses=[AIMessage(PLAN), bash_call("echo rivers > poem.txt"), submit_call("wrote it")],
                   failing=set(range(4, 100)), error=error)
     graph = build_mtl_graph(model, pool, top_k=1, distill_formats=["insight"], sandbox="bwrap",
-                            run_log=tmp_path / "runs.jsonl", node_retry_interval=0.01, node_retry_attempts=3)
+                            run_log=tmp_path / "runs.jsonl", retry=FAST_RETRY)
     nodes, out = visited(graph, UNCHECKED)
     assert nodes == ["plan", "retrieve", "execute", "judge", "write_back"]  # the judge's attempts are one update
-    assert model.calls == 3 + 3 * 3  # three node attempts of three structured attempts each
+    assert model.calls == 3 + 3  # the retry settings' three attempts, once: no structured attempt or node retry on top
     assert out["error"] == f"model provider error: judge: {told}"
     assert out["verdict"]["status"] == "error" and out["new_memory_ids"] == [] and len(pool) == 1
     assert pool.get(out["retrieved"][0]["id"]).stats.retrieved == 0  # nothing debited for an unjudged run
     assert log_lines(tmp_path / "runs.jsonl")[0]["verdict"]["status"] == "error"
 
 
-def test_distill_is_retried_when_the_provider_cost_it_a_format(pool, tmp_path):
-    # calls 1-3: plan and the agent; 4-6: the insight distiller's three attempts, all 429; 7: the retry answers
-    model = Flaky(responses=[AIMessage(PLAN), *FIX, tool_answer("InsightDraft", INSIGHT)], failing={4, 5, 6})
+def test_distill_is_retried_when_the_provider_fails_its_call(pool, tmp_path):
+    # calls 1-3: plan and the agent; 4-5: the insight distiller's call, 429 twice; 6: its third attempt answers
+    model = Flaky(responses=[AIMessage(PLAN), *FIX, tool_answer("InsightDraft", INSIGHT)], failing={4, 5})
     graph = build_mtl_graph(model, pool, top_k=1, distill_formats=["insight"], sandbox="bwrap",
-                            run_log=tmp_path / "runs.jsonl", node_retry_interval=0.01)
+                            run_log=tmp_path / "runs.jsonl", retry=FAST_RETRY)
     out = graph.invoke({"task": CHECKED})
     assert out["distill_failures"] == [] and [m["title"] for m in out["distilled"]] == [INSIGHT["title"]]
     assert len(out["new_memory_ids"]) == 1 and pool.get(out["new_memory_ids"][0]).title == INSIGHT["title"]
-    assert model.calls == 7
+    assert model.calls == 6
 
 
 def test_an_exception_in_the_distiller_fails_the_run_after_logging_it(pool, tmp_path):
@@ -231,18 +233,21 @@ def test_async_runs_route_and_fail_the_same_way(pool, tmp_path):
     assert out["error"].startswith("invalid task") and out["verdict"]["status"] == "error"
 
 
-def test_the_middleware_never_raises_a_rate_limit_it_cannot_retry(pool, tmp_path):
+@pytest.mark.parametrize("failing, query", [({1}, PLAN), ({1, 2, 3}, None)])
+def test_the_middleware_retries_the_plan_like_the_graph_and_never_raises_a_rate_limit(failing, query, pool, tmp_path):
     from langchain.agents import create_agent
 
     from mtl_graph.graph import MemoryTransferMiddleware, MTLContext
 
-    planner = Flaky(responses=[], failing={1})  # a create_agent node has no RetryPolicy: plan falls back at once
+    planner = Flaky(responses=[AIMessage(PLAN)], failing=failing)  # the same retry settings as in the graph
     middleware = MemoryTransferMiddleware(pool, model=planner, top_k=1, distill_formats=["trajectory"],
-                                          run_log=tmp_path / "runs.jsonl", lifecycle="off")  # a poem: no floor
+                                          run_log=tmp_path / "runs.jsonl", lifecycle="off",  # a poem: no floor
+                                          retry=FAST_RETRY)
     agent = create_agent(ScriptedChatModel(responses=[AIMessage("Done.")]), tools=[], middleware=[middleware],
                          context_schema=MTLContext)
     out = agent.invoke({"messages": [("user", UNCHECKED.instruction)]}, context=MTLContext())
-    assert out["mtl"]["query"] == UNCHECKED.instruction and out["mtl"]["error"] is None  # the plan call failed
+    # retried: the plan is the query; a storm that outlasts the attempts: the task text, and no raise
+    assert out["mtl"]["query"] == (query or UNCHECKED.instruction) and out["mtl"]["error"] is None
     assert [r["id"] for r in out["mtl"]["retrieved"]] == [next(iter(pool)).id]
 
 
@@ -258,7 +263,7 @@ def test_an_unwritable_run_log_fails_the_run_and_still_removes_the_workspace(tmp
 def test_a_storm_at_planning_falls_back_to_the_task_text_after_the_retries(pool, tmp_path):
     model = Flaky(responses=FIX, failing={1, 2, 3})  # every planning attempt hits a 429; the agent is served after
     graph = build_mtl_graph(model, pool, top_k=1, online=False, sandbox="bwrap", run_log=tmp_path / "runs.jsonl",
-                            node_retry_interval=0.01, node_retry_attempts=3)
+                            retry=FAST_RETRY)
     events = [c for m, c in graph.stream({"task": CHECKED}, stream_mode=["custom"]) if m == "custom"]
     warnings = [e["message"] for e in events if e["kind"] == "warning"]
     assert len(warnings) == 1 and warnings[0].startswith("planning failed (Error code: 429")  # told once, not thrice

@@ -161,8 +161,10 @@ def test_a_reviewers_edit_is_redacted_and_screened_like_any_memory(paused, pool)
 def test_retry_settings_are_validated(pool):
     from mtl_graph.graph.context import SettingsError
 
-    for bad in ({"node_retry_attempts": 0}, {"node_retry_interval": -1}, {"review_memories": "maybe"}):
-        with pytest.raises(SettingsError, match=f"invalid {next(iter(bad))} "):  # one line naming the setting
+    for bad, named in (({"retry": {"attempts": 0}}, "retry.attempts"), ({"retry": {"initial_delay": -1}},
+                        "retry.initial_delay"), ({"retry": {"tries": 2}}, "retry.tries"),
+                       ({"review_memories": "maybe"}, "review_memories")):
+        with pytest.raises(SettingsError, match=f"(invalid|unknown setting) {named}"):  # one line naming it
             build_mtl_graph(ScriptedChatModel(responses=[]), pool, **bad)
 
 
