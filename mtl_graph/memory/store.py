@@ -236,8 +236,8 @@ class PoolStore(BaseStore):
             while not stop.wait(minutes * 60):
                 try:
                     self.sweep_ttl()
-                except Exception as exc:  # a failed sweep is retried next interval; the error is kept
-                    future.set_exception(exc) if not future.done() else None
+                except Exception as exc:  # the sweeper stops; its future carries why
+                    future.set_exception(exc)
                     return
             if not future.done():
                 future.set_result(None)

@@ -226,3 +226,17 @@ def test_the_store_filters_on_fields_the_engines_index():
     from mtl_graph.memory.store_items import KIND, PREFIXES
 
     assert {KIND, PREFIXES} <= set(INDEXED_FIELDS)  # else Qdrant Edge scans every payload per search
+
+
+def test_searches_run_on_edges_background_index_after_a_build(tmp_path):
+    with PoolStore.open(tmp_path / "s", engine="edge", index={"fields": ["text"]}) as store:
+        for i in range(30):
+            store.put(("a", str(i % 3)), f"k{i}", {"text": f"note {i} about {['tea', 'rust', 'hiking'][i % 3]}"})
+        store._table.store.optimize(wait=True)  # what a long enough unindexed tail starts by itself
+        assert store._table.store.builds == 1
+        store.put(("a", "1"), "new", {"text": "the rust borrow checker"})  # a write after the swap
+        assert [h.key for h in store.search(("a",), query="borrow checker", limit=1)] == ["new"]
+        tea = {h.key for h in store.search(("a", "0"), query="drinking tea", limit=3)}
+        assert len(tea) == 3 and tea <= {f"k{i}" for i in range(0, 30, 3)}
+    with PoolStore.open(tmp_path / "s", engine="edge", index={"fields": ["text"]}) as store:
+        assert len(store.search((), limit=100)) == 31
