@@ -124,9 +124,15 @@ class ItemTable:
         self.rows: dict[tuple[tuple[str, ...], str], Row] = {}
         self.owner: dict[str, tuple[tuple[str, ...], str]] = {}
         """Text point id -> the item it belongs to."""
+        texts = []
         for hit in self.store.scroll():
             if hit.payload.get(KIND) == "item":
                 self._index(Row.of(hit.payload))
+            else:
+                texts.append(hit.id)
+        orphans = [i for i in texts if i not in self.owner]
+        if orphans:  # texts an overwrite replaced, left by a process that died before deleting them
+            self.store.delete(orphans)
         self.seq = max((r.seq for r in self.rows.values()), default=0)
 
     def _check_meta(self, path: Path, embeddings: str | None) -> tuple[str, int | None]:

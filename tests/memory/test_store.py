@@ -240,3 +240,19 @@ def test_searches_run_on_edges_background_index_after_a_build(tmp_path):
         assert len(tea) == 3 and tea <= {f"k{i}" for i in range(0, 30, 3)}
     with PoolStore.open(tmp_path / "s", engine="edge", index={"fields": ["text"]}) as store:
         assert len(store.search((), limit=100)) == 31
+
+
+def test_texts_left_by_an_interrupted_overwrite_are_removed_on_open(tmp_path):
+    from mtl_graph.memory.storage import StoredPoint
+    from mtl_graph.memory.store_items import KIND, PREFIXES, prefix_keys
+
+    with PoolStore.open(tmp_path / "s", index={"fields": ["text"]}) as store:
+        store.put(("a",), "tea", {"text": "green tea"})
+        store.put(("a",), "rust", {"text": "rust code"})
+        vector = store.embeddings.embed_query("green tea")
+        # what a process killed between an overwrite's upsert and its delete of the old text leaves behind
+        store._table.store.upsert([StoredPoint(f"00000000-0000-4000-8000-00000000000{i}", vector, ([], []),
+                                               {KIND: "vector", PREFIXES: prefix_keys(("a",))}) for i in range(3)])
+    with PoolStore.open(tmp_path / "s", index={"fields": ["text"]}) as store:
+        assert store._table.store.count() == 4  # two items, two texts
+        assert [h.key for h in store.search(("a",), query="green tea", limit=2)] == ["tea", "rust"]
