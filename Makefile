@@ -10,7 +10,7 @@ LIVE_STAMP := $(VENV)/.live-installed
 LIVE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
 
-.PHONY: demo test bench bench-quick bench-retrieval install clean live-install live-demo test-live
+.PHONY: demo test bench bench-quick bench-retrieval install clean live-install live-demo test-live test-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The pool, lifecycle, dedup, consolidation, store and tenancy tests against a Qdrant server (`docker compose up -d`
+# first, or point QDRANT_URL at yours; QDRANT_API_KEY when it asks for one). `make test` never needs a server.
+QDRANT_URL ?= http://localhost:6333
+test-server: $(STAMP)
+	QDRANT_URL=$(QDRANT_URL) $(PY) -m pytest -q -k server tests/memory/test_namespaces.py tests/memory/test_namespaces_server.py
 
 # The whole system side by side, one table (under 15 min on 2 cores); bench-quick: small sizes (under 2 min).
 BENCH_STAMP := $(VENV)/.bench-installed
