@@ -76,6 +76,13 @@ def _embeddings(index: IndexConfig) -> tuple[Any, int | None, str]:
     return emb, index.get("dims"), embeddings_name(emb)
 
 
+def _inside(location: str | Path, pool_location: str) -> bool:
+    """Whether a store directory is the pool's directory or inside it (the pool's files are never touched)."""
+    if ":memory:" in (str(location), pool_location) or pool_location.startswith(("http://", "https://")):
+        return False
+    return Path(location).expanduser().resolve().is_relative_to(Path(pool_location).expanduser().resolve())
+
+
 class PoolStore(BaseStore):
     """A LangGraph store over Qdrant (embedded Edge or qdrant-client local), the MTL pool readable inside it."""
 
@@ -119,10 +126,9 @@ class PoolStore(BaseStore):
             from mtl_graph.memory.pool import MemoryPool
 
             pool = MemoryPool.open(str(pool))
-        if pool is not None and str(location) != ":memory:" and Path(str(location)).expanduser().resolve() == \
-                Path(str(getattr(pool, "location", ""))).expanduser().resolve():
-            raise StoreError(f"the store needs a directory of its own, not the pool's ({location})")
         try:
+            if pool is not None and _inside(location, getattr(pool, "location", ":memory:")):
+                raise StoreError(f"the store needs a directory of its own, outside the pool's ({location})")
             table = ItemTable(location, engine or get_settings().engine, dims, name)
         except BaseException:
             if owns:

@@ -199,8 +199,14 @@ def test_bad_locations_and_configs_are_refused(tmp_path, pool):
         PoolStore.open("http://localhost:6333")
     with pytest.raises(StoreError, match="unknown store engine"):
         PoolStore.open(tmp_path / "e", engine="sqlite")
-    with pytest.raises(StoreError, match="directory of its own"):
-        PoolStore.open(pool.location, pool=pool)
+    for inside in (pool.location, f"{pool.location}/store"):
+        with pytest.raises(StoreError, match="directory of its own"):
+            PoolStore.open(inside, pool=pool)
+    with pytest.raises(StoreError, match="directory of its own"):  # a pool the store opens is closed again
+        PoolStore.open(tmp_path / "p2" / "s", pool=tmp_path / "p2")
+    from mtl_graph.memory.pool import MemoryPool
+
+    assert str((tmp_path / "p2").resolve()) not in MemoryPool._open_pools
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreError, match="not a directory"):
         PoolStore.open(tmp_path / "file")
