@@ -1,4 +1,5 @@
-"""PoolStore against LangGraph's InMemoryStore: hundreds of seeded random operations, every result compared.
+"""PoolStore against LangGraph's InMemoryStore: hundreds of seeded random operations (half through the async API),
+every result compared.
 
 The reference is InMemoryStore with the choices PoolStore documents where InMemoryStore has none (docs/store.md):
 - listing without a query is newest write first (InMemoryStore: insertion order), so the reference sorts its full
@@ -14,6 +15,7 @@ Both stores get the same `index` embed function; scores within 1e-5 are ties, co
 
 from __future__ import annotations
 
+import asyncio
 import random
 from datetime import datetime, timedelta, timezone
 
@@ -183,6 +185,14 @@ def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None
     ref = Reference(clock, ttl["default_ttl"], ttl["refresh_on_read"])
     store = PoolStore.open(":memory:", engine=engine, index={"dims": DIMS, "embed": embed, "fields": ["text"]},
                            ttl=ttl, clock=clock)
+    loop, api = asyncio.new_event_loop(), random.Random(seed + 1)  # its own stream: the op sequence stays put
+
+    def call(name: str, *args, **kwargs):
+        """Half the operations go through the async API (abatch), half through the sync one (batch)."""
+        if api.random() < 0.5:
+            return getattr(store, name)(*args, **kwargs)
+        return loop.run_until_complete(getattr(store, f"a{name}")(*args, **kwargs))
+
     written: list[tuple[tuple[str, ...], str]] = []
     counts: dict[str, int] = {}
     peak = 0
@@ -200,18 +210,18 @@ def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None
                 value, index = _value(rng), rng.choice([None, None, False, ["tags[*]"], ["text", "meta.lang"]])
                 minutes = rng.choice(["default", None, None, 2, 10])
                 if minutes == "default":
-                    store.put(*k, value, index=index)
+                    call("put", *k, value, index=index)
                 else:
-                    store.put(*k, value, index=index, ttl=minutes)
+                    call("put", *k, value, index=index, ttl=minutes)
                 ref.put(*k, value, index, minutes)
             elif kind == "delete":
                 k = rng.choice(written) if written else (("x",), "a")
-                store.delete(*k)
+                call("delete", *k)
                 ref.put(*k, None, None, None)
             elif kind == "get":
                 k = rng.choice(written) if written and rng.random() < 0.8 else (_namespace(rng), "zz")
                 refresh = rng.choice([None, True, False])
-                got, want = store.get(*k, refresh_ttl=refresh), ref.get(*k, refresh)
+                got, want = call("get", *k, refresh_ttl=refresh), ref.get(*k, refresh)
                 assert (got is None) == (want is None), (step, k)
                 if got is not None:
                     assert (tuple(got.namespace), got.key, got.value) == (tuple(want.namespace), want.key, want.value)
@@ -220,7 +230,7 @@ def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None
                 query = " ".join(rng.choice(WORDS[:8]) for _ in range(2)) if kind == "query" else None
                 flt, limit, offset = _filter(rng), rng.choice([1, 3, 10, 50]), rng.choice([0, 0, 1, 4])
                 refresh = rng.choice([None, False])
-                got = store.search(prefix, query=query, filter=flt, limit=limit, offset=offset, refresh_ttl=refresh)
+                got = call("search", prefix, query=query, filter=flt, limit=limit, offset=offset, refresh_ttl=refresh)
                 ranked = ref.full_search(prefix, query, flt)
                 compare_search(got, ranked, offset, limit, step)
                 counts["scored"] = counts.get("scored", 0) + any(h.score is not None for h in got)
@@ -230,7 +240,7 @@ def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None
                 known = [tuple(ns) for ns in ref.mem._data]
                 prefix, suffix = _condition(rng, known), _condition(rng, known)
                 depth, limit, offset = rng.choice([None, 1, 2]), rng.choice([2, 5, 100]), rng.choice([0, 0, 1, 3])
-                got = store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset)
+                got = call("list_namespaces", prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset)
                 want = ref.mem.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=limit,
                                                offset=offset)
                 assert got == want, (step, prefix, suffix, depth)
@@ -240,6 +250,7 @@ def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None
                 ref.unswept.clear()
     finally:
         store.close()
+        loop.close()
     # the sequence exercised every kind of operation, and TTLs did expire items along the way
     assert min(counts.values()) >= 5 and len(counts) == 10, counts
     assert ref.expired >= 20 and peak >= 40, (ref.expired, peak)
