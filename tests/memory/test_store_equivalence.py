@@ -177,11 +177,11 @@ def _condition(rng: random.Random, known: list[tuple[str, ...]]) -> tuple[str, .
     return tuple(part)
 
 
-@pytest.mark.parametrize("engine,seed", [("edge", 11), ("client", 12)])
-def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None:
+@pytest.mark.parametrize("engine,seed,refresh_on_read", [("edge", 11, True), ("client", 12, False)])
+def test_random_operations_match_in_memory_store(engine: str, seed: int, refresh_on_read: bool) -> None:
     rng = random.Random(seed)
     clock = Clock()
-    ttl = {"default_ttl": 30.0, "refresh_on_read": True}
+    ttl = {"default_ttl": 30.0, "refresh_on_read": refresh_on_read}
     ref = Reference(clock, ttl["default_ttl"], ttl["refresh_on_read"])
     store = PoolStore.open(":memory:", engine=engine, index={"dims": DIMS, "embed": embed, "fields": ["text"]},
                            ttl=ttl, clock=clock)
@@ -253,4 +253,4 @@ def test_random_operations_match_in_memory_store(engine: str, seed: int) -> None
         loop.close()
     # the sequence exercised every kind of operation, and TTLs did expire items along the way
     assert min(counts.values()) >= 5 and len(counts) == 10, counts
-    assert ref.expired >= 20 and peak >= 40, (ref.expired, peak)
+    assert ref.expired >= 20 and peak >= 30, (ref.expired, peak)
