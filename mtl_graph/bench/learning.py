@@ -44,6 +44,8 @@ class RunRecord:
     quarantined: list[str] = field(default_factory=list)
     """Memories this run's credit quarantined (learning only)."""
     seconds: float = 0.0
+    cost: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Model calls and input / output tokens per stage that called a model (the run's `cost`)."""
 
 
 @dataclass
@@ -121,7 +123,8 @@ def _record(index: int, task: Task, state: dict[str, Any], watched: str | None, 
     return RunRecord(index=index, task_id=task.id, passed=verdict.get("status") == "pass",
                      status=str(verdict.get("status") or state.get("error") or "none"), injected=injected,
                      cited=list(credit.get("cited", [])), watched_injected=watched in injected,
-                     quarantined=list(credit.get("quarantined", [])), seconds=round(seconds, 3))
+                     quarantined=list(credit.get("quarantined", [])), seconds=round(seconds, 3),
+                     cost=dict(state.get("cost") or {}))
 
 
 def run_condition(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFactory, condition: str, *,

@@ -150,9 +150,13 @@ class MemoryFollower(ScriptedChatModel):
         if "write a short plan" in text:
             reply: AIMessage = AIMessage(f"Plan: {PLAN}")
         elif "into memories for OTHER agents" in text:
-            reply = self._distil("Outcome: success" in text)
+            reply = self._distil("Outcome: success" in text, text)
         else:
             reply = self._act(messages)
+        # Usage as a provider reports it (about four characters a token), so cost accounting has tokens to count.
+        out = len(str(reply.content)) + len(json.dumps([c["args"] for c in reply.tool_calls]))
+        usage = {"input_tokens": len(text) // 4, "output_tokens": max(1, out // 4)}
+        reply = reply.model_copy(update={"usage_metadata": {**usage, "total_tokens": sum(usage.values())}})
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _choose(self, messages: list[BaseMessage]) -> str:
@@ -181,13 +185,20 @@ class MemoryFollower(ScriptedChatModel):
             return bash_call(spec.second_fix, thought="The check shows a second bug: the scale factor.")
         return submit_call("fixed and checked")
 
-    def _distil(self, passed: bool) -> AIMessage:
+    def _distil(self, passed: bool, prompt: str = "") -> AIMessage:
+        """The lesson as the format asked for it: an insight, a workflow or ReasoningBank items."""
         if self.followed is not None:  # what it followed, restated: the loop credits that memory
             memory = HARMFUL if HARMFUL_MARK in self.followed[1] else RERUN
         else:
             memory = RERUN if passed and self.verify else LEARNT_FAILURE
-        return AIMessage(json.dumps({"title": memory.title, "description": memory.description,
-                                     "content": memory.content}))
+        item = {"title": memory.title, "description": memory.description, "content": memory.content}
+        if "memory items" in prompt:
+            answer: dict[str, Any] = {"items": [item]}
+        elif "WORKFLOW" in prompt or "workflow to avoid" in prompt:
+            answer = {"goal": memory.description, "actions": [f"{memory.title}.", memory.content]}
+        else:
+            answer = item
+        return AIMessage(json.dumps(answer))
 
 
 def agent_for(spec: TaskSpec) -> MemoryFollower:

@@ -53,6 +53,8 @@ class MTLState(TypedDict):
     error_kind: NotRequired[str | None]
     """The stage that `error` came from (`mtl_graph.core.ErrorKind`): invalid_task, model, retrieval, setup, ..."""
     timings: NotRequired[Annotated[dict[str, float], merge_dicts]]
+    cost: NotRequired[Annotated[dict[str, dict[str, int]], merge_dicts]]
+    """Model calls and input / output tokens per stage that called a model (plan, execute, judge, distill)."""
 
 
 RUN_FIELDS = get_type_hints(MTLState, include_extras=True)

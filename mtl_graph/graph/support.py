@@ -41,18 +41,23 @@ def open_default_pool() -> Any:
 
 
 def timed(name: str, starts_run: bool = False) -> Callable:
-    """Record a node's wall time in state['timings'][name]; the run's first node replaces the previous run's.
+    """Record a node's wall time in state['timings'][name] and its model calls and tokens in state['cost'][name]
+    (graph/cost.py; a node that called no model adds none); the run's first node replaces the previous run's.
 
     The update is made safe to serialise (`safe_value`): a file name of the agent's that is not UTF-8 must not
     make a checkpoint, the stream or the run log fail."""
+    from mtl_graph.graph.cost import counting
 
     def wrap(fn: Callable) -> Callable:
         @wraps(fn)
         def node(*args: Any, **kwargs: Any) -> dict[str, Any]:
             start = time.perf_counter()
-            update = safe_value(fn(*args, **kwargs) or {})
+            with counting() as counter:
+                update = safe_value(fn(*args, **kwargs) or {})
             timing = {name: round(time.perf_counter() - start, 4)}
-            return {**update, "timings": Overwrite(timing) if starts_run else timing}
+            cost = {name: counter.summary()} if counter.calls else {}
+            return {**update, "timings": Overwrite(timing) if starts_run else timing,
+                    "cost": Overwrite(cost) if starts_run else cost}
 
         return node
 
