@@ -1,0 +1,297 @@
+"""The baselines MTL is compared with, as conditions of one ordered task sequence through the real MTL graph: the
+same tasks, agent, model, sandbox and retrieval budget (top k) for each, each from a fresh copy of the same
+starting pool, the pool growing in task order (self-evolving).
+
+* ``reasoningbank``: the `reasoningbank` format (up to three items per run, from successes and failures, our
+  own prompts), same-domain, no plan (the task behind an instruction prefix is the query), no merging beyond
+  identical content, top k by similarity.
+* ``awm``: Agent Workflow Memory: the `workflow` format, induced from successful runs only, same-domain, online.
+* ``mtl``: ours in the paper's mode: insights, a planned query, top k by similarity (lifecycle off), from any
+  domain, written back online.
+* ``mtl+lifecycle``: ours with the learning loop: credit from citations, utility re-ranking behind a relevance
+  floor, near copies credited instead of added, quarantine.
+
+Per condition the report gives pass@1 and pass@k over `attempts` passes of the sequence, the pool at the end
+(memories of the condition's format, and items), memories retrieved per run, and every extra model call and
+token per run (plan, judge, distill: what the memory method costs beyond the agent's own calls) beside the pass
+rate, so "better with a smaller pool" and "at what cost" can be checked.
+
+    python -m mtl_graph.bench.baselines --tasks 12 --attempts 2 --out DIR
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from mtl_graph.bench.learning import AgentFactory, ConditionResult, PoolFactory, _record
+from mtl_graph.bench.passk import pass_at_k
+from mtl_graph.core.task import Task
+from mtl_graph.graph.cost import AGENT_STAGE, extra
+from mtl_graph.memory.lifecycle import LifecycleConfig
+from mtl_graph.memory.pool import MemoryPool
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """How one condition runs the graph."""
+
+    name: str
+    memory_type: str
+    """The memory format it retrieves and distils."""
+    lifecycle: str
+    """"on": the learning loop; "off": top k by similarity."""
+    same_domain: bool
+    """Retrieve only memories from the task's own domain."""
+    successes_only: bool = False
+    """Distil successful runs only (failures teach nothing)."""
+
+
+CONDITIONS: dict[str, Baseline] = {b.name: b for b in (
+    Baseline("reasoningbank", "reasoningbank", "off", same_domain=True),
+    Baseline("awm", "workflow", "off", same_domain=True, successes_only=True),
+    Baseline("mtl", "insight", "off", same_domain=False),
+    Baseline("mtl+lifecycle", "insight", "on", same_domain=False),
+)}
+
+
+def check_conditions(names: Sequence[str]) -> list[str]:
+    """The names, each a known condition (ValueError in one line naming the known ones otherwise)."""
+    names = list(names)
+    if not names:
+        raise ValueError(f"name at least one condition: {', '.join(CONDITIONS)}")
+    for name in names:
+        if name not in CONDITIONS:
+            raise ValueError(f"unknown condition {name!r}; choose one of {', '.join(CONDITIONS)}")
+    return names
+
+
+def successes_only(trajectory: Any, formats: Sequence[str], model: Any) -> Any:
+    """A distiller that learns from successful runs only (AWM); any other run yields nothing."""
+    from mtl_graph.experience.distill import DistillResult
+    from mtl_graph.graph.pipeline import default_distiller
+    from mtl_graph.memory.models import Outcome
+
+    outcome = trajectory.verdict.outcome if trajectory.verdict else Outcome.UNKNOWN
+    if outcome != Outcome.SUCCESS:
+        return DistillResult(task_id=trajectory.task.id, content_hash=trajectory.content_hash(), outcome=outcome)
+    return default_distiller(trajectory, formats, model)
+
+
+def run_baseline(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFactory, condition: str, *,
+                 top_k: int = 3, sandbox: str = "auto", lifecycle: LifecycleConfig | None = None,
+                 run_log: Path | None = None) -> ConditionResult:
+    """The sequence, in order, through the MTL graph over `pool` under one baseline condition."""
+    from mtl_graph.graph import build_mtl_graph
+
+    spec = CONDITIONS[check_conditions([condition])[0]]
+    runs = []
+    for index, task in enumerate(tasks):
+        start = time.perf_counter()
+        graph = build_mtl_graph(agent_factory(task), pool, top_k=top_k, online=True, memory_type=spec.memory_type,
+                                lifecycle=spec.lifecycle, same_domain=spec.same_domain, sandbox=sandbox,
+                                run_log=run_log, lifecycle_settings=lifecycle or LifecycleConfig(),
+                                distiller=successes_only if spec.successes_only else None)
+        state = graph.invoke({"task": task})
+        if state.get("error"):
+            raise RuntimeError(f"run {index} ({task.id}) of the {condition} condition failed: {state['error']}")
+        runs.append(_record(index, task, state, None, time.perf_counter() - start))
+    return ConditionResult(condition, runs, pool.count(spec.memory_type))
+
+
+def items_in(pool: MemoryPool, memory_type: str) -> int:
+    """Items of that format in the pool: a reasoningbank memory holds up to three, any other memory is one."""
+    return sum(len(getattr(m, "items", None) or [m]) for m in pool if m.type == memory_type)
+
+
+@dataclass
+class BaselineResult:
+    """Every condition over the same sequence, `attempts` times each."""
+
+    task_ids: list[str]
+    attempts: dict[str, list[ConditionResult]]
+    """Per condition, one result per pass of the sequence (each from a fresh starting pool)."""
+    items_end: dict[str, list[int]]
+    """Per condition and pass, the items of its format in the pool at the end."""
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per condition: pass@1, pass@k, pool at the end, memories retrieved and cost per run."""
+        return {name: _summary(results, self.items_end[name]) for name, results in self.attempts.items()}
+
+    def extend(self, other: "BaselineResult") -> "BaselineResult":
+        """This result with another pass of the same sequence added to each condition."""
+        for name, results in other.attempts.items():
+            self.attempts.setdefault(name, []).extend(results)
+            self.items_end.setdefault(name, []).extend(other.items_end[name])
+        self.seconds += other.seconds
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tasks": self.task_ids, "seconds": round(self.seconds, 1), "summary": self.summary(),
+                "runs": {name: [[r.__dict__ for r in c.runs] for c in results]
+                         for name, results in self.attempts.items()}}
+
+
+def _summary(results: list[ConditionResult], items: list[int]) -> dict[str, Any]:
+    k = len(results)
+    runs = [r for c in results for r in c.runs]
+    per_task = [[c.runs[i].passed for c in results] for i in range(len(results[0].runs))]
+    extras = [extra(r.cost) for r in runs]
+    agent = [r.cost.get(AGENT_STAGE, {}) for r in runs]
+    stages = sorted({s for r in runs for s in r.cost if s != AGENT_STAGE})
+    mean = lambda values: round(sum(values) / len(values), 2) if values else 0.0  # noqa: E731
+    return {
+        "k": k,
+        "pass@1": round(mean([sum(t) / k for t in per_task]), 4),
+        f"pass@{k}": round(mean([pass_at_k(k, sum(t), k) for t in per_task]), 4),
+        "pool_size_end": mean([c.pool_size_end for c in results]),
+        "items_end": mean(items),
+        "retrieved_per_run": mean([len(r.injected) for r in runs]),
+        "extra_calls_per_run": mean([e["calls"] for e in extras]),
+        "extra_input_tokens_per_run": mean([e["input_tokens"] for e in extras]),
+        "extra_output_tokens_per_run": mean([e["output_tokens"] for e in extras]),
+        "extra_per_stage_per_run": {s: {key: mean([r.cost.get(s, {}).get(key, 0) for r in runs])
+                                        for key in ("calls", "input_tokens", "output_tokens")} for s in stages},
+        "agent_calls_per_run": mean([a.get("calls", 0) for a in agent]),
+        "agent_tokens_per_run": mean([a.get("input_tokens", 0) + a.get("output_tokens", 0) for a in agent]),
+    }
+
+
+def run_baselines(tasks: Sequence[Task], pool_factory: PoolFactory, agent_factory: AgentFactory,
+                  conditions: Sequence[str] = tuple(CONDITIONS), *, attempts: int = 1,
+                  **options: Any) -> BaselineResult:
+    """Every condition over the same ordered tasks, `attempts` times, each pass from a fresh pool of
+    `pool_factory` (the same starting pool for every condition and pass)."""
+    names = check_conditions(conditions)  # before any pool is made
+    if not tasks:
+        raise ValueError("a sequence needs at least one task")
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, not {attempts}")
+    start = time.perf_counter()
+    results: dict[str, list[ConditionResult]] = {}
+    items: dict[str, list[int]] = {}
+    for name in names:
+        for _ in range(attempts):
+            pool = pool_factory()
+            try:
+                results.setdefault(name, []).append(run_baseline(tasks, pool, agent_factory, name, **options))
+                items.setdefault(name, []).append(items_in(pool, CONDITIONS[name].memory_type))
+            finally:
+                pool.close()
+    return BaselineResult([t.id for t in tasks], results, items, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------ the scripted sequence
+def scripted(conditions: Sequence[str] = tuple(CONDITIONS), n: int = 12, attempts: int = 1, seed: int = 7,
+             embeddings: Any = None, sandbox: str = "auto", root: Path | None = None,
+             run_log: Path | None = None) -> BaselineResult:
+    """The positive scripted sequence (learning_sequences: a pool that can learn to verify) under each condition,
+    with the scripted agent; pass p of `attempts` draws its coin flips from seed + p."""
+    from mtl_graph.bench import learning_sequences as ls
+
+    names = check_conditions(conditions)
+    with tempfile.TemporaryDirectory(prefix="mtl-baselines-", dir=root) as pools:
+
+        def pool_factory() -> MemoryPool:
+            return ls.starting_pool(MemoryPool.open(tempfile.mkdtemp(dir=pools), embeddings), "positive")
+
+        result: BaselineResult | None = None
+        for p in range(attempts):  # each pass its own coin flips, the same for every condition
+            specs = {s.task.id: s for s in ls.make_tasks(n, seed=seed + p, prefix="base")}
+            one = run_baselines([s.task for s in specs.values()], pool_factory,
+                                lambda task: ls.agent_for(specs[task.id]), names, sandbox=sandbox, run_log=run_log)
+            result = one if result is None else result.extend(one)
+        assert result is not None
+        return result
+
+
+# ------------------------------------------------------------------ report
+COLUMNS = ("condition", "pass@1", "pass@k", "pool at end (memories / items)", "retrieved per run",
+           "extra calls per run", "extra tokens per run (in / out)", "agent calls per run")
+
+
+def markdown(result: BaselineResult) -> str:
+    """One row per condition: pass rates beside the pool and the extra cost."""
+    rows = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for name, s in result.summary().items():
+        k = s["k"]
+        rows.append(f"| {name} | {s['pass@1']:.0%} | {s[f'pass@{k}']:.0%} (k={k}) | {s['pool_size_end']:g} / "
+                    f"{s['items_end']:g} | {s['retrieved_per_run']:g} | {s['extra_calls_per_run']:g} | "
+                    f"{s['extra_input_tokens_per_run']:g} / {s['extra_output_tokens_per_run']:g} | "
+                    f"{s['agent_calls_per_run']:g} |")
+    stages = "; ".join(f"{name}: " + ", ".join(f"{stage} {c['calls']:g}" for stage, c in
+                                               s["extra_per_stage_per_run"].items()) or f"{name}: none"
+                       for name, s in result.summary().items())
+    return (f"{len(result.task_ids)} tasks in order, the same for every condition.\n\n" + "\n".join(rows)
+            + f"\n\nExtra calls per run by stage — {stages}.\n")
+
+
+def plot(result: BaselineResult, path: Path) -> Path:
+    """Running pass rate over the sequence, one line per condition (mean over its passes; PNG)."""
+    from mtl_graph.bench.plots import _pyplot
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    styles = iter(["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1))])
+    for name, results in result.attempts.items():
+        curves = [c.running() for c in results]
+        mean = [sum(values) / len(values) for values in zip(*curves)]
+        ax.plot(range(1, len(mean) + 1), mean, linestyle=next(styles), label=f"{name} ({mean[-1]:.0%})")
+    ax.set_xlabel("run in the sequence")
+    ax.set_ylabel("running pass rate")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("baselines over one task sequence")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def write_report(result: BaselineResult, out: Path) -> dict[str, Path]:
+    """baselines.json, baselines.md and baselines.png in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "baselines.json", "md": out / "baselines.md", "png": out / "baselines.png"}
+    paths["json"].write_text(json.dumps(result.to_json(), indent=1, default=str), encoding="utf-8")
+    paths["md"].write_text(markdown(result), encoding="utf-8")
+    plot(result, paths["png"])
+    return paths
+
+
+def main(argv: Sequence[str] | None = None, report: Callable[[str], None] = print) -> int:
+    """`python -m mtl_graph.bench.baselines`: the scripted sequence under the named conditions, reported."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m mtl_graph.bench.baselines",
+                                     description="The baselines (ReasoningBank, AWM) and MTL over one sequence.")
+    parser.add_argument("--condition", action="append", help=f"one of {', '.join(CONDITIONS)} (default: all)")
+    parser.add_argument("--tasks", type=int, default=12, help="tasks in the sequence (1 to 40)")
+    parser.add_argument("--attempts", type=int, default=1, help="passes of the sequence (the k of pass@k)")
+    parser.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or local")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the report")
+    args = parser.parse_args(argv)
+    try:
+        names = check_conditions(args.condition or list(CONDITIONS))
+        from mtl_graph.bench.learning_sequences import make_tasks
+
+        make_tasks(args.tasks)  # a bad count fails here, before anything is written
+        if args.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, not {args.attempts}")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = scripted(names, args.tasks, args.attempts, sandbox=args.sandbox, run_log=args.out / "runs.jsonl")
+    paths = write_report(result, args.out)
+    report(paths["md"].read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

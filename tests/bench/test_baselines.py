@@ -1,0 +1,135 @@
+"""The baselines as conditions of one task sequence through the real graph: ReasoningBank (items from successes
+and failures, same-domain, task query behind an instruction prefix, no plan), AWM (workflows from successes
+only, same-domain), MTL (insights from any domain) and MTL with the lifecycle; the report shows pass@k, the pool
+at the end, memories retrieved and the extra model calls and tokens per run."""
+
+import json
+
+import pytest
+
+from mtl_graph.bench import baselines as bl
+from mtl_graph.bench import learning_sequences as ls
+from mtl_graph.memory.formats.reasoningbank import ReasoningBankMemory
+from mtl_graph.memory.models import InsightMemory, Provenance, WorkflowMemory
+
+FOREIGN = "sql"  # the starting pool's lesson comes from another domain
+
+
+def _foreign() -> list:
+    """The verify lesson in each format, from another domain: only the conditions retrieving across domains
+    can use it."""
+    source = [Provenance(domain=FOREIGN, source_task_id="sql-past")]
+    return [InsightMemory(title=ls.RERUN.title, description=ls.RERUN.description, content=ls.RERUN.content,
+                          sources=source),
+            WorkflowMemory(goal=ls.RERUN.description, actions=[f"{ls.RERUN.title}.", ls.RERUN.content],
+                           sources=source),
+            ReasoningBankMemory(query="Fix the SQL query so that the report test passes.", sources=source,
+                                items=[{"title": ls.RERUN.title, "description": ls.RERUN.description,
+                                        "content": ls.RERUN.content}])]
+
+
+def _specs():
+    specs = ls.make_tasks(12, prefix="bl")
+    fails = next(s for s in specs if s.second_fix and not s.verifies_alone)  # fails unless a memory says verify
+    learns = next(s for s in specs if s.second_fix and s.verifies_alone)  # verifies alone: passes, teaches
+    rest = [s for s in specs if s not in (fails, learns) and s.second_fix][:2]
+    return [fails, learns, *rest]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory, embeddings):
+    from mtl_graph.memory.pool import MemoryPool
+
+    root, made = tmp_path_factory.mktemp("baselines"), iter(range(100))
+    specs = _specs()
+    by_id = {s.task.id: s for s in specs}
+
+    def pool_factory():
+        pool = ls.starting_pool(MemoryPool.open(root / f"pool-{next(made)}", embeddings), "positive")
+        pool.add_many(_foreign())
+        return pool
+
+    log = root / "runs.jsonl"
+    out = bl.run_baselines([s.task for s in specs], pool_factory, lambda task: ls.agent_for(by_id[task.id]),
+                           attempts=2, sandbox="local", run_log=log)
+    return out, [json.loads(line) for line in log.read_text().splitlines()], root
+
+
+def test_reasoningbank_appends_items_from_every_run_keyed_by_task_same_domain_without_a_plan(result):
+    out, records, _ = result
+    rb = out.attempts["reasoningbank"]
+    first = rb[0].runs
+    assert [r.passed for r in first] == [False, True, True, True]  # learns from the second run, then follows it
+    assert first[0].injected == []  # the foreign lesson is never served: same-domain
+    assert [len(r.injected) for r in first[1:]] == [1, 2, 3]  # one memory of each earlier run, no merging
+    assert all(c.pool_size_end == 1 + 4 for c in rb)  # the foreign one + one per run, failures included
+    assert out.items_end["reasoningbank"] == [5, 5]
+    runs = [r for r in records if r["memory_type"] == "reasoningbank"]
+    assert all(r["query"].startswith("Instruct: ") and r["query"].endswith(r["task"]["instruction"]) for r in runs)
+    assert all("plan" not in r["cost"] and r["cost"]["distill"]["calls"] == 1 for r in runs)
+    assert all(set(h["domains"]) == {"python"} for r in runs for h in r["retrieved"])
+
+
+def test_awm_learns_from_successes_only_and_stays_in_its_domain(result):
+    out, records, _ = result
+    awm = out.attempts["awm"][0].runs
+    assert [r.passed for r in awm] == [False, True, True, True] and awm[0].injected == []
+    runs = [r for r in records if r["memory_type"] == "workflow"]
+    assert all(r["new_memory_ids"] == [] and "distill" not in r["cost"]
+               for r in runs if r["verdict"]["status"] != "pass")  # a failed run distils nothing: no call
+    assert all(r["cost"]["distill"]["calls"] == 1 and r["cost"]["plan"]["calls"] == 1
+               for r in runs if r["verdict"]["status"] == "pass")
+    assert out.summary()["awm"]["pool_size_end"] == 2  # the foreign one + the verify workflow (merged)
+
+
+def test_mtl_transfers_across_domains_and_the_lifecycle_keeps_the_pool_small(result):
+    out, _, _ = result
+    s = out.summary()
+    for name in ("mtl", "mtl+lifecycle"):
+        runs = out.attempts[name][0].runs
+        assert all(r.passed for r in runs)  # the foreign lesson serves from the first run
+        assert s[name]["pass@1"] == 1.0 and s[name]["pass@2"] == 1.0
+    assert s["reasoningbank"]["pass@1"] == 0.75 == s["awm"]["pass@1"]
+    assert s["mtl+lifecycle"]["pool_size_end"] <= s["mtl"]["pool_size_end"] < s["reasoningbank"]["pool_size_end"]
+    assert s["reasoningbank"]["extra_calls_per_run"] == 1 and s["mtl"]["extra_calls_per_run"] == 2  # plan + distil
+    assert s["awm"]["extra_calls_per_run"] == 1.75  # no distil call for its failed run
+    assert all(v["extra_input_tokens_per_run"] > 0 and v["agent_calls_per_run"] > 0 for v in s.values())
+
+
+def test_the_report_puts_pass_rates_beside_pool_and_cost(result):
+    out, _, root = result
+    paths = bl.write_report(out, root / "report")
+    table = paths["md"].read_text()
+    assert "| condition | pass@1 | pass@k | pool at end (memories / items) | retrieved per run | extra calls" in table
+    assert "| reasoningbank | 75% | 75% (k=2) | 5 / 5 | 1.5 | 1 |" in table
+    assert "| mtl | 100% |" in table and "reasoningbank: distill 1;" in table
+    data = json.loads(paths["json"].read_text())
+    assert set(data["summary"]) == set(bl.CONDITIONS) and len(data["runs"]["awm"]) == 2
+    assert data["runs"]["mtl"][0][0]["cost"]["plan"]["calls"] == 1
+    assert paths["png"].stat().st_size > 1000
+
+
+def test_bad_input_is_one_clear_line(tmp_path, embeddings, capsys):
+    with pytest.raises(ValueError, match=r"^unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, "
+                                         r"mtl\+lifecycle$"):
+        bl.run_baselines([ls.make_tasks(1)[0].task], lambda: None, ls.agent_for, ["mtl", "frozen"])
+    with pytest.raises(ValueError, match="at least one task"):
+        bl.run_baselines([], lambda: None, ls.agent_for, ["mtl"])
+    with pytest.raises(ValueError, match="attempts must be at least 1"):
+        bl.run_baselines([ls.make_tasks(1)[0].task], lambda: None, ls.agent_for, attempts=0)
+    for argv, line in ((["--condition", "frozen"],
+                        "unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, mtl+lifecycle"),
+                       (["--tasks", "0"], "a sequence has 1 to 40 tasks, not 0"),
+                       (["--attempts", "0"], "attempts must be at least 1, not 0")):
+        assert bl.main([*argv, "--out", str(tmp_path / "bad")]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"error: {line}"]
+        assert not (tmp_path / "bad").exists()  # nothing written
+
+
+def test_the_command_runs_the_scripted_sequence_and_writes_the_report(tmp_path):
+    shown = []
+    assert bl.main(["--condition", "reasoningbank", "--tasks", "2", "--sandbox", "local", "--out",
+                    str(tmp_path / "out")], report=shown.append) == 0
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"baselines.json", "baselines.md", "baselines.png",
+                                                               "runs.jsonl"}
+    assert "| reasoningbank |" in shown[0] and "| awm |" not in shown[0]
