@@ -79,9 +79,8 @@ class TableBatch:
                        key=lambda r: r.seq, reverse=True)
         ranked: list[tuple[float | None, Row]]
         if vector is not None:
-            # nothing under the prefix filtered out: the engine filters by namespace, not by a list of ids
-            whole = prefix if len(found) == len(under) else None
-            scored = self.table.nearest(vector, [r for r in found if r.vector_ids], op.offset + op.limit, whole)
+            scored = self.table.nearest(vector, [r for r in found if r.vector_ids], op.offset + op.limit, prefix,
+                                        sum(len(r.vector_ids) for r in under))
             # items without an embedded text rank after every scored one, as InMemoryStore appends them
             ranked = [*scored, *((None, r) for r in found if not r.vector_ids)]
         else:

@@ -202,27 +202,39 @@ class ItemTable:
             self.store.set_payload(_point_id(list(row.namespace), row.key), {"expires_at": row.expires_at})
 
     # ------------------------------------------------------------------ reading
-    def nearest(self, vector: list[float], candidates: list[Row], need: int,
-                whole_prefix: tuple[str, ...] | None = None) -> list[tuple[float, Row]]:
-        """The `need` best-scoring candidates (an item scores by its best text), best first. whole_prefix: the
-        candidates are every item under it, so the engine filters by namespace instead of by a list of ids."""
+    def nearest(self, vector: list[float], candidates: list[Row], need: int, prefix: tuple[str, ...],
+                under_texts: int) -> list[tuple[float, Row]]:
+        """The `need` best-scoring candidates (an item scores by its best text), best first; every candidate is
+        under `prefix`, which holds `under_texts` texts in all (candidates or not)."""
         ids = [v for r in candidates for v in r.vector_ids]
         if not ids or need <= 0:
             return []
-        per_item = max(len(r.vector_ids) for r in candidates)
-        equals = {KIND: "vector"}
-        if whole_prefix:
-            equals[PREFIXES] = prefix_keys(whole_prefix)[-1]
         # `need` items hold at most need * per_item texts: that many hits always cover the top `need` items
-        hits = self.store.query([QuerySpec(limit=min(len(ids), need * per_item), with_payload=False,
-                                           where=Conditions(equals=equals,
-                                                            only_ids=None if whole_prefix is not None else ids),
-                                           dense=vector)])[0]
+        enough = need * max(len(r.vector_ids) for r in candidates)
+        by_prefix = {KIND: "vector", **({PREFIXES: prefix_keys(prefix)[-1]} if prefix else {})}
+        if len(ids) == under_texts:  # nothing under the prefix filtered out: the engine filters by namespace
+            return self._owners(self._query(vector, by_prefix, None, min(enough, len(ids))), None, need)
+        if len(ids) * 4 >= under_texts:
+            # Most texts pass the filter: the indexed namespace filter, with room for the texts that do not, beats
+            # a list of ids (Edge, 2k items, 40% passing: 12 ms by ids). The hits that pass come in score order,
+            # so they are the top ones whenever `need` items pass, or when every text under the prefix came back.
+            limit = min(under_texts, 2 * -(-enough * under_texts // len(ids)))
+            found = self._owners(self._query(vector, by_prefix, None, limit), set(ids), need)
+            if len(found) == need or limit == under_texts:
+                return found
+        return self._owners(self._query(vector, {KIND: "vector"}, ids, min(enough, len(ids))), None, need)
+
+    def _query(self, vector: list[float], equals: dict[str, str], ids: list[str] | None, limit: int) -> list[Any]:
+        return self.store.query([QuerySpec(limit=limit, with_payload=False, dense=vector,
+                                           where=Conditions(equals=equals, only_ids=ids))])[0]
+
+    def _owners(self, hits: list[Any], wanted: set[str] | None, need: int) -> list[tuple[float, Row]]:
+        """The first `need` distinct items of hits (only texts in `wanted`, when given), with their best score."""
         out: list[tuple[float, Row]] = []
         seen: set[tuple[tuple[str, ...], str]] = set()
         for hit in hits:
             owner = self.owner.get(hit.id)
-            if owner is None or owner in seen or owner not in self.rows:
+            if owner is None or owner in seen or owner not in self.rows or (wanted and hit.id not in wanted):
                 continue
             seen.add(owner)
             out.append((float(hit.score), self.rows[owner]))

@@ -262,3 +262,27 @@ def test_texts_left_by_an_interrupted_overwrite_are_removed_on_open(tmp_path):
     with PoolStore.open(tmp_path / "s", index={"fields": ["text"]}) as store:
         assert store._table.store.count() == 4  # two items, two texts
         assert [h.key for h in store.search(("a",), query="green tea", limit=2)] == ["tea", "rust"]
+
+
+@pytest.mark.parametrize("passing", ["far", "near"])
+def test_a_filtered_query_finds_the_best_passing_items_whatever_their_rank(passing):
+    """Half the items pass the filter: the store first asks the engine for the namespace's top texts; when the
+    passing ones rank below those it asks again by id. Either way the answer is InMemoryStore's."""
+    import math
+
+    def embed(texts):  # "near i" points near the query, "far i" away from it; i spreads them apart
+        return [[math.cos(a), math.sin(a)] for a in
+                ((0.1 if t.startswith("near") else 1.2) + int(t.split()[1]) / 100 for t in texts)]
+
+    index = {"dims": 2, "embed": embed, "fields": ["text"]}
+    reference = InMemoryStore(index=index)
+    with PoolStore.open(index=index) as store:
+        for i in range(8):
+            kind = "near" if i % 2 else "far"
+            for s in (store, reference):
+                s.put(("p", str(i % 3)), f"k{i}", {"text": f"{kind} {i}", "pass": kind == passing})
+        for limit in (1, 2, 4):
+            got = store.search(("p",), query="near 0", filter={"pass": True}, limit=limit)
+            want = reference.search(("p",), query="near 0", filter={"pass": True}, limit=limit)
+            assert [h.key for h in got] == [h.key for h in want]
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6)
