@@ -40,9 +40,13 @@ def _open() -> PoolStore:
 
     from mtl_graph.memory.embeddings import LOCAL_DIM, local_embeddings
 
-    client = QdrantClient(url=location, api_key=get_settings().qdrant_api_key)
+    client = QdrantClient(url=location, api_key=get_settings().qdrant_api_key, timeout=10, check_compatibility=False)
     inner = QdrantStore(client, index={"dims": LOCAL_DIM, "embed": local_embeddings(), **INDEX})
-    inner.setup()
+    try:
+        inner.setup()
+    except Exception as exc:
+        client.close()
+        raise StoreError(f"cannot set up the store on the Qdrant server at {location}: {exc}") from None
     pool = MemoryPool.open(pool_location)
 
     def release() -> None:

@@ -168,3 +168,18 @@ def test_langgraph_dev_serves_the_store_from_langgraph_json(tmp_path):
         proc.wait(timeout=30)
     with PoolStore.open(tmp_path / "pool-store", index={"fields": ["$"]}) as store:  # beside the pool
         assert sorted(h.value["text"] for h in store.search(("notes",))) == ["ann drinks green tea", "bob writes rust"]
+
+
+def test_the_factory_on_an_unreachable_qdrant_server_is_one_clear_error(tmp_path, monkeypatch):
+    import importlib.util
+
+    from mtl_graph.memory.store import StoreError
+
+    spec = importlib.util.spec_from_file_location("studio_store", ROOT / "studio" / "store.py")
+    factory = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(factory)
+    monkeypatch.setenv("MTL_STORE", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    installed = importlib.util.find_spec("langgraph.store.qdrant") is not None
+    with pytest.raises(StoreError, match="cannot set up the store on the Qdrant server" if installed
+                       else "needs langgraph-store-qdrant"):
+        factory._open()
