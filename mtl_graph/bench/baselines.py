@@ -210,6 +210,39 @@ def scripted(conditions: Sequence[str] = tuple(CONDITIONS), n: int = 12, attempt
         return result
 
 
+def suite_tasks(specs: Sequence[str], limit: int | None = None, seed: int = 42) -> list[Task]:
+    """The runnable tasks of the suites, in the suites' order (what the agent may see: no reference solution);
+    a suite that cannot run here, or none with a task, is a ValueError in one line."""
+    from mtl_graph.bench.graph_runner import agent_task
+    from mtl_graph.bench.suites import load_suite
+
+    tasks: list[Task] = []
+    for spec in specs:
+        suite = load_suite(spec, limit, seed)
+        if suite.skip_reason:
+            raise ValueError(f"suite {spec} cannot run here: {suite.skip_reason}")
+        tasks.extend(agent_task(t) for t in suite.tasks)
+    if not tasks:
+        raise ValueError(f"no runnable task in {', '.join(specs)}")
+    return tasks
+
+
+def copies_of(start: Path | None, root: Path, embeddings: Any = None) -> PoolFactory:
+    """A pool factory: each call a fresh copy of the pool directory `start` (None: an empty pool) under `root`,
+    so every condition and pass starts from the same pool and the original is never written."""
+    import shutil
+
+    made = iter(range(10**9))
+
+    def factory() -> MemoryPool:
+        target = root / f"pool-{next(made)}"
+        if start is not None:
+            shutil.copytree(start, target)
+        return MemoryPool.open(target, embeddings)
+
+    return factory
+
+
 # ------------------------------------------------------------------ report
 COLUMNS = ("condition", "pass@1", "pass@k", "pool at end (memories / items)", "retrieved per run",
            "extra calls per run", "extra tokens per run (in / out)", "agent calls per run")
@@ -264,30 +297,55 @@ def write_report(result: BaselineResult, out: Path) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None, report: Callable[[str], None] = print) -> int:
-    """`python -m mtl_graph.bench.baselines`: the scripted sequence under the named conditions, reported."""
+    """`python -m mtl_graph.bench.baselines`: the scripted sequence, or suites with a model, under the named
+    conditions, reported in --out. Bad input is one `error:` line on stderr and exit code 2, nothing written."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m mtl_graph.bench.baselines",
                                      description="The baselines (ReasoningBank, AWM) and MTL over one sequence.")
     parser.add_argument("--condition", action="append", help=f"one of {', '.join(CONDITIONS)} (default: all)")
-    parser.add_argument("--tasks", type=int, default=12, help="tasks in the sequence (1 to 40)")
+    parser.add_argument("--suite", action="append", help="a suite spec (mtl eval --suites list); its tasks in "
+                        "order, then the next suite's (default: the scripted sequence)")
+    parser.add_argument("--model", help="provider:model (or scripted:FILE.json) the agent and every stage use "
+                        "(with --suite)")
+    parser.add_argument("--pool", type=Path, help="the starting pool's directory, copied per condition and pass "
+                        "(with --suite; default: empty)")
+    parser.add_argument("--tasks", type=int, default=12, help="scripted: tasks in the sequence (1 to 40); "
+                        "suites: tasks per suite (a seeded sample)")
     parser.add_argument("--attempts", type=int, default=1, help="passes of the sequence (the k of pass@k)")
+    parser.add_argument("--top-k", type=int, default=3, help="memories retrieved per run, for every condition")
     parser.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or local")
     parser.add_argument("--out", type=Path, required=True, help="folder for the report")
     args = parser.parse_args(argv)
     try:
         names = check_conditions(args.condition or list(CONDITIONS))
-        from mtl_graph.bench.learning_sequences import make_tasks
-
-        make_tasks(args.tasks)  # a bad count fails here, before anything is written
         if args.attempts < 1:
             raise ValueError(f"attempts must be at least 1, not {args.attempts}")
-    except ValueError as exc:
+        if args.suite:
+            from mtl_graph.chat import check_model
+
+            if not args.model:
+                raise ValueError("--suite needs --model (provider:model or scripted:FILE.json)")
+            if args.pool is not None and not args.pool.is_dir():
+                raise ValueError(f"no pool directory at {args.pool}")
+            check_model(args.model)
+            tasks = suite_tasks(args.suite, args.tasks)
+        else:
+            from mtl_graph.bench.learning_sequences import make_tasks
+
+            make_tasks(args.tasks)  # a bad count fails here, before anything is written
+    except (ValueError, RuntimeError) as exc:  # SuiteError, ModelNotConfigured: one line each
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    result = scripted(names, args.tasks, args.attempts, sandbox=args.sandbox, run_log=args.out / "runs.jsonl")
+    log = args.out / "runs.jsonl"
+    if args.suite:
+        with tempfile.TemporaryDirectory(prefix="mtl-baselines-") as pools:
+            result = run_baselines(tasks, copies_of(args.pool, Path(pools)), lambda task: args.model, names,
+                                   attempts=args.attempts, top_k=args.top_k, sandbox=args.sandbox, run_log=log)
+    else:
+        result = scripted(names, args.tasks, args.attempts, sandbox=args.sandbox, run_log=log)
     paths = write_report(result, args.out)
     report(paths["md"].read_text(encoding="utf-8"))
     return 0

@@ -133,3 +133,45 @@ def test_the_command_runs_the_scripted_sequence_and_writes_the_report(tmp_path):
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"baselines.json", "baselines.md", "baselines.png",
                                                                "runs.jsonl"}
     assert "| reasoningbank |" in shown[0] and "| awm |" not in shown[0]
+
+
+def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings):
+    from pathlib import Path
+
+    from mtl_graph.memory.pool import MemoryPool
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+    script = json.loads((examples / "primes" / "demo_script.json").read_text())
+    script["answers"]["ReasoningBankDraft"] = {"items": [{"title": ls.RERUN.title,
+                                                          "description": ls.RERUN.description,
+                                                          "content": ls.RERUN.content}]}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    start = tmp_path / "start"
+    pool = MemoryPool.open(start, embeddings)
+    pool.add_many(_foreign())
+    pool.close()
+    before = sorted(p.name for p in start.rglob("*"))
+    shown = []
+    argv = ["--suite", f"dir:{examples}", "--model", f"scripted:{tmp_path / 'script.json'}", "--pool", str(start),
+            "--condition", "reasoningbank", "--condition", "mtl", "--sandbox", "local", "--out", str(tmp_path / "o")]
+    assert bl.main(argv, report=shown.append) == 0
+    data = json.loads((tmp_path / "o" / "baselines.json").read_text())
+    assert len(data["tasks"]) == 3 and set(data["summary"]) == {"reasoningbank", "mtl"}
+    rb, mtl = data["summary"]["reasoningbank"], data["summary"]["mtl"]
+    assert rb["pool_size_end"] == 1 + 3 and rb["extra_per_stage_per_run"]["distill"]["calls"] == 1
+    assert "plan" not in rb["extra_per_stage_per_run"] and mtl["extra_per_stage_per_run"]["plan"]["calls"] == 1
+    assert 0 < mtl["pass@1"] < 1  # the one script solves one of the three tasks
+    assert sorted(p.name for p in start.rglob("*")) == before  # the starting pool is copied, never written
+    assert "| reasoningbank |" in shown[0]
+
+
+def test_a_suite_needs_a_model_and_a_usable_suite(tmp_path, capsys):
+    for argv, line in ((["--suite", "dir:tasks"], "--suite needs --model (provider:model or "
+                                                            "scripted:FILE.json)"),
+                       (["--suite", "nosuch:x", "--model", "scripted:no-such-script.json"],
+                        None),
+                       (["--suite", "dir:tasks", "--model", "nosuchprovider:m"], None)):
+        assert bl.main([*argv, "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and (line is None or err == [f"error: {line}"])
+        assert not (tmp_path / "bad").exists()
