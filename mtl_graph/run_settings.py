@@ -48,6 +48,10 @@ class PipelineKnobs(BaseModel):
     """Memory format retrieved into the agent's prompt ("none" = zero-shot)."""
     top_k: Annotated[int, Field(ge=0, le=50), Flags(("--top-k", "--k", "-k"))] = 3
     """How many memories to retrieve."""
+    retrieval: Literal["inject", "tool", "both"] = "inject"
+    """How memories reach the agent: inject (top-k in its system prompt, the paper's), tool (it calls search_memories), or both."""
+    search_budget: Annotated[int, Field(ge=0, le=20)] = 3
+    """Calls of search_memories a run may make (retrieval tool or both); each may follow up on what came back."""
     online: bool = True
     """Distil each run and write the memories back into the pool."""
     exclude_domains: Annotated[list[str], Flags(("--exclude-domain",))] = Field(default_factory=list)

@@ -6,6 +6,8 @@ conversation as its models read it.
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +49,10 @@ TOOLS = [
 class Action:
     """A well-formed action: a command to run, or the submission."""
 
-    tool: Literal["bash", "submit"]
+    tool: str
+    """bash, submit, or another tool the run offers (search_memories)."""
     text: str
-    """The command, or the submission summary."""
+    """The command, or the submission summary (another tool's arguments as JSON)."""
     call_id: str | None = None
 
 
@@ -77,10 +80,15 @@ class ToolCallFormat:
     def reasoning(self, reply: AIMessage) -> str:
         return text_of(reply).strip()
 
-    def parse(self, reply: AIMessage) -> list[Action | Rejection]:
+    def parse(self, reply: AIMessage, others: frozenset[str] = frozenset()) -> list[Action | Rejection]:
+        """The reply's actions; a call of one of `others` (tools the run offers beside bash and submit) is taken
+        as it is: that tool checks its own arguments and tells the model what is wrong."""
         items: list[Action | Rejection] = []
         for call in reply.tool_calls:
             schema = TOOL_ARGS.get(call["name"])
+            if schema is None and call["name"] in others:
+                items.append(Action(tool=call["name"], text=json.dumps(call["args"]), call_id=call["id"]))
+                continue
             if schema is None:
                 items.append(self._reject(f"unknown tool {call['name']!r}", call["id"]))
                 continue

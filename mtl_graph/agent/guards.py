@@ -186,7 +186,9 @@ class ActionFormat(AgentMiddleware):
         reply = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
         if reply is None:
             return response
-        items = FORMATS[cfg.action_format](cfg.prompts_dir).parse(reply)
+        fmt = FORMATS[cfg.action_format](cfg.prompts_dir)
+        offered = frozenset(n for n in map(_tool_name, request.tools or []) if n and n not in ("bash", "submit"))
+        items = fmt.parse(reply, offered) if cfg.action_format == "tool_calls" else fmt.parse(reply)
         actions = [i for i in items if isinstance(i, Action)]
         answers = [i.message for i in items if isinstance(i, Rejection)]
         for extra in actions[1:]:
@@ -201,6 +203,10 @@ class ActionFormat(AgentMiddleware):
             update["jump_to"] = "model"  # ask again (RunLimits ends the run when the streak is too long)
         return ExtendedModelResponse(model_response=ModelResponse(result=[reply, *answers]),
                                      command=Command(update=update))
+
+
+def _tool_name(tool: Any) -> str | None:
+    return tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
 
 
 def as_tool_call(reply: AIMessage, action: Action) -> AIMessage:

@@ -6,7 +6,7 @@ finished run back out of the agent's state."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
@@ -39,13 +39,16 @@ class _RunModel(BaseChatModel):
 
 def build_agent(config: AgentConfig, model_of: ModelOf, *, settings: Settings | None = None,
                 on_step: StepHook | None = None, sandbox_kind: str = "auto", context_schema: Any = None,
-                interrupt_before_tools: bool = False, state_schema: Any = None, name: str = "agent") -> Any:
+                interrupt_before_tools: bool = False, state_schema: Any = None, name: str = "agent",
+                extra_tools: Sequence[Any] = (), extra_middleware: Sequence[Any] = ()) -> Any:
     """The compiled agent graph. Its input is `{"messages": opening_messages(...), "workspace": path}`; commands run
-    in the workspace's sandbox (`sandbox.registry`: the caller's, or one made from the path on first use)."""
+    in the workspace's sandbox (`sandbox.registry`: the caller's, or one made from the path on first use).
+    `extra_tools` (the MTL graph's search_memories) are offered beside bash and submit; `extra_middleware` wraps
+    the action format (a gate that hides a tool from runs that do not offer it, so a call of it is refused)."""
     settings = settings or (lambda runtime: config)
-    middleware = [ProviderErrors(), ActionFormat(settings, model_of), ProviderRetry(settings), RunLimits(settings),
-                  StepObserver(settings, on_step)]
-    tools = [*sandbox_tools(kind=sandbox_kind, config=config, settings=settings), submit_tool()]
+    middleware = [ProviderErrors(), *extra_middleware, ActionFormat(settings, model_of), ProviderRetry(settings),
+                  RunLimits(settings), StepObserver(settings, on_step)]
+    tools = [*sandbox_tools(kind=sandbox_kind, config=config, settings=settings), submit_tool(), *extra_tools]
     return create_agent(_RunModel(), tools, middleware=middleware, context_schema=context_schema, name=name,
                         state_schema=state_schema, interrupt_before=[TOOLS_NODE] if interrupt_before_tools else None)
 

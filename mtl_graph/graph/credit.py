@@ -21,8 +21,12 @@ from mtl_graph.memory.record import Use
 
 
 def shown_ids(state: dict[str, Any]) -> list[str]:
-    """The run's memories in the order the prompt numbered them (retrieval, then a mid-run refresh)."""
-    return list(dict.fromkeys(r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]))
+    """The run's memories in the order the prompt numbered them (retrieval, then a mid-run refresh or the agent's
+    own searches, which never happen in one run)."""
+    from mtl_graph.graph.memory_tool import searched_ids
+
+    retrieved = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
+    return list(dict.fromkeys([*retrieved, *searched_ids(state.get("trajectory"))]))
 
 
 def write_run(pool: MemoryPool, state: dict[str, Any], cfg: MTLConfig, verdict: Verdict | None,
@@ -92,6 +96,14 @@ class ServedRuns:
             self._runs.move_to_end(run_id)
             while len(self._runs) > self.LIMIT:
                 self._runs.popitem(last=False)
+
+    def searched(self, run_id: str | None, ids: list[str]) -> None:
+        """The memories one of the run's searches showed the agent (after those retrieved, in order)."""
+        if not run_id:
+            return
+        with self._lock:
+            run = self._runs.setdefault(run_id, {"shown": []})
+            run["shown"] = list(dict.fromkeys([*run["shown"], *ids]))
 
     def judged(self, run_id: str | None, trajectory: Trajectory | None, verdict: Verdict) -> None:
         with self._lock:

@@ -33,6 +33,7 @@ from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajec
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext, agent_config
 from mtl_graph.graph.lease import workspace_base, workspace_path
+from mtl_graph.graph.memory_tool import SearchGate, run_search, search_tool, uses_tool
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState, state_subset
 from mtl_graph.graph.support import model_name, timed
@@ -46,6 +47,7 @@ class MTLAgentState(AgentRunState):
     """The agent's state inside the MTL graph: the run's task and memories, for re-retrieval."""
 
     task: NotRequired[Any]
+    run_id: NotRequired[str | None]
     retrieved: NotRequired[list[dict[str, Any]]]
     re_retrieved: NotRequired[list[dict[str, Any]]]
     refreshed: NotRequired[bool]
@@ -155,9 +157,13 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
     def settings(runtime: Any) -> Any:
         return agent_config(nodes.settings(runtime), cfg)
 
+    def search_of(runtime: Any) -> Any:
+        return run_search(nodes, runtime.state, runtime)
+
     loop = build_agent(cfg, models, settings=settings, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
                        context_schema=MTLContext, interrupt_before_tools=interrupt_before_tools,
-                       state_schema=MTLAgentState)
+                       state_schema=MTLAgentState, extra_tools=[search_tool(search_of)],
+                       extra_middleware=[SearchGate(lambda runtime: uses_tool(nodes.settings(runtime)))])
 
     def prepare(state: ExecuteState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
         update = open_workspace(nodes, state, runtime, config)

@@ -23,7 +23,8 @@ from mtl_graph.core.errors import ErrorKind, error_kind_of, failure
 from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
-from mtl_graph.graph.credit import ServedRuns, write_run
+from mtl_graph.graph.credit import ServedRuns, shown_ids, write_run
+from mtl_graph.graph.memory_tool import injects, uses_tool
 from mtl_graph.graph.lease import close_workspace, new_workspace, workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
@@ -90,11 +91,12 @@ class MTLNodes:
     def memory_refresh(self, task: Task, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
         """This run's mid-run re-retrieval (after the first failing test run), when the run asks for it."""
         cfg = self.settings(runtime)
-        if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0:
-            return None
-        return MemoryRefresh(self._pool(), cfg, task, [r["id"] for r in state.get("retrieved", [])])
+        if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0 or uses_tool(cfg):
+            return None  # a run that offers search_memories searches for itself
+        return MemoryRefresh(self.pool_of(), cfg, task, [r["id"] for r in state.get("retrieved", [])])
 
-    def _pool(self) -> MemoryPool:
+    def pool_of(self) -> MemoryPool:
+        """The pool (MTL_POOL's when the graph was built without one)."""
         if self.pool is None:
             self.pool = open_default_pool()
         return self.pool
@@ -126,7 +128,11 @@ class MTLNodes:
             return {**update, **failure(ErrorKind.INVALID_TASK, str(exc))}
         update["task"] = task.model_dump(mode="json")
         cfg = self.settings(runtime)
-        if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0:  # no plan: the task text is the query
+        own = getattr(self.agent_for(cfg), "config", None)
+        if uses_tool(cfg) and isinstance(own, AgentConfig) and own.action_format != "tool_calls":
+            return {**update, **failure(ErrorKind.INVALID_SETTINGS, f"retrieval {cfg.retrieval!r} needs "
+                                        f"action_format 'tool_calls': a text-mode agent cannot call search_memories")}
+        if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0 or not injects(cfg):  # the task text is the query
             query = formats.query_for(cfg.memory_type, task.instruction)  # (behind the format's prefix, if any)
             events.emit("plan", query=query)
             return {**update, "query": query}
@@ -148,14 +154,14 @@ class MTLNodes:
     def retrieve(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
         cfg = self.settings(runtime)
-        if cfg.memory_type == "none" or cfg.top_k == 0:
+        if cfg.memory_type == "none" or cfg.top_k == 0 or not injects(cfg):
             return {"retrieved": [], "memory_block": ""}
         try:
             task = self.task(state["task"])
         except PolicyError as exc:
             return {**failure(ErrorKind.INVALID_TASK, str(exc)), "retrieved": [], "memory_block": ""}
         try:
-            found = self._pool().retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
+            found = self.pool_of().retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
                                           lifecycle=lifecycle_of(cfg), **exclusions(task, cfg))
         except Exception as exc:
             return {**failure(ErrorKind.RETRIEVAL, str(exc)), "retrieved": [], "memory_block": ""}
@@ -257,10 +263,10 @@ class MTLNodes:
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
             if cfg.online and not state.get("error"):
-                update.update(write_run(self._pool(), state, cfg, verdict, self.served))
+                update.update(write_run(self.pool_of(), state, cfg, verdict, self.served))
         except Exception as exc:
             update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
-        update["retrieved_ids"] = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
+        update["retrieved_ids"] = shown_ids(state)
         error = update.get("error") or state.get("error")
         kind = update.get("error_kind") if update.get("error") else state.get("error_kind")
         update["error_kind"] = (kind or error_kind_of(error)) if error else None

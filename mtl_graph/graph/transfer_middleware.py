@@ -31,6 +31,7 @@ from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.lease import close_workspace
+from mtl_graph.graph.memory_tool import run_search, search_tool, uses_tool, without_search
 from mtl_graph.agent.providers import is_transient
 from mtl_graph.sandbox.registry import release
 from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
@@ -76,6 +77,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         self.nodes = make_nodes(pool, model, None, judge, distiller, cfg)
         self.workspace = Path(workspace) if workspace is not None else None
         self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running
+        self.tools = [search_tool(self._search_of)]  # offered to the model only in runs with retrieval tool|both
 
     def before_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         ctx = _mtl_runtime(runtime)
@@ -101,11 +103,26 @@ class MemoryTransferMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         with self._ends_with_a_crash(request):
-            return handler(_with_memories(request))
+            return handler(self._offered(_with_memories(request)))
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         with self._ends_with_a_crash(request):
-            return await handler(_with_memories(request))
+            return await handler(self._offered(_with_memories(request)))
+
+    def _offered(self, request: ModelRequest) -> ModelRequest:
+        """The request without search_memories unless this run offers it."""
+        if uses_tool(self.nodes.settings(_mtl_runtime(request.runtime))):
+            return request
+        return request.override(tools=without_search(request.tools))
+
+    def _search_of(self, runtime: Any) -> Any:
+        """The search of the run a search_memories call belongs to (from the agent's state)."""
+        state = getattr(runtime, "state", None) or {}
+        run = dict(state.get("mtl") or {})
+        if run.get("error"):
+            return None
+        return run_search(self.nodes, {**run, "messages": state.get("messages", [])[run.get("first_message") or 0:]},
+                          _mtl_runtime(runtime))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         with self._ends_with_a_crash(request):

@@ -39,6 +39,7 @@ from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig
 from mtl_graph.graph.pipeline import make_config, make_nodes, wire
 from mtl_graph.graph.execute import prepare_workspace
+from mtl_graph.graph.memory_tool import SEARCH_KEY, RunSearch, uses_tool
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.refresh import MemoryRefresh
 from mtl_graph.graph.state import MTLState
@@ -248,10 +249,20 @@ class WrappedExecute:
         runtime = get_runtime()
         live = _LIVE_RUNS.get(workspace, lambda: _LiveSteps(self.nodes.memory_refresh(task, state, runtime)))
         block = state.get("memory_block") or ""
-        extra: dict[str, Any] = {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block, ON_STEP_KEY: live}}
+        extra: dict[str, Any] = {"configurable": {WORKSPACE_KEY: workspace, MEMORY_KEY: block, ON_STEP_KEY: live,
+                                                  SEARCH_KEY: self._search_for(task, state, runtime, live)}}
         if self.memories == "system_message" and block:
             extra["callbacks"] = [_SecondSystemMessage(live.context)]
         return _AgentRun(task, prepared, live, merge_configs(config, extra), self._opening(task, workspace, block))
+
+    def _search_for(self, task: Task, state: MTLState, runtime: Any, live: _LiveSteps) -> Callable[..., Any] | None:
+        """What `memory_tools()` searches with in this run: its search, made from the agent's messages."""
+        cfg, served, run_id = self.nodes.settings(runtime), self.nodes.served, state.get("run_id")
+        if not uses_tool(cfg):
+            return None
+        record = (lambda ids: served.searched(run_id, ids)) if served is not None else None
+        pool, retrieved = self.nodes.pool_of(), state.get("retrieved") or []
+        return lambda messages: RunSearch.of(pool, cfg, task, retrieved, messages, record, live.context)
 
     def _failed(self, exc: Exception, run: _AgentRun, config: RunnableConfig) -> dict[str, Any] | None:
         """The run's update when the wrapped agent raised; None when the exception belongs to the caller: an
