@@ -25,7 +25,7 @@ from test_dedup import Memoised
 from mtl_graph.cli import app
 from mtl_graph.memory import consolidate, snapshots
 from mtl_graph.memory.lifecycle import LifecycleConfig
-from mtl_graph.memory.models import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep, UsageStats
+from mtl_graph.memory.models import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.namespace import NamespaceError, check_namespace
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.memory.record import Use
@@ -349,7 +349,8 @@ def test_a_pool_written_before_namespaces_reads_as_default(engine, cached, tmp_p
 
 def test_open_checks_the_name_before_touching_anything(cached, tmp_path):
     for bad, why in [("", "it is empty"), ("t" * 65, "65 characters"), ("team a", "' ' is not allowed"),
-                     ("../etc", "'/' is not allowed"), ("-lead", "'-' is not allowed"), ("équipe", "'é' is not allowed"), (None, "it is empty")]:
+                     ("../etc", "'/' is not allowed"), ("-lead", "'-' is not allowed"),
+                     ("équipe", "'é' is not allowed"), (None, "it is empty")]:
         with pytest.raises(NamespaceError) as err:
             MemoryPool.open(tmp_path / "p", cached, namespace=bad) if bad is not None else check_namespace(bad)
         message = str(err.value)
