@@ -416,3 +416,16 @@ def test_cli_namespace_option_and_listing(tmp_path):
     assert listed.exit_code == 0 and json.loads(listed.output) == {"default": 1, "team-b": 1}
     bad = runner.invoke(app, ["memories", "stats", "--pool", pool, "--namespace", "team/b"])
     assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "invalid namespace 'team/b'" in bad.output
+
+
+def test_an_engine_call_the_namespace_does_not_know_is_refused(cached, tmp_path):
+    from mtl_graph.memory.errors import PoolError
+    from mtl_graph.memory.storage import StoredPoint
+
+    with MemoryPool.open(tmp_path / "p", cached, namespace="team") as pool:
+        with pytest.raises(AttributeError, match="'delete_by_filter' is not a namespaced store operation"):
+            pool.store.delete_by_filter  # noqa: B018 (a new engine method must say how it keeps the namespace)
+        assert pool.store.indexed == 0  # index state passes through
+        with pytest.raises(PoolError, match="'7' is not a UUID: namespace 'team' holds UUIDs only"):
+            pool.store.upsert([StoredPoint("7", [0.1] * pool.dim, ([1], [1.0]), {})])
+        assert len(pool) == 0
