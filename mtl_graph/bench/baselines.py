@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 from mtl_graph.bench.learning import AgentFactory, ConditionResult, PoolFactory, _record
 from mtl_graph.bench.passk import pass_at_k
 from mtl_graph.core.task import Task
-from mtl_graph.graph.cost import AGENT_STAGE, extra
+from mtl_graph.core.cost import AGENT_STAGE, extra
 from mtl_graph.memory.lifecycle import LifecycleConfig
 from mtl_graph.memory.pool import MemoryPool
 
@@ -155,6 +155,7 @@ def _summary(results: list[ConditionResult], items: list[int]) -> dict[str, Any]
         "extra_calls_per_run": mean([e["calls"] for e in extras]),
         "extra_input_tokens_per_run": mean([e["input_tokens"] for e in extras]),
         "extra_output_tokens_per_run": mean([e["output_tokens"] for e in extras]),
+        "memory_tool_calls_per_run": mean([e["memory_tool_calls"] for e in extras]),
         "extra_per_stage_per_run": {s: {key: mean([r.cost.get(s, {}).get(key, 0) for r in runs])
                                         for key in ("calls", "input_tokens", "output_tokens")} for s in stages},
         "agent_calls_per_run": mean([a.get("calls", 0) for a in agent]),
@@ -245,7 +246,8 @@ def copies_of(start: Path | None, root: Path, embeddings: Any = None) -> PoolFac
 
 # ------------------------------------------------------------------ report
 COLUMNS = ("condition", "pass@1", "pass@k", "pool at end (memories / items)", "retrieved per run",
-           "extra calls per run", "extra tokens per run (in / out)", "agent calls per run")
+           "extra calls per run", "extra tokens per run (in / out)", "memory tool calls per run",
+           "agent calls per run")
 
 
 def markdown(result: BaselineResult) -> str:
@@ -256,7 +258,7 @@ def markdown(result: BaselineResult) -> str:
         rows.append(f"| {name} | {s['pass@1']:.0%} | {s[f'pass@{k}']:.0%} (k={k}) | {s['pool_size_end']:g} / "
                     f"{s['items_end']:g} | {s['retrieved_per_run']:g} | {s['extra_calls_per_run']:g} | "
                     f"{s['extra_input_tokens_per_run']:g} / {s['extra_output_tokens_per_run']:g} | "
-                    f"{s['agent_calls_per_run']:g} |")
+                    f"{s['memory_tool_calls_per_run']:g} | {s['agent_calls_per_run']:g} |")
     stages = "; ".join(f"{name}: " + ", ".join(f"{stage} {c['calls']:g}" for stage, c in
                                                s["extra_per_stage_per_run"].items()) or f"{name}: none"
                        for name, s in result.summary().items())

@@ -128,6 +128,9 @@ class RunOutcome(BaseModel):
     """Tokens used by the agent."""
     cost_usd: float | None = None
     """Cost reported by the runner; filled from the configured prices when None."""
+    stage_cost: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Model calls and tokens per stage that called a model (the graph's run `cost`): execute is the agent's own,
+    every other stage (plan, judge, distill) and memory tool calls are the memory method's extra cost."""
     duration_s: float = 0.0
     """Wall time of the run."""
     error: str | None = None

@@ -69,6 +69,10 @@ def _suspect(results: list[TaskResult]) -> list[dict[str, Any]]:
 
 
 def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
+    """Per condition: runs, errors, the agent's tokens, cost, time, and the memory method's extra model calls,
+    tokens and memory tool calls (every stage of the run's cost but the agent's own)."""
+    from mtl_graph.core.cost import extra
+
     acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for r in results:
         row = acc[r.condition.key]
@@ -78,6 +82,8 @@ def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
         row["output_tokens"] += r.tokens.output
         row["cost_usd"] += r.cost_usd or 0.0
         row["duration_s"] += r.duration_s
+        for key, value in extra(r.stage_cost).items():
+            row[f"extra_{key}"] += value
     return {c: dict(v) for c, v in acc.items()}
 
 
@@ -265,6 +271,15 @@ def _provenance_md(data: dict) -> list[str]:
     return lines + [""]
 
 
+def _per_run(a: dict[str, float]) -> list[str]:
+    """The extra cost columns of one condition's accounting row, per run (reports written before: zeros)."""
+    runs = a["runs"] or 1
+    per = {key: a.get(f"extra_{key}", 0.0) / runs
+           for key in ("calls", "input_tokens", "output_tokens", "memory_tool_calls")}
+    return [f"{round(per['calls'], 2):g}", f"{per['input_tokens']:.0f} / {per['output_tokens']:.0f}",
+            f"{round(per['memory_tool_calls'], 2):g}"]
+
+
 def render_markdown(data: dict, plots: list[str]) -> str:
     k, cfg = data["k"], data["config"]
     lines = ["# Memory transfer evaluation", "",
@@ -296,10 +311,15 @@ def render_markdown(data: dict, plots: list[str]) -> str:
               f"{j['false_fail']} false fails).", ""]
     lines += _provenance_md(data)
     lines += _problem_runs_md(data)
-    lines += ["## Runs, tokens and cost", ""]
-    lines += _rows(["condition", "runs", "errors", "input tokens", "output tokens", "cost (USD)"],
-                   [[c, int(a["runs"]), int(a["errors"]), int(a["input_tokens"]), int(a["output_tokens"]),
-                     f"{a['cost_usd']:.4f}"] for c, a in data["accounting"].items()])
+    lines += ["## Runs, tokens and cost", "",
+              "Beside each condition's average pass@k: the agent's tokens, and per run the memory method's extra "
+              "model calls and tokens (plan, judge, distill) and memory tool calls.", ""]
+    avg = {c: row.get("average", {}).get("pass_at_k") for c, row in data["table"].items()}
+    lines += _rows(["condition", f"avg pass@{k}", "runs", "errors", "input tokens", "output tokens", "cost (USD)",
+                    "extra calls per run", "extra tokens per run (in / out)", "memory tool calls per run"],
+                   [[c, "–" if avg.get(c) is None else f"{avg[c]:.3f}", int(a["runs"]), int(a["errors"]),
+                     int(a["input_tokens"]), int(a["output_tokens"]), f"{a['cost_usd']:.4f}",
+                     *_per_run(a)] for c, a in data["accounting"].items()])
     skipped = [(s["spec"], s["skip_reason"]) for s in data["suites_info"] if s.get("skip_reason")]
     skipped += [(t["id"], t["reason"]) for s in data["suites_info"] for t in s.get("skipped", [])]
     if skipped:

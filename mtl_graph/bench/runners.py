@@ -155,6 +155,7 @@ def outcome_from_state(state: Mapping) -> RunOutcome:
                    for m in state.get("retrieved") or []],
         new_memory_ids=list(state.get("new_memory_ids") or []),
         tokens=trajectory.tokens if trajectory else TokenUsage(),
+        stage_cost=dict(state.get("cost") or {}),
         error=state.get("error"),
     )
 

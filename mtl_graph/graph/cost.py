@@ -3,7 +3,8 @@
 A LangChain callback registered as a configure hook sees every chat model call made inside the node (a plan,
 the judge, each distiller attempt, the agent's turns in execute), whichever model and however it is called, so
 a stage's cost needs no plumbing through the code that calls the model. Tokens come from the providers' usage
-metadata (a model that reports none counts calls only)."""
+metadata (a model that reports none counts calls only); tool calls are counted by tool name. What the counts mean
+for a comparison (the agent's own calls versus the memory method's extra) is in core/cost.py."""
 
 from __future__ import annotations
 
@@ -15,15 +16,13 @@ from typing import Any, Iterator
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
-AGENT_STAGE = "execute"
-"""The stage whose calls are the agent's own; every other stage's calls are the memory method's extra cost."""
-
 
 class CostCounter(BaseCallbackHandler):
-    """Counts model calls and their input / output tokens."""
+    """Counts model calls and their input / output tokens, and tool calls by tool name."""
 
     def __init__(self) -> None:
         self.calls = self.input = self.output = 0
+        self.tools: dict[str, int] = {}
         self._lock = threading.Lock()  # a node may fan its calls out over threads
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
@@ -34,6 +33,11 @@ class CostCounter(BaseCallbackHandler):
         with self._lock:
             self.calls += 1
 
+    def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+        with self._lock:
+            self.tools[name] = self.tools.get(name, 0) + 1
+
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:
         for generations in response.generations:
             for generation in generations:
@@ -42,8 +46,9 @@ class CostCounter(BaseCallbackHandler):
                     self.input += int(usage.get("input_tokens") or 0)
                     self.output += int(usage.get("output_tokens") or 0)
 
-    def summary(self) -> dict[str, int]:
-        return {"calls": self.calls, "input_tokens": self.input, "output_tokens": self.output}
+    def summary(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {"calls": self.calls, "input_tokens": self.input, "output_tokens": self.output}
+        return {**counts, "tool_calls": dict(self.tools)} if self.tools else counts
 
 
 _counter: ContextVar[CostCounter | None] = ContextVar("mtl_cost_counter", default=None)
@@ -59,13 +64,3 @@ def counting() -> Iterator[CostCounter]:
         yield counter
     finally:
         _counter.reset(token)
-
-
-def extra(cost: dict[str, dict[str, int]]) -> dict[str, int]:
-    """The calls and tokens of every stage but the agent's own (plan, judge, distill, ...), summed."""
-    total = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
-    for stage, counts in (cost or {}).items():
-        if stage != AGENT_STAGE:
-            for key in total:
-                total[key] += int(counts.get(key, 0))
-    return total

@@ -7,7 +7,7 @@ from mtl_graph.agent.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.bench import learning_sequences as ls
 from mtl_graph.core.task import Task
 from mtl_graph.graph import build_mtl_graph
-from mtl_graph.graph.cost import extra
+from mtl_graph.core.cost import extra
 
 JUDGED = {"spec_satisfied": True, "technically_correct": True, "no_regressions": True,
           "interfaces_respected": True, "verified_with_evidence": True,
@@ -25,7 +25,11 @@ def test_each_stage_that_calls_a_model_reports_its_calls_and_tokens(pool, tmp_pa
     assert cost["execute"]["calls"] == sum(1 for s in state["trajectory"]["steps"])
     assert all(c["input_tokens"] > 0 and c["output_tokens"] > 0 for c in cost.values())
     assert cost["execute"]["input_tokens"] == state["trajectory"]["tokens"]["input"]  # what the agent counted
-    assert extra(cost)["calls"] == 2
+    tools = [s["tool"] for s in state["trajectory"]["steps"]]
+    assert cost["execute"]["tool_calls"] == {t: tools.count(t) for t in tools}  # bash, submit
+    assert extra(cost) == {"calls": 2, "input_tokens": cost["plan"]["input_tokens"] + cost["distill"]["input_tokens"],
+                           "output_tokens": cost["plan"]["output_tokens"] + cost["distill"]["output_tokens"],
+                           "memory_tool_calls": 0}
     [record] = [json.loads(line) for line in log.read_text().splitlines()]
     assert record["cost"] == cost
 
@@ -42,4 +46,13 @@ def test_the_llm_judge_is_counted_and_a_model_without_usage_counts_calls_only(po
     assert state["verdict"]["status"] == "pass"
     assert state["cost"]["judge"] == {"calls": 1, "input_tokens": 0, "output_tokens": 0}
     assert "distill" not in state["cost"]  # offline: nothing distilled, nothing spent
-    assert extra(state["cost"]) == {"calls": 2, "input_tokens": 0, "output_tokens": 0}  # plan + judge
+    assert extra(state["cost"]) == {"calls": 2, "input_tokens": 0, "output_tokens": 0,  # plan + judge
+                                    "memory_tool_calls": 0}
+
+
+def test_memory_tool_calls_count_as_the_methods_own_wherever_they_happen():
+    cost = {"execute": {"calls": 4, "input_tokens": 900, "output_tokens": 90,
+                        "tool_calls": {"bash": 2, "search_memories": 2}},
+            "plan": {"calls": 1, "input_tokens": 100, "output_tokens": 40}}
+    assert extra(cost) == {"calls": 1, "input_tokens": 100, "output_tokens": 40, "memory_tool_calls": 2}
+    assert extra({}) == {"calls": 0, "input_tokens": 0, "output_tokens": 0, "memory_tool_calls": 0}

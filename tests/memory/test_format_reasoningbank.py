@@ -30,8 +30,8 @@ def run_of(status: VerdictStatus = VerdictStatus.PASS, instruction: str = TASK) 
                       verdict=Verdict(status=status, reason="the check", source="tests"), model="task-model")
 
 
-def scripted(*answers: dict) -> ScriptedChatModel:
-    return ScriptedChatModel(answers={"ReasoningBankDraft": answers[0]})
+def scripted(answer: dict) -> ScriptedChatModel:
+    return ScriptedChatModel(answers={"ReasoningBankDraft": answer})
 
 
 def test_a_run_yields_up_to_three_items_keyed_by_its_task_and_shown_in_the_prompt(pool):
