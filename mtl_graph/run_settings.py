@@ -50,6 +50,8 @@ class PipelineKnobs(BaseModel):
     """How many memories to retrieve."""
     retrieval: Literal["inject", "tool", "both"] = "inject"
     """How memories reach the agent: inject (top-k in its system prompt, the paper's), tool (it calls search_memories), or both."""
+    retriever: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    """How every search of the run ranks: dense + BM25 fused (hybrid), cosine only (dense), or keywords only (bm25)."""
     search_budget: Annotated[int, Field(ge=0, le=20)] = 3
     """Calls of search_memories a run may make (retrieval tool or both); each may follow up on what came back."""
     online: bool = True

@@ -55,6 +55,8 @@ class ProcessSettings(BaseSettings):
     """Embedding model: "local" (bundled MiniLM, offline) or an init_embeddings string like openai:text-embedding-3-small."""
     sandbox: str = "auto"
     """Where commands run: auto (bwrap when available), bwrap, local or docker."""
+    store: str | None = None
+    """Served graphs' LangGraph store (studio/store.py): a directory, ":memory:" or a Qdrant URL (unset: beside the pool)."""
     run_log: str = ".mtl/runs.jsonl"
     """Run log (JSONL) appended after every run."""
     approve_commands: bool = False

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,7 +25,7 @@ def _open() -> PoolStore:
     from mtl_graph.settings import get_settings
 
     pool_location = get_settings().pool
-    location = os.environ.get("MTL_STORE") or (":memory:" if pool_location == ":memory:" else
+    location = get_settings().store or (":memory:" if pool_location == ":memory:" else
                                                pool_location if pool_location.startswith(("http://", "https://"))
                                                else f"{pool_location.rstrip('/')}-store")
     if not location.startswith(("http://", "https://")):

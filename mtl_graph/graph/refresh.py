@@ -23,8 +23,9 @@ TEST_COMMAND = re.compile(
 
 def exclusions(task: Task, cfg: MTLConfig) -> dict[str, Any]:
     """The retrieval filters every search of a run shares (hold-one-out or same-domain, contamination guard,
-    subsets)."""
+    subsets), and how it ranks."""
     return {
+        "retriever": cfg.retriever,
         "exclude_domains": [*cfg.exclude_domains, *([task.domain] if cfg.hold_one_out else [])],
         "exclude_task_ids": [task.id, *cfg.exclude_task_ids],
         "only_ids": cfg.only_ids,

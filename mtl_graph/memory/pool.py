@@ -100,6 +100,10 @@ def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | N
     return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
 
 
+RETRIEVERS = ("hybrid", "dense", "bm25")
+"""How a search ranks: dense + BM25 fused (the default), cosine only, or BM25 only (keyword retrieval)."""
+
+
 def _is_uuid(value: str) -> bool:
     try:
         uuid.UUID(str(value))
@@ -384,21 +388,23 @@ class MemoryPool(LifecycleOps, PoolFiles):
                outcome: Outcome | str | None = None, hybrid: bool = True,
                min_score: float | None = None, only_ids: Iterable[str] | None = None,
                include_flagged: bool = False, include_quarantined: bool = True,
-               domain: str | None = None) -> list[SearchHit]:
+               domain: str | None = None, retriever: str = "hybrid") -> list[SearchHit]:
         """Top-k memories for a query. Hybrid: dense + BM25, BM25 weighing in for identifiers (memory/search.py).
 
         exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
         the same-task contamination guard); domain keeps only memories with a source in it; min_score is a floor on cosine similarity; only_ids restricts the
         search to a subset of the pool (e.g. a seeded fraction for scaling experiments); memories flagged by
-        write-time screening are left out unless include_flagged."""
+        write-time screening are left out unless include_flagged. retriever: hybrid, dense (also hybrid=False)
+        or bm25 (keywords only)."""
         ranked = self._ranked(query, type, k, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
                               outcome=outcome, hybrid=hybrid, min_score=min_score, only_ids=only_ids,
                               include_flagged=include_flagged, include_quarantined=include_quarantined,
-                              domain=domain)
+                              domain=domain, retriever=retriever)
         return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
     def _ranked(self, query: str, type: MemoryType | str | None, k: int, *, hybrid: bool = True,
-                min_score: float | None = None, include_quarantined: bool = True, **filters: Any) -> list[Any]:
+                min_score: float | None = None, include_quarantined: bool = True, retriever: str = "hybrid",
+                **filters: Any) -> list[Any]:
         """`search`'s hits before their memories are parsed (payloads read)."""
         if not query or not query.strip():
             raise ValueError("search query is empty")
@@ -408,9 +414,12 @@ class MemoryPool(LifecycleOps, PoolFiles):
                                    filters.get("exclude_task_ids", ()), filters.get("only_ids"),
                                    filters.get("include_flagged", False), include_quarantined,
                                    filters.get("domain"))
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {retriever!r}: one of {', '.join(RETRIEVERS)}")
         dense = self.query_vector(query)
-        sparse = self._sparse(query, query=True) if hybrid else None
-        return ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query)
+        sparse = self._sparse(query, query=True) if hybrid and retriever != "dense" else None
+        return ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query,
+                             bm25_only=retriever == "bm25")
 
     def _search_where(self, type: MemoryType | str | None, filters: dict[str, Any]) -> Conditions:
         """The filter `search` would use for these arguments, quarantined memories left out."""

@@ -112,13 +112,22 @@ def _cosine(query: np.ndarray, vector: list[float] | None) -> float:
 
 def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], list[float]] | None,
                   where: Conditions, k: int, prefetch: int, min_score: float | None,
-                  query: str | None = None) -> list[RankedHit]:
+                  query: str | None = None, bm25_only: bool = False) -> list[RankedHit]:
     """Top-k hits with cosine similarity and retriever, payloads read for the survivors only.
 
-    query is the text, for the identifier test (see `fuse`); without it BM25 takes part as for an identifier."""
+    query is the text, for the identifier test (see `fuse`); without it BM25 takes part as for an identifier.
+    bm25_only ranks by BM25 alone (keyword retrieval, for comparison); the cosine is still read, for the floor."""
     if sparse is None:  # dense only: Qdrant's score is the cosine
         hits = store.query([QuerySpec(limit=k, where=where, dense=dense)])[0]
         return [RankedHit(h, h.score, "dense") for h in hits if min_score is None or h.score >= min_score]
+    if bm25_only:
+        if not sparse[0]:  # no word of the query is in the vocabulary: nothing matches by keyword
+            return []
+        [bm25_hits] = store.query([QuerySpec(limit=prefetch if min_score is not None else k, where=where,
+                                             sparse=sparse, with_payload=False)])
+        cosines: dict[str, float] = {}
+        fused = [(h.id, h.score, "bm25") for h in bm25_hits]
+        return _with_cosines(store, dense, fused, cosines, k, min_score)
     dense_hits, bm25_hits = store.query([
         QuerySpec(limit=prefetch, where=where, dense=dense, with_payload=False),
         QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False),
@@ -126,6 +135,13 @@ def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], lis
     cosines = {h.id: h.score for h in dense_hits}
     exact = query is None or names_identifier(query)
     fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits], exact)
+    return _with_cosines(store, dense, fused, cosines, k, min_score)
+
+
+def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float, str]], cosines: dict[str, float],
+                  k: int, min_score: float | None) -> list[RankedHit]:
+    """The ranked points with their cosine (read for those the dense query did not return), floored, cut to k,
+    payloads read for the survivors."""
     # BM25-only candidates have no cosine yet: those that may enter the answer get their vectors read
     considered = fused if min_score is not None else fused[:k]
     missing = [point for point, _, _ in considered if point not in cosines]
