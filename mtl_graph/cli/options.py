@@ -15,6 +15,8 @@ from typing import Annotated, Any, Callable, Literal, Optional, get_args, get_or
 import typer
 from pydantic import BaseModel, ValidationError
 
+MAX_METAVAR = 36
+"""Longest choice list shown as an option's metavar; a longer one is listed in its help instead."""
 RUN_PARAMETER = "run"
 """The parameter of a decorated command that receives the flags given, as a run context."""
 
@@ -67,7 +69,8 @@ def _metavar(annotation: Any) -> str:
 
 def parameter(spec: FlagSpec, from_env: bool = True) -> inspect.Parameter:
     """The Typer parameter of a flag: bools are --x/--no-x, lists repeat, everything else is text validated later."""
-    help_text = spec.help + (f" \\[env: MTL_{'__'.join(spec.path).upper()}]" if from_env else "")
+    env = f" \\[env: MTL_{'__'.join(spec.path).upper()}]" if from_env else ""
+    help_text = spec.help + env
     if spec.annotation is bool:
         option = typer.Option(f"{spec.flags[0]}/--no-{spec.flags[0][2:]}", *spec.flags[1:], help=help_text)
         annotation: Any = Annotated[Optional[bool], option]
@@ -76,7 +79,11 @@ def parameter(spec: FlagSpec, from_env: bool = True) -> inspect.Parameter:
         option = typer.Option(*spec.flags, help=f"{help_text} (repeatable)", metavar=item)
         annotation = Annotated[Optional[list[str]], option]
     else:
-        annotation = Annotated[Optional[str], typer.Option(*spec.flags, help=help_text, metavar=_metavar(spec.annotation))]
+        metavar = _metavar(spec.annotation)
+        if len(metavar) > MAX_METAVAR:  # a long choice list would push the option past 80 columns: listed in the help
+            help_text = f"{spec.help} One of: {', '.join(map(str, get_args(spec.annotation)))}.{env}"
+            metavar = "CHOICE"
+        annotation = Annotated[Optional[str], typer.Option(*spec.flags, help=help_text, metavar=metavar)]
     return inspect.Parameter(spec.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
 
 
