@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -51,6 +51,8 @@ class Baseline:
     """Distil successful runs only (failures teach nothing)."""
 
 
+ERROR = "error"
+"""A run's status when it ended in an infrastructure error (the verdict `error`)."""
 CONDITIONS: dict[str, Baseline] = {b.name: b for b in (
     Baseline("reasoningbank", "reasoningbank", "off", same_domain=True),
     Baseline("awm", "workflow", "off", same_domain=True, successes_only=True),
@@ -96,9 +98,7 @@ def run_baseline(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFa
                                 lifecycle=spec.lifecycle, same_domain=spec.same_domain, sandbox=sandbox,
                                 run_log=run_log, lifecycle_settings=lifecycle or LifecycleConfig(),
                                 distiller=successes_only if spec.successes_only else None)
-        state = graph.invoke({"task": task})
-        if state.get("error"):
-            raise RuntimeError(f"run {index} ({task.id}) of the {condition} condition failed: {state['error']}")
+        state = graph.invoke({"task": task})  # a run that errors (provider, sandbox) is kept as one, not a fail
         runs.append(_record(index, task, state, None, time.perf_counter() - start))
     return ConditionResult(condition, runs, pool.count(spec.memory_type))
 
@@ -133,33 +133,40 @@ class BaselineResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"tasks": self.task_ids, "seconds": round(self.seconds, 1), "summary": self.summary(),
-                "runs": {name: [[r.__dict__ for r in c.runs] for c in results]
+                "runs": {name: [[asdict(r) for r in c.runs] for c in results]
                          for name, results in self.attempts.items()}}
 
 
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 2) if values else 0.0
+
+
 def _summary(results: list[ConditionResult], items: list[int]) -> dict[str, Any]:
+    """Pass@1 and pass@k over completed runs (a run that ended in an infrastructure error is counted beside
+    them, not as a failure), and the pool and the cost, per run."""
     k = len(results)
     runs = [r for c in results for r in c.runs]
-    per_task = [[c.runs[i].passed for c in results] for i in range(len(results[0].runs))]
+    done = [[c.runs[i].passed for c in results if c.runs[i].status != ERROR] for i in range(len(results[0].runs))]
+    done = [t for t in done if t]  # a task whose every attempt errored is not scored
     extras = [extra(r.cost) for r in runs]
     agent = [r.cost.get(AGENT_STAGE, {}) for r in runs]
     stages = sorted({s for r in runs for s in r.cost if s != AGENT_STAGE})
-    mean = lambda values: round(sum(values) / len(values), 2) if values else 0.0  # noqa: E731
     return {
         "k": k,
-        "pass@1": round(mean([sum(t) / k for t in per_task]), 4),
-        f"pass@{k}": round(mean([pass_at_k(k, sum(t), k) for t in per_task]), 4),
-        "pool_size_end": mean([c.pool_size_end for c in results]),
-        "items_end": mean(items),
-        "retrieved_per_run": mean([len(r.injected) for r in runs]),
-        "extra_calls_per_run": mean([e["calls"] for e in extras]),
-        "extra_input_tokens_per_run": mean([e["input_tokens"] for e in extras]),
-        "extra_output_tokens_per_run": mean([e["output_tokens"] for e in extras]),
-        "memory_tool_calls_per_run": mean([e["memory_tool_calls"] for e in extras]),
-        "extra_per_stage_per_run": {s: {key: mean([r.cost.get(s, {}).get(key, 0) for r in runs])
+        "pass@1": round(_mean([sum(t) / len(t) for t in done]), 4),
+        f"pass@{k}": round(_mean([pass_at_k(len(t), sum(t), min(k, len(t))) for t in done]), 4),
+        "errors": sum(r.status == ERROR for r in runs),
+        "pool_size_end": _mean([c.pool_size_end for c in results]),
+        "items_end": _mean(items),
+        "retrieved_per_run": _mean([len(r.injected) for r in runs]),
+        "extra_calls_per_run": _mean([e["calls"] for e in extras]),
+        "extra_input_tokens_per_run": _mean([e["input_tokens"] for e in extras]),
+        "extra_output_tokens_per_run": _mean([e["output_tokens"] for e in extras]),
+        "memory_tool_calls_per_run": _mean([e["memory_tool_calls"] for e in extras]),
+        "extra_per_stage_per_run": {s: {key: _mean([r.cost.get(s, {}).get(key, 0) for r in runs])
                                         for key in ("calls", "input_tokens", "output_tokens")} for s in stages},
-        "agent_calls_per_run": mean([a.get("calls", 0) for a in agent]),
-        "agent_tokens_per_run": mean([a.get("input_tokens", 0) + a.get("output_tokens", 0) for a in agent]),
+        "agent_calls_per_run": _mean([a.get("calls", 0) for a in agent]),
+        "agent_tokens_per_run": _mean([a.get("input_tokens", 0) + a.get("output_tokens", 0) for a in agent]),
     }
 
 
@@ -247,7 +254,7 @@ def copies_of(start: Path | None, root: Path, embeddings: Any = None) -> PoolFac
 # ------------------------------------------------------------------ report
 COLUMNS = ("condition", "pass@1", "pass@k", "pool at end (memories / items)", "retrieved per run",
            "extra calls per run", "extra tokens per run (in / out)", "memory tool calls per run",
-           "agent calls per run")
+           "agent calls per run", "errored runs")
 
 
 def markdown(result: BaselineResult) -> str:
@@ -258,7 +265,7 @@ def markdown(result: BaselineResult) -> str:
         rows.append(f"| {name} | {s['pass@1']:.0%} | {s[f'pass@{k}']:.0%} (k={k}) | {s['pool_size_end']:g} / "
                     f"{s['items_end']:g} | {s['retrieved_per_run']:g} | {s['extra_calls_per_run']:g} | "
                     f"{s['extra_input_tokens_per_run']:g} / {s['extra_output_tokens_per_run']:g} | "
-                    f"{s['memory_tool_calls_per_run']:g} | {s['agent_calls_per_run']:g} |")
+                    f"{s['memory_tool_calls_per_run']:g} | {s['agent_calls_per_run']:g} | {s['errors']} |")
     stages = "; ".join(f"{name}: " + ", ".join(f"{stage} {c['calls']:g}" for stage, c in
                                                s["extra_per_stage_per_run"].items()) or f"{name}: none"
                        for name, s in result.summary().items())

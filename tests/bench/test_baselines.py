@@ -175,3 +175,17 @@ def test_a_suite_needs_a_model_and_a_usable_suite(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and (line is None or err == [f"error: {line}"])
         assert not (tmp_path / "bad").exists()
+
+
+def test_a_run_that_errors_is_counted_beside_the_pass_rate_not_as_a_failure(tmp_path, embeddings):
+    from mtl_graph.memory.pool import MemoryPool
+
+    spec = next(s for s in ls.make_tasks(12, prefix="err") if s.second_fix is None)  # passes however it goes
+    broken = spec.task.model_copy(update={"id": "err-broken", "setup": "exit 3"})  # its setup fails: no fair try
+    made = iter(range(10))
+    out = bl.run_baselines([broken, spec.task], lambda: MemoryPool.open(tmp_path / f"p{next(made)}", embeddings),
+                           lambda task: ls.agent_for(spec), ["reasoningbank"], sandbox="local")
+    s = out.summary()["reasoningbank"]
+    assert [r.status for r in out.attempts["reasoningbank"][0].runs] == ["error", "pass"]
+    assert s["errors"] == 1 and s["pass@1"] == 1.0 and s["pool_size_end"] == 1  # the errored run wrote nothing
+    assert bl.markdown(out).splitlines()[4].endswith("| 1 |")
