@@ -68,6 +68,14 @@ def searched_ids(trajectory: Trajectory | dict[str, Any] | None) -> list[str]:
     return [i for s in search_steps(steps) for i in s.args.get("found", [])]
 
 
+def search_trace(trajectory: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The run's searches for its retrieval trace: hop, query, k and the ids each showed."""
+    steps = [Step.model_validate(s) for s in (trajectory or {}).get("steps", [])]
+    return [{"hop": i, "query": s.args.get("query"), "k": s.args.get("k"), "found": s.args.get("found", []),
+             "told": s.observation if not s.args.get("found") else None}
+            for i, s in enumerate(search_steps(steps), 1)]
+
+
 def _searches_in(messages: Iterable[BaseMessage]) -> list[Step]:
     out = []
     for m in messages:

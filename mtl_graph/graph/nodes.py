@@ -24,7 +24,7 @@ from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
 from mtl_graph.graph.credit import ServedRuns, shown_ids, write_run
-from mtl_graph.graph.memory_tool import injects, uses_tool
+from mtl_graph.graph.memory_tool import injects, search_trace, uses_tool
 from mtl_graph.graph.lease import close_workspace, new_workspace, workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
 from mtl_graph.graph.state import MTLState, fresh_run_state
@@ -267,6 +267,8 @@ class MTLNodes:
         except Exception as exc:
             update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
         update["retrieved_ids"] = shown_ids(state)
+        if searched := search_trace(state.get("trajectory")):  # the agent's own searches, hop by hop
+            update["retrieval"] = {**(state.get("retrieval") or {}), "searches": searched}
         error = update.get("error") or state.get("error")
         kind = update.get("error_kind") if update.get("error") else state.get("error_kind")
         update["error_kind"] = (kind or error_kind_of(error)) if error else None
@@ -319,7 +321,7 @@ class MTLNodes:
             "tests_modified": verdict.tests_modified if verdict else [],
             "dropped": verdict.dropped if verdict else [], "suspicions": verdict.suspicions if verdict else [],
             "query": state.get("query"), "retrieved": state.get("retrieved", []),
-            "retrieval": state.get("retrieval"), "credit": update.get("credit"),
+            "retrieval": update.get("retrieval", state.get("retrieval")), "credit": update.get("credit"),
             "re_retrieved": state.get("re_retrieved", []),
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
             "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),

@@ -242,3 +242,42 @@ def test_a_served_graph_credits_what_its_own_searches_showed(pool, tmp_path):
     [step] = searches(out)
     assert out["verdict"]["status"] == "pass" and out["credit"]["shown"] == step["args"]["found"]
     assert out["credit"]["cited"] == step["args"]["found"] and pool.get(step["args"]["found"][0]).stats.cited == 1
+
+
+def test_the_retrieval_trace_shows_each_hop_and_an_agent_may_ignore_the_tool(pool, tmp_path):
+    model = ScriptedChatModel(responses=[search("module constants", k=1, call="a"), search("   ", call="b"),
+                                         bash_call("echo 'X = 2' > f.py"), submit_call("set X")])
+    graph = build_mtl_graph(model, pool, retrieval="tool", online=False, sandbox="bwrap",
+                            run_log=tmp_path / "runs.jsonl")
+    out, _ = run(graph)
+    first, second = out["retrieval"]["searches"]
+    assert (first["hop"], first["query"], first["k"], len(first["found"]), first["told"]) == (
+        1, "module constants", 1, 1, None)
+    assert second["hop"] == 2 and second["found"] == [] and second["told"].startswith("search_memories needs")
+    import json
+
+    logged = json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[-1])
+    assert logged["retrieval"]["searches"] == out["retrieval"]["searches"]
+    ignoring = ScriptedChatModel(responses=[bash_call("echo 'X = 2' > f.py"), submit_call("set X")])
+    out, _ = run(build_mtl_graph(ignoring, pool, retrieval="tool", sandbox="bwrap", distill_formats=["trajectory"],
+                                 run_log=tmp_path / "runs.jsonl"))
+    assert SEARCH_TOOL in ignoring.bound_tools and out["verdict"]["status"] == "pass"
+    assert searches(out) == [] and out["retrieved_ids"] == [] and "searches" not in (out["retrieval"] or {})
+    assert out["credit"]["shown"] == [] and out["credit"]["credited"] is False
+
+
+def test_a_resumed_run_counts_the_searches_it_made_before(pool, tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ScriptedChatModel(responses=[search("module constants", k=1, call="a"),
+                                         search("unit tests import the module", k=1, call="b"),
+                                         submit_call("done")])
+    graph = build_mtl_graph(model, pool, retrieval="tool", search_budget=1, online=False, sandbox="bwrap",
+                            run_log=tmp_path / "runs.jsonl", checkpointer=InMemorySaver(),
+                            interrupt_before_tools=True)
+    config = {"configurable": {"thread_id": "resume-1"}}
+    graph.invoke({"task": TASK}, config)
+    while graph.get_state(config).next:  # every tool call pauses; each resume starts from the checkpoint
+        out = graph.invoke(None, config)
+    first, second = searches(out)
+    assert first["args"]["found"] and second["observation"].startswith("No searches left: this run's 1 are spent")
