@@ -16,7 +16,7 @@ Per condition the report gives pass@1 and pass@k over `attempts` passes of the s
 token per run (plan, judge, distill: what the memory method costs beyond the agent's own calls) beside the pass
 rate, so "better with a smaller pool" and "at what cost" can be checked.
 
-    python -m mtl_graph.bench.baselines --tasks 12 --attempts 2 --out DIR
+    mtl eval-baselines --tasks 12 --attempts 3 --out DIR      # or: python -m mtl_graph.bench.baselines
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from mtl_graph.bench.learning import AgentFactory, ConditionResult, PoolFactory, _record
 from mtl_graph.bench.passk import pass_at_k
@@ -305,58 +305,53 @@ def write_report(result: BaselineResult, out: Path) -> dict[str, Path]:
     return paths
 
 
-def main(argv: Sequence[str] | None = None, report: Callable[[str], None] = print) -> int:
-    """`python -m mtl_graph.bench.baselines`: the scripted sequence, or suites with a model, under the named
-    conditions, reported in --out. Bad input is one `error:` line on stderr and exit code 2, nothing written."""
-    import argparse
-    import sys
+def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequence[str] = (),
+                   model: str | None = None, pool: Path | None = None, tasks: int = 12, attempts: int = 1,
+                   top_k: int = 3, sandbox: str = "auto") -> dict[str, Path]:
+    """The scripted sequence, or the suites' tasks with `model`, under each condition (default: all), reported in
+    `out` (what `mtl eval-baselines` runs). Bad input is a ValueError before anything is written."""
+    from mtl_graph.chat import ModelNotConfigured, check_model
 
-    parser = argparse.ArgumentParser(prog="python -m mtl_graph.bench.baselines",
-                                     description="The baselines (ReasoningBank, AWM) and MTL over one sequence.")
-    parser.add_argument("--condition", action="append", help=f"one of {', '.join(CONDITIONS)} (default: all)")
-    parser.add_argument("--suite", action="append", help="a suite spec (mtl eval --suites list); its tasks in "
-                        "order, then the next suite's (default: the scripted sequence)")
-    parser.add_argument("--model", help="provider:model (or scripted:FILE.json) the agent and every stage use "
-                        "(with --suite)")
-    parser.add_argument("--pool", type=Path, help="the starting pool's directory, copied per condition and pass "
-                        "(with --suite; default: empty)")
-    parser.add_argument("--tasks", type=int, default=12, help="scripted: tasks in the sequence (1 to 40); "
-                        "suites: tasks per suite (a seeded sample)")
-    parser.add_argument("--attempts", type=int, default=1, help="passes of the sequence (the k of pass@k)")
-    parser.add_argument("--top-k", type=int, default=3, help="memories retrieved per run, for every condition")
-    parser.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or local")
-    parser.add_argument("--out", type=Path, required=True, help="folder for the report")
-    args = parser.parse_args(argv)
-    try:
-        names = check_conditions(args.condition or list(CONDITIONS))
-        if args.attempts < 1:
-            raise ValueError(f"attempts must be at least 1, not {args.attempts}")
-        if args.suite:
-            from mtl_graph.chat import check_model
-
-            if not args.model:
-                raise ValueError("--suite needs --model (provider:model or scripted:FILE.json)")
-            if args.pool is not None and not args.pool.is_dir():
-                raise ValueError(f"no pool directory at {args.pool}")
-            check_model(args.model)
-            tasks = suite_tasks(args.suite, args.tasks)
-        else:
-            from mtl_graph.bench.learning_sequences import make_tasks
-
-            make_tasks(args.tasks)  # a bad count fails here, before anything is written
-    except (ValueError, RuntimeError) as exc:  # SuiteError, ModelNotConfigured: one line each
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    log = args.out / "runs.jsonl"
-    if args.suite:
-        with tempfile.TemporaryDirectory(prefix="mtl-baselines-") as pools:
-            result = run_baselines(tasks, copies_of(args.pool, Path(pools)), lambda task: args.model, names,
-                                   attempts=args.attempts, top_k=args.top_k, sandbox=args.sandbox, run_log=log)
+    names = check_conditions(list(conditions) or list(CONDITIONS))
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, not {attempts}")
+    if suites:
+        if not model:
+            raise ValueError("--suite needs --model (provider:model or scripted:FILE.json)")
+        if pool is not None and not Path(pool).is_dir():
+            raise ValueError(f"no pool directory at {pool}")
+        try:
+            check_model(model)
+        except ModelNotConfigured as exc:
+            raise ValueError(str(exc)) from None
+        sequence = suite_tasks(suites, tasks)
     else:
-        result = scripted(names, args.tasks, args.attempts, sandbox=args.sandbox, run_log=log)
-    paths = write_report(result, args.out)
-    report(paths["md"].read_text(encoding="utf-8"))
+        from mtl_graph.bench.learning_sequences import make_tasks
+
+        make_tasks(tasks)  # a bad count fails here
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    if suites:
+        with tempfile.TemporaryDirectory(prefix="mtl-baselines-") as pools:
+            result = run_baselines(sequence, copies_of(pool, Path(pools)), lambda task: model, names,
+                                   attempts=attempts, top_k=top_k, sandbox=sandbox, run_log=log)
+    else:
+        result = scripted(names, tasks, attempts, sandbox=sandbox, run_log=log)
+    return write_report(result, out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m mtl_graph.bench.baselines ...`: the same command as `mtl eval-baselines`."""
+    import typer
+
+    from mtl_graph.bench.commands import eval_baselines_cmd
+
+    app = typer.Typer(add_completion=False)
+    app.command()(eval_baselines_cmd)
+    try:
+        app(list(argv) if argv is not None else None, prog_name="mtl eval-baselines")
+    except SystemExit as exc:  # typer's standalone mode: errors printed, then the exit code
+        return exc.code if isinstance(exc.code, int) else 1
     return 0
 
 

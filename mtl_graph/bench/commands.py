@@ -178,3 +178,31 @@ def eval_learning_cmd(
         raise _fail(str(exc)) from None
     typer.echo(paths["md"].read_text(encoding="utf-8").rstrip())
     typer.echo(f"report: {paths['md']} (plot: {paths['png']})")
+
+
+def eval_baselines_cmd(
+    out: Path = typer.Option(..., "--out", help="Directory for baselines.md, baselines.json, baselines.png."),
+    condition: list[str] = typer.Option([], "--condition", help="reasoningbank, awm, mtl or mtl+lifecycle "
+                                        "(repeat it; default: all four)."),
+    suite: list[str] = typer.Option([], "--suite", help="A suite spec (mtl eval --suites list), its tasks in order "
+                                    "(repeat it); default: the scripted sequence."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model or scripted:FILE.json for the "
+                                        "agent and every stage (with --suite)."),
+    pool: Optional[Path] = typer.Option(None, "--pool", help="Starting pool directory, copied for every condition "
+                                        "and pass (with --suite; default: empty)."),
+    tasks: int = typer.Option(12, "--tasks", help="Scripted: tasks in the sequence (1-40); suites: tasks per suite."),
+    attempts: int = typer.Option(1, "--attempts", help="Passes of the sequence (the k of pass@k)."),
+    top_k: int = typer.Option(3, "--top-k", help="Memories retrieved per run, for every condition."),
+    sandbox: str = typer.Option("auto", "--sandbox", help="auto, bwrap, local or docker."),
+) -> None:
+    """The baselines (ReasoningBank, AWM) and MTL over one task sequence: pass@k beside the pool and the extra
+    model calls and tokens per run (docs/evaluation.md, Baselines)."""
+    from mtl_graph.bench.baselines import run_and_report
+
+    try:
+        paths = run_and_report(out, condition, suites=suite, model=model, pool=pool, tasks=tasks,
+                               attempts=attempts, top_k=top_k, sandbox=sandbox)
+    except ValueError as exc:  # an unknown condition, a suite that cannot run, no usable model: one line
+        raise _fail(str(exc)) from None
+    typer.echo(paths["md"].read_text(encoding="utf-8").rstrip())
+    typer.echo(f"report: {paths['md']} (plot: {paths['png']})")

@@ -16,7 +16,8 @@ __all__ = ["MAX_ERROR_LINES", "app", "fail", "main", "memories_app", "open_pool"
 
 def _register_optional() -> None:
     """Commands that live with their pipeline stage (their modules import only typer at the top)."""
-    from mtl_graph.bench.commands import PROTOCOL_SETTINGS, eval_cmd, eval_learning_cmd, report_cmd
+    from mtl_graph.bench.commands import (PROTOCOL_SETTINGS, eval_baselines_cmd, eval_cmd, eval_learning_cmd,
+                                          report_cmd)
     from mtl_graph.cli.options import with_run_settings
     from mtl_graph.experience.commands import ingest
     from mtl_graph.memory.commands import pool_app
@@ -26,6 +27,7 @@ def _register_optional() -> None:
     app.command("eval")(with_run_settings(from_env=False, exclude=PROTOCOL_SETTINGS)(eval_cmd))
     app.command("report")(report_cmd)
     app.command("eval-learning")(eval_learning_cmd)
+    app.command("eval-baselines")(eval_baselines_cmd)
 
 
 _register_optional()

@@ -126,16 +126,20 @@ def test_bad_input_is_one_clear_line(tmp_path, embeddings, capsys):
         assert not (tmp_path / "bad").exists()  # nothing written
 
 
-def test_the_command_runs_the_scripted_sequence_and_writes_the_report(tmp_path):
-    shown = []
-    assert bl.main(["--condition", "reasoningbank", "--tasks", "2", "--sandbox", "local", "--out",
-                    str(tmp_path / "out")], report=shown.append) == 0
+def test_mtl_eval_baselines_runs_the_scripted_sequence_and_writes_the_report(tmp_path):
+    from typer.testing import CliRunner
+
+    from mtl_graph.cli import app
+
+    result = CliRunner().invoke(app, ["eval-baselines", "--condition", "reasoningbank", "--tasks", "2",
+                                      "--sandbox", "local", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"baselines.json", "baselines.md", "baselines.png",
                                                                "runs.jsonl"}
-    assert "| reasoningbank |" in shown[0] and "| awm |" not in shown[0]
+    assert "| reasoningbank |" in result.output and "| awm |" not in result.output
 
 
-def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings):
+def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings, capsys):
     from pathlib import Path
 
     from mtl_graph.memory.pool import MemoryPool
@@ -151,10 +155,9 @@ def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_po
     pool.add_many(_foreign())
     pool.close()
     before = sorted(p.name for p in start.rglob("*"))
-    shown = []
     argv = ["--suite", f"dir:{examples}", "--model", f"scripted:{tmp_path / 'script.json'}", "--pool", str(start),
             "--condition", "reasoningbank", "--condition", "mtl", "--sandbox", "local", "--out", str(tmp_path / "o")]
-    assert bl.main(argv, report=shown.append) == 0
+    assert bl.main(argv) == 0
     data = json.loads((tmp_path / "o" / "baselines.json").read_text())
     assert len(data["tasks"]) == 3 and set(data["summary"]) == {"reasoningbank", "mtl"}
     rb, mtl = data["summary"]["reasoningbank"], data["summary"]["mtl"]
@@ -162,7 +165,7 @@ def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_po
     assert "plan" not in rb["extra_per_stage_per_run"] and mtl["extra_per_stage_per_run"]["plan"]["calls"] == 1
     assert 0 < mtl["pass@1"] < 1  # the one script solves one of the three tasks
     assert sorted(p.name for p in start.rglob("*")) == before  # the starting pool is copied, never written
-    assert "| reasoningbank |" in shown[0]
+    assert "| reasoningbank |" in capsys.readouterr().out
 
 
 def test_a_suite_needs_a_model_and_a_usable_suite(tmp_path, capsys):
