@@ -15,7 +15,7 @@ from mtl_graph.experience.task_check import run_check, run_setup
 from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
-from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_UNAVAILABLE_KEY
+from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_SCRIPT_KEY, REFERENCE_UNAVAILABLE_KEY
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.core.task import Task
@@ -44,6 +44,21 @@ def eligible(pool: Pool, scope: MemoryScope) -> list[str]:
             and (allowed is None or m.id in allowed)
             and not set(m.domains) & set(scope.exclude_domains)
             and not set(m.source_task_ids) & set(scope.exclude_task_ids)]
+
+
+def submit_reference(task: Task, sandbox, files: Mapping[str, str], script: str | None) -> list[Step]:
+    """Write the reference files, then run the reference script (if any) in the sandbox the agent would have had:
+    the steps taken. The script's exit code is recorded, not judged: the check decides."""
+    steps = []
+    for path, content in files.items():
+        sandbox.write_file(path, content)
+        steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},
+                          observation=f"wrote {len(content)} chars"))
+    if script:
+        result = sandbox.run(script, timeout=task.check_timeout)
+        steps.append(Step(action=script, tool="bash", observation=result.output,
+                          exit_code=result.exit_code, duration_s=result.duration_s))
+    return steps
 
 
 class ReferenceRunner:
@@ -77,6 +92,7 @@ class ReferenceRunner:
         start = time.monotonic()
         retrieved = self.retrieve(scope)
         steps: list[Step] = []
+        submitted = False
         with tempfile.TemporaryDirectory(prefix="mtl-bench-", dir=self.workdir) as tmp:
             workspace = task.materialize(Path(tmp) / "workspace")
             sandbox = make_sandbox(self.sandbox_kind, workspace)
@@ -86,14 +102,12 @@ class ReferenceRunner:
                                       duration_s=setup.duration_s))
                 take_snapshot(workspace)
                 if self.solve(task, condition, attempt):
-                    reference = task.metadata.get(REFERENCE_KEY)
-                    if not reference:
+                    reference, script = task.metadata.get(REFERENCE_KEY), task.metadata.get(REFERENCE_SCRIPT_KEY)
+                    if not reference and not script:
                         why = task.metadata.get(REFERENCE_UNAVAILABLE_KEY) or "has no reference solution"
                         return RunOutcome(error=f"task {task.id}: {why}", retrieved=retrieved)
-                    for path, content in reference.items():
-                        sandbox.write_file(path, content)
-                        steps.append(Step(action=f"write {path}", tool="write_file", args={"path": path},
-                                          observation=f"wrote {len(content)} chars"))
+                    steps += submit_reference(task, sandbox, reference or {}, script)
+                    submitted = True
                 sandbox.close()
                 verdict = run_check(task, workspace, self.check_sandbox)
             except RuntimeError as exc:
@@ -102,7 +116,7 @@ class ReferenceRunner:
                 sandbox.close()
                 discard_snapshot(workspace)
         trajectory = Trajectory(task=task.ref(), steps=steps, verdict=verdict, model=self.name,
-                                submission="reference solution" if any(s.tool == "write_file" for s in steps) else None,
+                                submission="reference solution" if submitted else None,
                                 exit_status="submitted")
         return RunOutcome(verdict=verdict, trajectory=trajectory, retrieved=retrieved,
                           duration_s=time.monotonic() - start)

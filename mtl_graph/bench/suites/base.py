@@ -16,6 +16,9 @@ from mtl_graph.core.errors import MTLError
 
 REFERENCE_KEY = "reference_files"
 """Task.metadata key holding the reference solution (relative path -> content) used by the oracle."""
+REFERENCE_SCRIPT_KEY = "reference_script"
+"""Task.metadata key holding a reference solution that is a shell script (Terminal-Bench's solution.sh): the oracle
+runs it in the run's sandbox, after writing any reference files."""
 REFERENCE_UNAVAILABLE_KEY = "reference_unavailable"
 """Task.metadata key saying why a task's reference solution cannot be checked on this machine."""
 

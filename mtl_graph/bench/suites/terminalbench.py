@@ -26,14 +26,13 @@ from typing import Any
 
 import yaml
 
-from mtl_graph.bench.suites.base import REFERENCE_UNAVAILABLE_KEY, SkippedTask, Suite, SuiteError, sample
+from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY, REFERENCE_UNAVAILABLE_KEY, SkippedTask, Suite, \
+    SuiteError, sample
 from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, packed_check, python_reason, script, yaml_problem
 from mtl_graph.core.task import Task
 
 DOMAIN = "terminalbench"
 TASK_FILE = "task.yaml"
-REFERENCE_SCRIPT_KEY = "reference_script"
-"""Task.metadata key holding the task's solution.sh (rewritten like the tests): a command script, not files."""
 BASE_IMAGE = re.compile(r"^ghcr\.io/laude-institute/t-bench/(python-3-13|ubuntu-24-04)(:[\w.-]+)?$")
 DEFAULT_WORKDIR = "/app"
 TOOLS_ONLY = {"tmux", "asciinema"}
@@ -239,8 +238,8 @@ def task_of(path: Path) -> Task:
     metadata: dict[str, Any] = {"suite": DOMAIN, "workdir": task.workdir,
                                 **{k: cfg[k] for k in ("difficulty", "category", "tags") if k in cfg}}
     if solution.is_file():
+        # solution.sh, rewritten like the tests; the oracle runs it in the run's sandbox (runners.py)
         metadata[REFERENCE_SCRIPT_KEY] = relative_to_workdir(_read(solution), task.workdir)
-        metadata[REFERENCE_UNAVAILABLE_KEY] = "its reference solution is a script (solution.sh), not files"
     else:
         metadata[REFERENCE_UNAVAILABLE_KEY] = "it has no solution.sh"
     base = {"id": f"{DOMAIN}/{path.name}", "domain": DOMAIN, "instruction": instruction,
