@@ -60,6 +60,14 @@ class ConditionResult:
     def pass_rate(self) -> float:
         return sum(r.passed for r in self.runs) / len(self.runs) if self.runs else 0.0
 
+    def extra_per_run(self) -> dict[str, float]:
+        """The memory method's mean extra model calls, tokens and memory tool calls per run (core/cost.py)."""
+        from mtl_graph.core.cost import extra
+
+        totals = [extra(r.cost) for r in self.runs]
+        return {key: round(sum(t[key] for t in totals) / len(totals), 2) if totals else 0.0
+                for key in ("calls", "input_tokens", "output_tokens", "memory_tool_calls")}
+
     def running(self) -> list[float]:
         """Pass rate of runs 1..i, for every i."""
         out, passed = [], 0
@@ -102,7 +110,7 @@ class SequenceResult:
         for name, cond in self.conditions.items():
             out[name] = {"pass_rate": round(cond.pass_rate, 4),
                          "quarantined": sorted({q for r in cond.runs for q in r.quarantined}),
-                         "pool_size_end": cond.pool_size_end}
+                         "pool_size_end": cond.pool_size_end, "extra_per_run": cond.extra_per_run()}
             if self.watched is not None:  # runs after which it was never injected again (None: served to the end)
                 out[name]["stopped_serving"] = cond.stopped_serving()
         return out
@@ -198,16 +206,19 @@ def scripted(sequence: str, n: int = 30, seed: int = 7, embeddings: Any = None, 
 def markdown(results: Sequence[SequenceResult], window: int = 10) -> str:
     """One table row per sequence: pass rate static vs learning, per window, when the watched memory stopped."""
     lines = ["| sequence | tasks | static pass rate | learning pass rate | per window of "
-             f"{window} (static → learning) | harmful memory stopped being served after | s per learning run |",
-             "|---|---|---|---|---|---|---|"]
+             f"{window} (static → learning) | harmful memory stopped being served after | s per learning run | "
+             "extra calls / tokens per run (static → learning) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         s, l = r.conditions["static"], r.conditions["learning"]
         wins = " ; ".join(f"{a:.0%}→{b:.0%}" for a, b in zip(s.windows(window), l.windows(window)))
         stop = "—" if r.watched is None else (
             f"static: {_stop(s.stopped_serving())}; learning: {_stop(l.stopped_serving())}")
         mean = sum(x.seconds for x in l.runs) / len(l.runs)
+        cost = " → ".join(f"{c['calls']:g} / {c['input_tokens'] + c['output_tokens']:g}"
+                          for c in (s.extra_per_run(), l.extra_per_run()))
         lines.append(f"| {r.sequence} | {len(r.task_ids)} | {s.pass_rate:.0%} | {l.pass_rate:.0%} | {wins} | "
-                     f"{stop} | {mean:.2f} |")
+                     f"{stop} | {mean:.2f} | {cost} |")
     return "\n".join(lines) + "\n"
 
 

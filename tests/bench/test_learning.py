@@ -59,6 +59,9 @@ def test_a_lesson_distilled_online_lifts_the_positive_sequence(tmp_path, embeddi
     assert "| positive | 6 |" in paths["md"].read_text()
     data = json.loads(paths["json"].read_text())
     assert data[0]["learning"]["pass_rate"] == pytest.approx(learning.pass_rate, abs=1e-4)
+    # the cost beside the pass rate: the learning pool distils every run (a plan and a distil call each); the
+    # frozen one only plans
+    assert data[0]["static"]["extra_per_run"]["calls"] == 1 and data[0]["learning"]["extra_per_run"]["calls"] == 2
 
 
 def test_the_scripted_agent_reads_its_prompts_memory_block():
