@@ -8,22 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from mtl_graph.cli.app import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt  # one definition of each
+
 snapshot_app = typer.Typer(help="Snapshots of a pool: create one, list them, restore one exactly (undoable).",
                            no_args_is_help=True)
 
-PoolOpt = Annotated[
-    Optional[str],
-    typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
-]
-NamespaceOpt = Annotated[
-    Optional[str],
-    typer.Option("--namespace", help="The pool's namespace: a team or project sharing the pool sees only its "
-                                     "own memories. \\[env: MTL_NAMESPACE; default: default]"),
-]
 DirOpt = Annotated[
     Optional[str],
     typer.Option("--dir", help="Where the snapshots live (default: <pool directory>/snapshots; required for "
-                               "a :memory: or server pool)."),
+                               "a :memory: or server pool); a namespace other than the default uses its "
+                               "@NAMESPACE folder there."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of text.")]
 NameArg = Annotated[str, typer.Argument(help="Snapshot name: letters, digits, '.', '_' or '-' (at most 64).")]

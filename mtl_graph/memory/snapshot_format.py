@@ -1,7 +1,10 @@
 """The snapshot format: names and places, the canonical form of a point, the checksum, reading one back whole.
 
 `<root>/<NAME>/points.jsonl.gz` holds one canonical JSON line per point (id, dense, sparse, payload verbatim);
-`<root>/<NAME>/manifest.json` holds name, created_at, count, checksum, embeddings and dim, pool, format version.
+`<root>/<NAME>/manifest.json` holds name, created_at, count, checksum, embeddings and dim, pool, namespace, format
+version. A pool's root is its namespace's own: `<base>` for the default namespace (where snapshots were before
+namespaces), `<base>/@<namespace>` for any other, so teams sharing a pool cannot collide, list or restore each
+other's (no snapshot name starts with '@', so the default namespace never lists another's folder).
 The checksum is sha256 over the sorted sha256 digests of the lines: order-free, so it can be recomputed from a
 live pool in whatever order the engine scrolls. Writing and restoring live in `snapshots.py`.
 """
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mtl_graph.memory.errors import PoolError
+from mtl_graph.memory.namespace import DEFAULT_NAMESPACE, check_namespace
 from mtl_graph.memory.storage import StoredPoint
 
 FORMAT = "mtl-pool-snapshot"
@@ -28,6 +32,8 @@ POINTS = "points.jsonl.gz"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 CURRENT = "current"
 """Not a snapshot name: `diff` reads it as the live pool."""
+NAMESPACE_PREFIX = "@"
+"""A non-default namespace's folder in the snapshot base: `@<namespace>` (never a snapshot name)."""
 
 
 class SnapshotError(PoolError):
@@ -46,6 +52,8 @@ class SnapshotInfo:
     embeddings: str = ""
     dim: int = 0
     pool: str = ""
+    namespace: str = DEFAULT_NAMESPACE
+    """The namespace the snapshot was taken in (snapshots made before namespaces: the default)."""
     problem: str | None = None
     """Why the manifest is unreadable (listed, never restorable); None for a sound manifest."""
 
@@ -65,13 +73,23 @@ def check_name(name: str) -> str:
 
 
 def snapshot_root(pool: Any, directory: str | Path | None = None) -> Path:
-    """Where the pool's snapshots live: `directory`, or `<pool dir>/snapshots` for a directory pool."""
+    """Where the pool's snapshots live: in `directory`, or `<pool dir>/snapshots` for a directory pool; a pool
+    outside the default namespace keeps them in `@<namespace>` there."""
     if directory is not None:
-        return Path(directory).expanduser()
-    location = str(pool.location)
-    if location == ":memory:" or location.startswith(("http://", "https://")):
-        raise SnapshotError(f"pool {location} has no directory to keep snapshots in: pass --dir DIR")
-    return Path(location) / "snapshots"
+        base = Path(directory).expanduser()
+    else:
+        location = str(pool.location)
+        if location == ":memory:" or location.startswith(("http://", "https://")):
+            raise SnapshotError(f"pool {location} has no directory to keep snapshots in: pass --dir DIR")
+        base = Path(location) / "snapshots"
+    namespace = check_namespace(getattr(pool, "namespace", DEFAULT_NAMESPACE))
+    if namespace == DEFAULT_NAMESPACE:
+        return base
+    root = base / (NAMESPACE_PREFIX + namespace)
+    # the name's characters keep it one path component; a link could still lead into another namespace's folder
+    if root.parent != base or root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise SnapshotError(f"snapshots of namespace {namespace} ({root}) must be a directory of its own, not a link")
+    return root
 
 
 def snapshot_dir(root: Path, name: str) -> Path:
@@ -105,7 +123,8 @@ def checksum(digests: Iterable[str]) -> str:
 def snapshot_info(path: Path, manifest: dict[str, Any]) -> SnapshotInfo:
     return SnapshotInfo(name=manifest["name"], path=str(path), created_at=manifest["created_at"],
                         count=manifest["count"], checksum=manifest["checksum"], embeddings=manifest["embeddings"],
-                        dim=manifest["dim"], pool=manifest.get("pool", ""))
+                        dim=manifest["dim"], pool=manifest.get("pool", ""),
+                        namespace=manifest.get("namespace", DEFAULT_NAMESPACE))
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 A snapshot is a directory `<root>/<NAME>/` holding `points.jsonl.gz` (one canonical JSON object per point: id,
 dense and sparse vectors, the payload verbatim, whatever keys it has) and `manifest.json` (name, created_at, count,
-checksum, embeddings and dim, pool, format version). The root is `<pool dir>/snapshots` for a directory pool; a
-":memory:" or server pool has no directory of its own, so the caller names one.
+checksum, embeddings and dim, pool, namespace, format version). The root is `<pool dir>/snapshots` for a directory
+pool; a ":memory:" or server pool has no directory of its own, so the caller names one. A namespace other than the
+default keeps its snapshots in `@<namespace>` under that root (`snapshot_root`): each team lists, restores and diffs
+its own only.
 
 The checksum is order-free (sha256 over the sorted sha256 digests of the points' canonical lines), so it can be
 recomputed from a live pool in whatever order the engine scrolls. A snapshot is written into a hidden temporary
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from mtl_graph.memory.embeddings import embeddings_name
+from mtl_graph.memory.namespace import DEFAULT_NAMESPACE
 from mtl_graph.memory.snapshot_format import (
     CURRENT,
     FORMAT,
@@ -135,7 +138,8 @@ def create_snapshot(pool: Any, name: str, directory: str | Path | None = None, *
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
                         "created_at": _utc_now().isoformat(timespec="milliseconds"), "count": len(digests),
                         "checksum": checksum(digests), "embeddings": embeddings_name(pool.embeddings),
-                        "dim": pool.dim, "pool": str(pool.location), "engine": pool.engine, "file": POINTS}
+                        "dim": pool.dim, "pool": str(pool.location), "engine": pool.engine, "file": POINTS,
+                        "namespace": getattr(pool, "namespace", DEFAULT_NAMESPACE)}
             with open(tmp / MANIFEST, "w", encoding="utf-8") as fh:
                 json.dump(manifest, fh, indent=2)
                 fh.flush()
@@ -215,7 +219,7 @@ def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None) 
             seen.add(point.id)
 
         seen: set[str] = set()
-        safety = create_snapshot(pool, _safety_name(root), root, observe=plan)
+        safety = create_snapshot(pool, _safety_name(root), directory, observe=plan)  # into `root` too
         upserts += [p for pid, p in snap.points.items() if pid not in seen]
         report = RestoreReport(name, snap.info.count, snap.info.checksum, safety.name)
         for ids in _batches(doomed):
