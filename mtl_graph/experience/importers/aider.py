@@ -176,6 +176,7 @@ class AiderImporter(Importer):
     summary = "Aider `.aider.chat.history.md` chat histories"
     order = 18
     jsonl = True
+    file_patterns = (".aider.chat.history.md",)  # aider's default --chat-history-file, in the repository root
 
     def sniff(self, data: Any) -> bool:
         return False  # a JSON document is never a markdown history

@@ -11,8 +11,8 @@ from mtl_graph.core.trajectory import Trajectory
 from mtl_graph.experience.importers.common import (HEAD_BYTES, MAX_FILE_BYTES, BadJSON, FileImport, Loaded,
                                                    NotARunError, TrajectoryImportError, UnknownFormatError, decode_utf8,
                                                    log_head, one_line, parse_json, read_log_bytes)
-from mtl_graph.experience.importers.registry import (Importer, detect_document, detect_lines, format_names,
-                                                     get_importer)
+from mtl_graph.experience.importers.registry import (Importer, detect_document, detect_lines, file_patterns,
+                                                     format_names, get_importer, reads_file_name)
 
 
 def _detect(text: str) -> Importer | None:
@@ -28,17 +28,16 @@ def detect_format(text: str) -> str | None:
     return found.name if found is not None else None
 
 
-LOG_SUFFIXES = (".json", ".jsonl", ".traj")
-"""What a directory is searched for; agents' side files (.log, .yaml, .patch, .pred) beside the logs are not."""
-
-
 def _walk(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, found in a directory): the files named, and the log files under the directories named.
+    """(file, found in a directory): the files named, and under the directories named the files some registered
+    importer declares it reads (`Importer.file_patterns`).
 
-    Hidden entries and memory pool directories (a pool kept beside the logs holds JSON files of its own) are
-    not searched."""
+    Hidden directories and memory pool directories (a pool kept beside the logs holds JSON files of its own) are
+    not searched; a hidden file is read only when a pattern for hidden names (Aider's ``.aider.chat.history.md``)
+    matches it."""
     from mtl_graph.memory.location import META_FILE
 
+    patterns = file_patterns()  # read once per search: every name of the walk is matched against them
     for raw in paths:
         path = Path(raw)
         if not path.is_dir():
@@ -49,13 +48,13 @@ def _walk(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(root, d) / META_FILE).is_file())
             for name in sorted(files):
-                if not name.startswith(".") and Path(name).suffix in LOG_SUFFIXES:
+                if reads_file_name(name, patterns):
                     yield Path(root, name), True
 
 
 def iter_log_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """The files named, and under each directory named its .json, .jsonl and .traj files (sorted; hidden entries
-    skipped)."""
+    """The files named, and under each directory named the files a registered importer reads (sorted; hidden
+    directories skipped, hidden files unless an importer names them)."""
     return (path for path, _ in _walk(paths))
 
 

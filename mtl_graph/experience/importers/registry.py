@@ -1,12 +1,14 @@
 """The importer registry: one `Importer` per log format, registered by its own module with ``@register``.
 
-Detection, ``mtl ingest --format`` (its choices and help) and the format list all come from here, so a new
-format is one module in this package (and its test): the package's modules are imported on first use
+Detection, ``mtl ingest --format`` (its choices and help), the format list and which files a directory search
+reads (each importer's `file_patterns`) all come from here, so a new format is one module in this package (and its
+test): the package's modules are imported on first use
 (`pkgutil`), which runs their ``@register``. Nothing else names the formats.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import pkgutil
 import threading
@@ -24,9 +26,14 @@ class RegistrationError(MTLError, ValueError):
     """An importer class that cannot be registered (no name, or a name another importer has)."""
 
 
+DEFAULT_PATTERNS: tuple[str, ...] = ("*.json", "*.jsonl", "*.traj")
+"""What an importer that declares no `file_patterns` reads: the JSON and JSONL logs most agents write."""
+
+
 class Importer:
-    """One log format. Set `name` and `summary`, implement `sniff` and `parse` (or, for a JSONL log streamed line by
-    line, set ``jsonl`` and implement `sniff_lines` and `parse_lines`), and decorate the class with `register`."""
+    """One log format. Set `name`, `summary` (and `file_patterns` when its files are not JSON), implement `sniff` and
+    `parse` (or, for a JSONL log streamed line by line, set ``jsonl`` and implement `sniff_lines` and
+    `parse_lines`), and decorate the class with `register`."""
 
     name: ClassVar[str]
     """The format's name, as ``--format`` takes it and ``Trajectory.source_format`` records it."""
@@ -34,6 +41,10 @@ class Importer:
     """A few words for ``mtl ingest --help``: which files."""
     order: ClassVar[int] = 50
     """Detection asks importers in this order: a format whose shape is a special case of another's comes first."""
+    file_patterns: ClassVar[tuple[str, ...]] = DEFAULT_PATTERNS
+    """File names a directory search reads for this format (``fnmatch`` patterns on the name, case-sensitive). A
+    hidden file (a name starting with ``.``) is read only when a pattern that itself starts with ``.`` matches it,
+    so ``*.json`` never reads ``.env.json``; hidden directories are never searched."""
     jsonl: ClassVar[bool] = False
     """Records one per line, streamed (no size limit; a bad line costs only itself) instead of one JSON document:
     JSONL logs, and line-based text logs (Aider's markdown history), whose `sniff_lines` recognises their text."""
@@ -66,6 +77,11 @@ def register(cls: I) -> I:
     name = getattr(cls, "name", "")
     if not isinstance(name, str) or not name or name != name.strip() or "," in name:
         raise RegistrationError(f"importer {cls.__qualname__} needs a name (no spaces around it, no commas)")
+    patterns = getattr(cls, "file_patterns", None)
+    if not isinstance(patterns, tuple) or not patterns or not all(
+            isinstance(p, str) and p.strip() == p and p and "/" not in p and "\0" not in p for p in patterns):
+        raise RegistrationError(f"importer {cls.__qualname__}: file_patterns must be a non-empty tuple of file-name "
+                                f"patterns (no '/', no spaces around them), got {patterns!r}")
     with _LOCK:
         known = _REGISTRY.get(name)
         if known is not None and type(known).__qualname__ != cls.__qualname__:
@@ -102,6 +118,19 @@ def importers() -> list[Importer]:
 def format_names() -> tuple[str, ...]:
     """The names ``--format`` accepts, in detection order."""
     return tuple(imp.name for imp in importers())
+
+
+def file_patterns() -> tuple[str, ...]:
+    """Every file-name pattern a registered importer reads, each once, in detection order."""
+    return tuple(dict.fromkeys(p for imp in importers() for p in imp.file_patterns))
+
+
+def reads_file_name(name: str, patterns: tuple[str, ...] | None = None) -> bool:
+    """Whether a directory search reads a file of this name: a registered pattern matches it (a hidden name only
+    by a pattern that starts with ``.``)."""
+    hidden = name.startswith(".")
+    return any(fnmatch.fnmatchcase(name, p) for p in (patterns if patterns is not None else file_patterns())
+               if p.startswith(".") or not hidden)
 
 
 def get_importer(name: str) -> Importer | None:
