@@ -23,7 +23,12 @@ TEST_COMMAND = re.compile(
 
 def exclusions(task: Task, cfg: MTLConfig) -> dict[str, Any]:
     """The retrieval filters every search of a run shares (hold-one-out or same-domain, contamination guard,
-    subsets), and how it ranks."""
+    subsets), and how it ranks. Hold-one-out with same-domain would leave nothing to retrieve: a SettingsError."""
+    if cfg.same_domain and cfg.hold_one_out:
+        from mtl_graph.run_settings import SettingsError
+
+        raise SettingsError("same_domain and hold_one_out exclude each other: one keeps only the task's own "
+                            "domain, the other leaves it out")
     return {
         "retriever": cfg.retriever,
         "exclude_domains": [*cfg.exclude_domains, *([task.domain] if cfg.hold_one_out else [])],

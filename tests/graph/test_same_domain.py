@@ -46,3 +46,17 @@ def test_same_domain_is_a_run_setting_with_one_line_errors():
     assert MTLContext(same_domain=True).same_domain is True
     with pytest.raises(SettingsError, match=r"^run context: invalid same_domain 'maybe'"):
         MTLContext(same_domain="maybe")
+
+
+def test_same_domain_with_hold_one_out_ends_the_run_with_one_clear_line(pool, tmp_path):
+    from mtl_graph.agent.scripted import ScriptedChatModel, submit_call
+    from mtl_graph.graph import build_mtl_graph
+
+    pool.add_many([_memory("python", 0)])
+    task = Task(id="t-2", domain="python", instruction="Fix the function so the check passes.", check="true")
+    model = ScriptedChatModel(responses=[submit_call("done")], plan="Read the code, fix it and run the check.")
+    state = build_mtl_graph(model, pool, sandbox="local", same_domain=True, hold_one_out=True,
+                            run_log=tmp_path / "runs.jsonl").invoke({"task": task})
+    assert state["error_kind"] == "retrieval" and state["outcome"] == "error"
+    assert "same_domain and hold_one_out exclude each other" in state["error"] and "\n" not in state["error"]
+    assert state["new_memory_ids"] == [] and pool.count() == 1  # nothing written, nothing credited
