@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtl_graph.core.errors import MTLError
 
@@ -52,6 +52,9 @@ class Task(BaseModel):
     """Workspace-relative files the check depends on (tests, a check script); always the pristine copies."""
     solution_files: list[str] = Field(default_factory=list)
     """Workspace-relative files that are the solution: the only agent files the check sees (none: see clean_room)."""
+    check_files: dict[str, str] = Field(default_factory=dict)
+    """Check-only files: relative path -> text content, written into the check's clean room after the solution is
+    carried in, never into the workspace or its snapshot (hidden test data too large for a command line)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else (suite name, difficulty, ...)."""
 
@@ -61,6 +64,21 @@ class Task(BaseModel):
         for rel in paths:
             check_relative(rel)
         return list(dict.fromkeys(paths))
+
+    @field_validator("check_files")
+    @classmethod
+    def _relative_check_files(cls, files: dict[str, str]) -> dict[str, str]:
+        for rel in files:
+            check_relative(rel)
+        return files
+
+    @model_validator(mode="after")
+    def _check_files_are_the_check_s_own(self) -> "Task":
+        # A check-only path the workspace also has would put the hidden data where the agent reads, or let the
+        # agent's file stand in for it.
+        if clash := sorted(set(self.check_files) & (set(self.files) | set(self.test_files) | set(self.solution_files))):
+            raise ValueError(f"check-only files must not be workspace files too: {', '.join(clash)}")
+        return self
 
     @classmethod
     def from_dir(cls, path: str | Path) -> "Task":

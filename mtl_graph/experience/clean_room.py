@@ -8,6 +8,11 @@ of files that steer a test run instead of being solved code: tests, build and ru
 compiled objects, interpreter start-up hooks and pins, package metadata, hidden paths, and Python modules named
 like the standard library, the test runner or the tests. Whatever the agent changed and was not carried is
 reported as `dropped`. Nothing is followed through a link, so the room holds no file the agent chose.
+
+Check-only files (`Task.check_files`: hidden test data too large for a command line) are a channel of the room
+alone: `build_room` writes them last, into the fresh room, so they are never in the workspace, never in the
+snapshot (taken before the agent, from the workspace), and no agent file is carried onto or around their paths.
+The room is made after the agent's commands ended, outside the workspace (a bwrap sandbox has a /tmp of its own).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from mtl_graph.sandbox.tree import remove_tree, walk
 from mtl_graph.sandbox.workspace import private_directory
+from mtl_graph.core.errors import MTLError
 from mtl_graph.core.task import Task
 
 MAX_ENTRIES = 200_000
@@ -229,10 +235,14 @@ def _is_plain_file(path: Path) -> bool:
         return False
 
 
+class RoomError(MTLError, RuntimeError):
+    """The clean room could not be built as the task describes it."""
+
+
 def build_room(task: Task, workspace: str | Path, snapshot: Path | None = None,
                prepare: Callable[[Path], None] | None = None) -> Room:
     """A fresh directory holding the pristine task and the solution: the snapshot's copy, else the task's own
-    files made ready by prepare (its setup), then the solution carried in."""
+    files made ready by prepare (its setup), then the solution carried in, then the task's check-only files."""
     room = Room(Path(tempfile.mkdtemp(prefix="mtl-check-")))
     try:
         if snapshot is not None and snapshot.is_dir():
@@ -242,18 +252,35 @@ def build_room(task: Task, workspace: str | Path, snapshot: Path | None = None,
             if prepare is not None:
                 prepare(room.path)
         _carry(task, Path(workspace), room)
+        _write_check_files(task, room)
     except BaseException:
         room.close()
         raise
     return room
 
 
+def _on_check_path(rel: str, check_paths: set[str]) -> bool:
+    """Whether rel is a check-only path, a directory above one, or under one (carrying it would block the file)."""
+    return any(rel == c or c.startswith(rel + "/") or rel.startswith(c + "/") for c in check_paths)
+
+
+def _write_check_files(task: Task, room: Room) -> None:
+    for rel, content in task.check_files.items():
+        if not _place(room.path, rel, content.encode("utf-8"), executable=False):
+            raise RoomError(f"task {task.id}: check-only file {rel} cannot be written into the clean room (a link or "
+                            "file of the task's is in its way)")
+
+
 def _carry(task: Task, workspace: Path, room: Room) -> None:
     declared = set(task.solution_files)
     tests = set(task.test_files)
+    check_paths = set(task.check_files)
     test_modules = frozenset(PurePosixPath(t).name.split(".", 1)[0] for t in tests)
     for rel, content, executable in _changed_files(workspace, room):
         if rel in tests:  # reported as tests_modified; the room has the pristine copy
+            continue
+        if check_paths and _on_check_path(rel, check_paths):
+            room.drop(rel, "on the path of a check-only file")
             continue
         if declared:
             why = None if rel in declared else "not a solution file"

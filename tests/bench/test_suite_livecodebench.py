@@ -130,7 +130,7 @@ def test_missing_and_malformed_files(tmp_path):
         load_suite(f"livecodebench:{tmp_path}")
 
 
-def test_tests_too_large_for_the_command_line_skip_the_problem(monkeypatch):
+def test_a_check_script_too_large_for_the_command_line_skips_the_problem(monkeypatch):
     monkeypatch.setattr(suite_base, "_INLINE_LIMIT", 500)
     suite = load_suite(f"livecodebench:{RELEASE}")
     assert not suite.tasks and suite.total == 2

@@ -1,8 +1,9 @@
 """What the adapters of released benchmarks share: hidden payloads passed to a check, the sandbox's Python, GPUs.
 
 A check's hidden data (test cases, expected answers, test files) never enters the agent's workspace: it is packed
-(zlib, then base85) into the check command's stdin script. The command line has a size limit, and past it the only
-place left would be the workspace, so such a task is skipped with the reason instead of leaking its tests.
+(zlib, then base85) into the check command's stdin script. Past a command line's size limit the packed data goes
+into a check-only file instead (`Task.check_files`, clean_room.py): the clean room alone has it, never the
+workspace or its snapshot, and the check deletes it before any graded code runs in that room.
 """
 
 from __future__ import annotations
@@ -14,28 +15,61 @@ import shutil
 import subprocess
 import zlib
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from mtl_graph.bench.suites.base import SuiteError, hidden_python_check
 
 PROBE_TIMEOUT_S = 30.0
+CHECK_ONLY_DIR = ".mtl_check_only"
+PAYLOAD_FILE = f"{CHECK_ONLY_DIR}/payload.b85"
+"""Where a payload too large for the command line lies in the clean room (relative to it: the check's cwd)."""
 _UNPACK = "import base64 as _b, json as _j, zlib as _z\nPAYLOAD = _j.loads(_z.decompress(_b.b85decode({blob!r})))\n"
+# Read, then deleted before the call: the graded solution runs in this room and must not find its expected outputs.
+_UNPACK_FILE = f"""\
+import base64 as _b, json as _j, os as _o, zlib as _z
+with open({PAYLOAD_FILE!r}, "rb") as _fh:
+    _blob = _fh.read()
+_o.unlink({PAYLOAD_FILE!r})
+try:
+    _o.rmdir({CHECK_ONLY_DIR!r})
+except OSError:
+    pass
+PAYLOAD = _j.loads(_z.decompress(_b.b85decode(_blob)))
+del _blob
+"""
 
 
 class TaskSkip(SuiteError):
     """One task of a suite cannot run here; the suite lists it as skipped with this reason."""
 
 
-def packed_check(script: str, payload: Any, call: str) -> str:
-    """A check command running ``script`` with ``PAYLOAD`` (any JSON value) defined, then ``call``, all on stdin.
+class HiddenCheck(NamedTuple):
+    """A check command and the check-only files it reads (Task.check and Task.check_files)."""
 
-    Raises TaskSkip when the packed script is too large for a command line."""
+    command: str
+    """The check command (its script on stdin)."""
+    check_files: dict[str, str]
+    """Check-only files for the clean room: the packed payload when the command line cannot hold it."""
+
+    def task_fields(self) -> dict[str, Any]:
+        """The Task fields it sets: ``Task(..., **hidden.task_fields())``."""
+        return {"check": self.command, "check_files": self.check_files}
+
+
+def packed_check(script: str, payload: Any, call: str) -> HiddenCheck:
+    """A check running ``script`` with ``PAYLOAD`` (any JSON value) defined, then ``call``, the script on stdin; the
+    payload is inline, or, past the command line's limit, a check-only file the script reads and deletes.
+
+    Raises TaskSkip when even the script without its payload is too large for a command line."""
     blob = base64.b85encode(zlib.compress(json.dumps(payload).encode("utf-8"), 9)).decode("ascii")
     check, files = hidden_python_check(f"{script}\n\n{_UNPACK.format(blob=blob)}\n{call}\n")
+    if not files:
+        return HiddenCheck(check, {})
+    check, files = hidden_python_check(f"{script}\n\n{_UNPACK_FILE}\n{call}\n")
     if files:
-        raise TaskSkip(f"its hidden tests are too large to pass outside the workspace ({len(blob) // 1024} KiB "
-                       "packed), and in the workspace the agent could read them")
-    return check
+        raise TaskSkip("its check script is too large to pass outside the workspace, and in the workspace the agent "
+                       "could read it")
+    return HiddenCheck(check, {PAYLOAD_FILE: blob})
 
 
 def yaml_problem(exc: Exception) -> str:

@@ -8,7 +8,9 @@ base64 of zlib of a *pickled* JSON string. Unpickling untrusted data can run cod
 its opcodes are read (pickletools) and only a pickle that is one plain string is accepted.
 
 The public tests are in the workspace (``public_tests.json``) and in the instruction; every test, public and
-private, is graded by a check whose cases never enter the workspace (hidden.packed_check).
+private, is graded by a check whose cases never enter the workspace (hidden.packed_check): inline in the check's
+stdin script, or, for a test set too large for a command line (common in the release), a check-only file of the
+clean room.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def problem_to_task(item: dict, where: str) -> Task:
         instruction="\n\n".join(p for p in (f"# {title}" if title else "", statement.strip(), note, tests) if p),
         domain=DOMAIN,
         files={SOLUTION_FILE: item.get("starter_code") or "", PUBLIC_TESTS_FILE: json.dumps(public, indent=1)},
-        check=check,
+        **check.task_fields(),
         solution_files=[SOLUTION_FILE],
         check_timeout=60.0 + 10.0 * len(cases),
         metadata={"suite": DOMAIN, "mode": "functional" if fn else "stdin", "public_tests": len(public),

@@ -144,7 +144,7 @@ def task_of(path: Path, root: Path) -> Task:
                                                        direction="lower" if lower else "higher"),
         domain=DOMAIN,
         files=files,
-        check=packed_check(script("mlgym_check.py"), None, call),
+        **packed_check(script("mlgym_check.py"), None, call).task_fields(),
         test_files=[*scripts, *(rel for rel in files if rel.startswith("data/"))],
         check_timeout=timeout + 120.0,
         metadata={"suite": DOMAIN, "name": cfg["name"], "entrypoint": entry, "metric": metric,

@@ -211,7 +211,7 @@ def bwrap_task(task: TaskFiles, base: dict[str, Any]) -> Task:
     check = packed_check(script("terminalbench_check.py"), packed, f"bwrap(PAYLOAD, {args!r})")
     instruction = relative_to_workdir(base["instruction"], task.workdir) + "\n\n" + _NOTE.format(workdir=task.workdir)
     return Task(**{**base, "instruction": instruction, "metadata": {**base["metadata"], "mode": "bwrap"}},
-                files=files, check=check)
+                files=files, **check.task_fields())
 
 
 def docker_task(task: TaskFiles, base: dict[str, Any], why: str) -> Task:
@@ -227,7 +227,7 @@ def docker_task(task: TaskFiles, base: dict[str, Any], why: str) -> Task:
         files = {}  # the image has them; the agent's workspace starts empty
     call = f"docker({str(task.path.resolve())!r}, {task.dockerfile!r}, {task.workdir!r}, {base['check_timeout']!r})"
     check = packed_check(script("terminalbench_check.py"), None, call)
-    return Task(**{**base, "metadata": {**base["metadata"], "mode": "docker"}}, files=files, check=check)
+    return Task(**{**base, "metadata": {**base["metadata"], "mode": "docker"}}, files=files, **check.task_fields())
 
 
 def task_of(path: Path) -> Task:
