@@ -195,18 +195,28 @@ def run_baselines(tasks: Sequence[Task], pool_factory: PoolFactory, agent_factor
 
 
 # ------------------------------------------------------------------ the scripted sequence
+STARTS = ("positive", "transfer")
+"""Starting pools of the scripted sequence: the positive one (neutral memories: every condition learns to verify
+from its own runs), or that and the verify lesson from another domain in each format (`foreign_lessons`)."""
+
+
 def scripted(conditions: Sequence[str] = tuple(CONDITIONS), n: int = 12, attempts: int = 1, seed: int = 7,
              embeddings: Any = None, sandbox: str = "auto", root: Path | None = None,
-             run_log: Path | None = None) -> BaselineResult:
+             run_log: Path | None = None, start: str = "positive") -> BaselineResult:
     """The positive scripted sequence (learning_sequences: a pool that can learn to verify) under each condition,
-    with the scripted agent; pass p of `attempts` draws its coin flips from seed + p."""
+    with the scripted agent, from the `start` pool; pass p of `attempts` draws its coin flips from seed + p."""
     from mtl_graph.bench import learning_sequences as ls
 
     names = check_conditions(conditions)
+    if start not in STARTS:
+        raise ValueError(f"unknown starting pool {start!r}; choose {' or '.join(STARTS)}")
     with tempfile.TemporaryDirectory(prefix="mtl-baselines-", dir=root) as pools:
 
         def pool_factory() -> MemoryPool:
-            return ls.starting_pool(MemoryPool.open(tempfile.mkdtemp(dir=pools), embeddings), "positive")
+            pool = ls.starting_pool(MemoryPool.open(tempfile.mkdtemp(dir=pools), embeddings), "positive")
+            if start == "transfer":
+                pool.add_many(ls.foreign_lessons())
+            return pool
 
         result: BaselineResult | None = None
         for p in range(attempts):  # each pass its own coin flips, the same for every condition
@@ -307,7 +317,7 @@ def write_report(result: BaselineResult, out: Path) -> dict[str, Path]:
 
 def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequence[str] = (),
                    model: str | None = None, pool: Path | None = None, tasks: int = 12, attempts: int = 1,
-                   top_k: int = 3, sandbox: str = "auto") -> dict[str, Path]:
+                   top_k: int = 3, sandbox: str = "auto", start: str = "positive") -> dict[str, Path]:
     """The scripted sequence, or the suites' tasks with `model`, under each condition (default: all), reported in
     `out` (what `mtl eval-baselines` runs). Bad input is a ValueError before anything is written."""
     from mtl_graph.chat import ModelNotConfigured, check_model
@@ -329,6 +339,8 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
         from mtl_graph.bench.learning_sequences import make_tasks
 
         make_tasks(tasks)  # a bad count fails here
+        if start not in STARTS:
+            raise ValueError(f"unknown starting pool {start!r}; choose {' or '.join(STARTS)}")
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
     if suites:
@@ -336,7 +348,7 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
             result = run_baselines(sequence, copies_of(pool, Path(pools)), lambda task: model, names,
                                    attempts=attempts, top_k=top_k, sandbox=sandbox, run_log=log)
     else:
-        result = scripted(names, tasks, attempts, sandbox=sandbox, run_log=log)
+        result = scripted(names, tasks, attempts, sandbox=sandbox, run_log=log, start=start)
     return write_report(result, out)
 
 

@@ -7,6 +7,8 @@ from typing import Any, Optional
 
 import typer
 
+from mtl_graph.memory.pool_options import NamespaceOption
+
 ALL = "all"
 LIST = "list"
 PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids",
@@ -60,6 +62,7 @@ def eval_cmd(
     pool: Optional[str] = typer.Option(
         None, "--pool", help="Memory pool of phases 2-3 (default OUT/pool; with --server, the pool the server "
                              "reads, MTL_POOL by default: a Qdrant URL or a directory the server has not opened)."),
+    namespace: NamespaceOption = None,
     sandbox: str = typer.Option("auto", "--sandbox", help="Where agent commands and checks run: auto (bwrap when available), bwrap, local, docker."),
     price_in: float = typer.Option(0.0, "--price-in", help="USD per million input tokens."),
     price_out: float = typer.Option(0.0, "--price-out", help="USD per million output tokens."),
@@ -107,7 +110,7 @@ def eval_cmd(
         pool = pool or (None if server else str(out / "pool"))
         runner, distill = make_runner(agent=agent, model=model, server=server, sandbox=sandbox, pool=pool,
                                       run_log=out / "runs.jsonl", formats=[f.value for f in config.formats],
-                                      judge_also=judge_accuracy, context=run)
+                                      judge_also=judge_accuracy, context=run, namespace=namespace)
         try:
             summary = run_eval(config, runner, str(out), distill=distill, concurrency=concurrency,
                                progress=progress)
@@ -194,6 +197,8 @@ def eval_baselines_cmd(
     attempts: int = typer.Option(1, "--attempts", help="Passes of the sequence (the k of pass@k)."),
     top_k: int = typer.Option(3, "--top-k", help="Memories retrieved per run, for every condition."),
     sandbox: str = typer.Option("auto", "--sandbox", help="auto, bwrap, local or docker."),
+    start: str = typer.Option("positive", "--start", help="Scripted: the starting pool, positive or transfer "
+                              "(also the verify lesson from another domain)."),
 ) -> None:
     """The baselines (ReasoningBank, AWM) and MTL over one task sequence: pass@k beside the pool and the extra
     model calls and tokens per run (docs/evaluation.md, Baselines)."""
@@ -201,7 +206,7 @@ def eval_baselines_cmd(
 
     try:
         paths = run_and_report(out, condition, suites=suite, model=model, pool=pool, tasks=tasks,
-                               attempts=attempts, top_k=top_k, sandbox=sandbox)
+                               attempts=attempts, top_k=top_k, sandbox=sandbox, start=start)
     except ValueError as exc:  # an unknown condition, a suite that cannot run, no usable model: one line
         raise _fail(str(exc)) from None
     typer.echo(paths["md"].read_text(encoding="utf-8").rstrip())

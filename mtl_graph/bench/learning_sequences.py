@@ -107,6 +107,24 @@ def make_tasks(n: int, seed: int = 7, prefix: str = "seq", baseline: float = 0.5
     return specs
 
 
+FOREIGN_DOMAIN = "sql"
+"""The domain of `foreign_lessons`: not the tasks' own (python)."""
+
+
+def foreign_lessons() -> list[Any]:
+    """The rerun lesson in the insight, workflow and reasoningbank formats, learnt in another domain: a pool
+    holding them helps only a condition that retrieves across domains."""
+    from mtl_graph.memory.formats.reasoningbank import ReasoningBankMemory
+    from mtl_graph.memory.models import WorkflowMemory
+
+    source = [Provenance(domain=FOREIGN_DOMAIN, source_task_id="sql-past")]
+    item = {"title": RERUN.title, "description": RERUN.description, "content": RERUN.content}
+    return [RERUN.model_copy(update={"sources": source}),
+            WorkflowMemory(goal=RERUN.description, actions=[f"{RERUN.title}.", RERUN.content], sources=source),
+            ReasoningBankMemory(query="Fix the SQL query so that the report test passes.", items=[item],
+                                sources=source)]
+
+
 def starting_pool(pool: MemoryPool, sequence: str) -> MemoryPool:
     """The sequence's starting pool. The negative one is a pool in use: the helpful and neutral memories carry
     six earlier credited runs (four passed), and the harmful memory has just arrived with no record."""

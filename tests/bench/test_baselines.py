@@ -9,24 +9,6 @@ import pytest
 
 from mtl_graph.bench import baselines as bl
 from mtl_graph.bench import learning_sequences as ls
-from mtl_graph.memory.formats.reasoningbank import ReasoningBankMemory
-from mtl_graph.memory.models import InsightMemory, Provenance, WorkflowMemory
-
-FOREIGN = "sql"  # the starting pool's lesson comes from another domain
-
-
-def _foreign() -> list:
-    """The verify lesson in each format, from another domain: only the conditions retrieving across domains
-    can use it."""
-    source = [Provenance(domain=FOREIGN, source_task_id="sql-past")]
-    return [InsightMemory(title=ls.RERUN.title, description=ls.RERUN.description, content=ls.RERUN.content,
-                          sources=source),
-            WorkflowMemory(goal=ls.RERUN.description, actions=[f"{ls.RERUN.title}.", ls.RERUN.content],
-                           sources=source),
-            ReasoningBankMemory(query="Fix the SQL query so that the report test passes.", sources=source,
-                                items=[{"title": ls.RERUN.title, "description": ls.RERUN.description,
-                                        "content": ls.RERUN.content}])]
-
 
 def _specs():
     specs = ls.make_tasks(12, prefix="bl")
@@ -46,7 +28,7 @@ def result(tmp_path_factory, embeddings):
 
     def pool_factory():
         pool = ls.starting_pool(MemoryPool.open(root / f"pool-{next(made)}", embeddings), "positive")
-        pool.add_many(_foreign())
+        pool.add_many(ls.foreign_lessons())
         return pool
 
     log = root / "runs.jsonl"
@@ -120,7 +102,8 @@ def test_bad_input_is_one_clear_line(tmp_path, embeddings, capsys):
     for argv, line in ((["--condition", "frozen"],
                         "unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, mtl+lifecycle"),
                        (["--tasks", "0"], "a sequence has 1 to 40 tasks, not 0"),
-                       (["--attempts", "0"], "attempts must be at least 1, not 0")):
+                       (["--attempts", "0"], "attempts must be at least 1, not 0"),
+                       (["--start", "empty"], "unknown starting pool 'empty'; choose positive or transfer")):
         assert bl.main([*argv, "--out", str(tmp_path / "bad")]) == 2
         assert capsys.readouterr().err.strip().splitlines() == [f"error: {line}"]
         assert not (tmp_path / "bad").exists()  # nothing written
@@ -131,12 +114,15 @@ def test_mtl_eval_baselines_runs_the_scripted_sequence_and_writes_the_report(tmp
 
     from mtl_graph.cli import app
 
-    result = CliRunner().invoke(app, ["eval-baselines", "--condition", "reasoningbank", "--tasks", "2",
-                                      "--sandbox", "local", "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(app, ["eval-baselines", "--condition", "reasoningbank", "--condition", "mtl",
+                                      "--tasks", "2", "--start", "transfer", "--sandbox", "local", "--out",
+                                      str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"baselines.json", "baselines.md", "baselines.png",
                                                                "runs.jsonl"}
     assert "| reasoningbank |" in result.output and "| awm |" not in result.output
+    summary = json.loads((tmp_path / "out" / "baselines.json").read_text())["summary"]
+    assert summary["mtl"]["pass@1"] == 1.0  # the other domain's lesson serves MTL from the first run
 
 
 def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings, capsys):
@@ -152,7 +138,7 @@ def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_po
     (tmp_path / "script.json").write_text(json.dumps(script))
     start = tmp_path / "start"
     pool = MemoryPool.open(start, embeddings)
-    pool.add_many(_foreign())
+    pool.add_many(ls.foreign_lessons())
     pool.close()
     before = sorted(p.name for p in start.rglob("*"))
     argv = ["--suite", f"dir:{examples}", "--model", f"scripted:{tmp_path / 'script.json'}", "--pool", str(start),
