@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from mtl_graph.bench.models import Condition, MemoryRef, MemoryScope, Pool, RunOutcome, TaskResult
 from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
-from mtl_graph.bench.suites.base import REFERENCE_KEY
+from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_SCRIPT_KEY
 from mtl_graph.memory import formats as registry
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.core.task import Task
@@ -55,10 +55,12 @@ def run_context(scope: MemoryScope | None, base: Any = None) -> Any:
 
 
 def agent_task(task: Task) -> Task:
-    """The task as the agent may see it: the reference solution is for the oracle, never for the agent."""
-    if REFERENCE_KEY not in task.metadata:
+    """The task as the agent may see it: the reference solution (files or script) is for the oracle, never for the
+    agent."""
+    hidden = (REFERENCE_KEY, REFERENCE_SCRIPT_KEY)
+    if not any(key in task.metadata for key in hidden):
         return task
-    return task.model_copy(update={"metadata": {k: v for k, v in task.metadata.items() if k != REFERENCE_KEY}})
+    return task.model_copy(update={"metadata": {k: v for k, v in task.metadata.items() if k not in hidden}})
 
 
 class GraphRunnerSettings(BaseModel):
@@ -70,6 +72,8 @@ class GraphRunnerSettings(BaseModel):
     """Sandbox backend of the agent and the checks: auto, bwrap, local or docker."""
     pool_location: str | None = None
     """Memory pool phase 3 retrieves from (a directory, ":memory:" or a Qdrant URL); None: MTL_POOL."""
+    pool_namespace: str | None = None
+    """The pool's namespace; None: MTL_NAMESPACE, else the default."""
     run_log: Path | None = None
     """JSONL log every run is appended to; None: MTL_RUN_LOG."""
     workspace_root: Path | None = None
@@ -123,7 +127,8 @@ class GraphRunner:
             if self._pool is None:
                 from mtl_graph.memory.pool import MemoryPool
 
-                self._pool = MemoryPool.open(_pool_location(self.settings.pool_location))
+                self._pool = MemoryPool.open(_pool_location(self.settings.pool_location),
+                                             namespace=self.settings.pool_namespace)
             return self._pool
 
     def close(self) -> None:
@@ -211,8 +216,10 @@ class PoolDistiller:
     logged, and summarised in the returned Pool's note."""
 
     def __init__(self, model: str | BaseChatModel | None, pool_location: str | None,
-                 formats: Iterable[MemoryType | str], concurrency: int = 4, model_options: Any = None) -> None:
+                 formats: Iterable[MemoryType | str], concurrency: int = 4, model_options: Any = None,
+                 namespace: str | None = None) -> None:
         self.model, self.pool_location, self.model_options = model, pool_location, model_options
+        self.namespace = namespace
         self.formats = [MemoryType(f) for f in formats]
         self.concurrency = max(1, concurrency)
         self.failures: list[str] = []
@@ -255,7 +262,7 @@ class PoolDistiller:
         self.failures = [f for _, fs in made for f in fs]
         for failure in self.failures:
             log.warning("not distilled: %s", failure)
-        with MemoryPool.open(_pool_location(self.pool_location)) as pool:
+        with MemoryPool.open(_pool_location(self.pool_location), namespace=self.namespace) as pool:
             added = pool.add_many(memories)
             refs = [MemoryRef(id=m.id, type=MemoryType(m.type), domains=m.domains,
                               source_task_ids=m.source_task_ids,
@@ -272,7 +279,7 @@ class PoolDistiller:
 
 def make_distiller(model: str | BaseChatModel | None = None, pool_location: str | None = None,
                    formats: Iterable[MemoryType | str] = tuple(MemoryType), concurrency: int = 4,
-                   model_options: Any = None) -> PoolDistiller:
-    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location
-    (model_options: init_chat_model settings of a provider:model string, as the graph runs use)."""
-    return PoolDistiller(model, pool_location, formats, concurrency, model_options)
+                   model_options: Any = None, namespace: str | None = None) -> PoolDistiller:
+    """The phase-2 hook for ``run_eval``: distil zero-shot runs into ``formats`` in the pool at pool_location, in
+    namespace (model_options: init_chat_model settings of a provider:model string, as the graph runs use)."""
+    return PoolDistiller(model, pool_location, formats, concurrency, model_options, namespace)

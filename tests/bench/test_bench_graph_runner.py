@@ -28,6 +28,7 @@ from mtl_graph.bench.passk import aggregate
 from mtl_graph.bench.runners import RunnerUnavailable, make_runner
 from mtl_graph.bench.store import ResultStore
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite
+from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.models import MemoryType
 from mtl_graph.memory.pool import MemoryPool
@@ -82,6 +83,8 @@ def test_run_context_maps_scopes_to_the_graph():
     task = load_suite(PROBLEMS, limit=1).tasks[0]
     assert REFERENCE_KEY in task.metadata and REFERENCE_KEY not in agent_task(task).metadata
     assert agent_task(task).files == task.files
+    scripted = task.model_copy(update={"metadata": {**task.metadata, REFERENCE_SCRIPT_KEY: "echo 42 > answer"}})
+    assert not {REFERENCE_KEY, REFERENCE_SCRIPT_KEY} & set(agent_task(scripted).metadata)  # a solution script too
 
 
 def test_eval_end_to_end_through_the_graph(tmp_path):
