@@ -22,10 +22,11 @@ def examples_dir() -> Path:
 
 
 def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: Any = None,
-             console: Console | None = None) -> list[dict[str, Any]]:
+             console: Console | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
     """Run the example tasks in order; each later task can retrieve memories of earlier ones (other domains).
 
-    context holds the run settings (an MTLContext or a dict); without a model the tasks replay their scripts."""
+    context holds the run settings (an MTLContext or a dict); without a model the tasks replay their scripts.
+    namespace: the pool's (None: MTL_NAMESPACE, else the default)."""
     from mtl_graph.agent import ScriptedChatModel
     from mtl_graph.graph import build_mtl_graph
     from mtl_graph.run_settings import MTLContext, as_context
@@ -46,7 +47,7 @@ def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: An
     else:
         console.print(f"[bold]Live demo[/] with {model}, memory format {memory_type}.\n")
     rows = []
-    with MemoryPool.open(pool_location) as pool:
+    with MemoryPool.open(pool_location, namespace=namespace) as pool:
         progress = RichProgress(console)
         for name in DEMO_ORDER:
             task = Task.from_dir(root / name)

@@ -186,10 +186,11 @@ GRAPH_RUNNER_MODULE = "mtl_graph.bench.graph_runner"
 def make_runner(agent: str | None = None, model: str | None = None, server: str | None = None,
                 sandbox: str = "auto", pool: str | None = None, run_log: str | Path | None = None,
                 formats: Collection[str] | None = None, judge_also: bool = False,
-                context: Any = None) -> tuple[Runner, Callable | None]:
+                context: Any = None, namespace: str | None = None) -> tuple[Runner, Callable | None]:
     """The runner for the CLI's options, and the phase-2 distiller that goes with it (None for offline runners).
 
-    pool is where phase 2 writes and phase 3 retrieves (with server, the pool that server reads); formats
+    pool is where phase 2 writes and phase 3 retrieves (with server, the pool that server reads), in namespace
+    (None: MTL_NAMESPACE, else the default; with server, the namespace that server reads); formats
     are the ones phase 2 distils (default: all). context holds run settings every run shares (agent limits,
     model options: an MTLContext or a dict); the protocol's own (memory format, k, filters) are set per run."""
     if agent and model:
@@ -211,8 +212,8 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
     if server:
         runner = module.RemoteRunner(url=server, model=model, context=shared)
     else:
-        runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, run_log=run_log,
-                                    context=shared)
+        runner = module.GraphRunner(model=model, sandbox=sandbox, pool_location=pool, pool_namespace=namespace,
+                                    run_log=run_log, context=shared)
     kinds = list(formats) if formats is not None else list(MemoryType)
     return runner, module.make_distiller(model=model, pool_location=pool, formats=kinds,
-                                         model_options=shared.model_options)
+                                         model_options=shared.model_options, namespace=namespace)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Annotated, Any, Iterator, NoReturn, Optional
+from typing import Annotated, Any, Iterator, NoReturn
 
 import typer
+
+from mtl_graph.memory.pool_options import NamespaceOption, PoolOption  # noqa: F401 - defined once, shared from here
 
 app = typer.Typer(
     help="Memory transfer for coding agents: a shared memory pool, runs, ingestion and evaluation.",
@@ -13,15 +15,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-PoolOption = Annotated[
-    Optional[str],
-    typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
-]
-NamespaceOption = Annotated[
-    Optional[str],
-    typer.Option("--namespace", help="The pool's namespace: a team or project sharing the pool sees only its "
-                                     "own memories. \\[env: MTL_NAMESPACE; default: default]"),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.models import OptionInfo
 
+from mtl_graph.memory.pool_options import NamespaceOption
 from mtl_graph.memory.formats._cli import formats_option
 
 _FORMATS_HELP = "Comma-separated memory formats: {formats_and}."
@@ -41,6 +42,7 @@ def ingest(
     model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL for judging and distilling.")] = None,
     domain: Annotated[Optional[str], typer.Option("--domain", help="Domain label for runs whose log names none.")] = None,
     pool: Annotated[Optional[str], typer.Option("--pool", help="Pool location: directory, :memory: or http(s) URL.")] = None,
+    namespace: NamespaceOption = None,
     judge: Annotated[bool, typer.Option("--judge/--keep-labels",
                                         help="Re-judge every run with the LLM judge, or keep the logs' labels.")] = False,
     skip_uncertain: Annotated[bool, typer.Option("--skip-uncertain",
@@ -82,10 +84,12 @@ def ingest(
         fail(f"no log files in {', '.join(map(str, paths))}")
     model = model or settings.model
     location = pool or settings.pool
+    namespace = namespace or settings.namespace
     from mtl_graph.experience.ingest import IngestInterrupted
 
     try:
-        report = _run(paths, location, model, config, Ledger.for_pool(location, ledger), console, fail)
+        report = _run(paths, location, model, config, Ledger.for_pool(location, ledger, namespace), console, fail,
+                      namespace)
     except IngestInterrupted as stop:  # Ctrl-C: what finished is in the pool and the ledger
         _print_report(stop.report, Console())
         console.print(f"[yellow]interrupted:[/] {stop.pending} runs not done; "
@@ -100,7 +104,7 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _run(paths, location, model, config, ledger, console, fail):  # type: ignore[no-untyped-def]
+def _run(paths, location, model, config, ledger, console, fail, namespace):  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mtl_graph.experience.ingest import ingest as run_ingest
@@ -116,7 +120,7 @@ def _run(paths, location, model, config, ledger, console, fail):  # type: ignore
     elif not config.dry_run and (config.judge or registry.needs_model(config.formats)):
         fail(f"--model is required to judge or to distil {registry.listed(registry.model_written(registry.names()))}"
              " memories")
-    opened = None if config.dry_run else _open_pool(location, fail)
+    opened = None if config.dry_run else _open_pool(location, namespace, fail)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
@@ -130,12 +134,12 @@ def _run(paths, location, model, config, ledger, console, fail):  # type: ignore
     return report
 
 
-def _open_pool(location: str, fail):  # type: ignore[no-untyped-def]
+def _open_pool(location: str, namespace: str, fail):  # type: ignore[no-untyped-def]
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.pool import MemoryPool, PoolError
 
     try:
-        return MemoryPool.open(location)
+        return MemoryPool.open(location, namespace=namespace)
     except (PoolError, EmbeddingError, OSError) as exc:
         fail(f"cannot open pool {location}: {exc}")
 

@@ -30,6 +30,7 @@ from mtl_graph.experience.structured import model_label, resolve_model
 from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, TokenUsage, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory import formats as registry
 from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.storage import DEFAULT_NAMESPACE
 
 LEDGER_FILE = "ingest-ledger.jsonl"
 Status = Literal["ingested", "skipped", "failed", "planned"]
@@ -170,13 +171,15 @@ class Ledger:
                     continue  # a line cut by a crash: that run is simply redone
 
     @classmethod
-    def for_pool(cls, location: str, explicit: str | Path | None = None) -> "Ledger":
-        """The ledger inside a directory pool, at an explicit path, or in memory for other pools."""
+    def for_pool(cls, location: str, explicit: str | Path | None = None, namespace: str = DEFAULT_NAMESPACE) -> "Ledger":
+        """The ledger inside a directory pool, at an explicit path, or in memory for other pools. A namespace other
+        than the default has its own (ingest-ledger@NAME.jsonl): what one team ingested is still new to another."""
         if explicit is not None:
             return cls(Path(explicit))
         if location == ":memory:" or location.startswith(("http://", "https://")):
             return cls(None)
-        return cls(Path(location).expanduser() / LEDGER_FILE)
+        name = LEDGER_FILE if namespace == DEFAULT_NAMESPACE else LEDGER_FILE.replace(".", f"@{namespace}.", 1)
+        return cls(Path(location).expanduser() / name)
 
     def done(self, content_hash: str) -> set[str]:
         with self._lock:
