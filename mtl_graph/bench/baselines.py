@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from mtl_graph.bench.learning import AgentFactory, ConditionResult, PoolFactory, _record
+from mtl_graph.bench.learning import AgentFactory, ConditionResult, PoolFactory, run_record
 from mtl_graph.bench.passk import pass_at_k
 from mtl_graph.core.task import Task
 from mtl_graph.core.cost import AGENT_STAGE, extra
@@ -41,6 +41,7 @@ class Baseline:
     """How one condition runs the graph."""
 
     name: str
+    """The condition's name (`--condition`)."""
     memory_type: str
     """The memory format it retrieves and distils."""
     lifecycle: str
@@ -99,7 +100,7 @@ def run_baseline(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFa
                                 run_log=run_log, lifecycle_settings=lifecycle or LifecycleConfig(),
                                 distiller=successes_only if spec.successes_only else None)
         state = graph.invoke({"task": task})  # a run that errors (provider, sandbox) is kept as one, not a fail
-        runs.append(_record(index, task, state, None, time.perf_counter() - start))
+        runs.append(run_record(index, task, state, None, time.perf_counter() - start))
     return ConditionResult(condition, runs, pool.count(spec.memory_type))
 
 
@@ -200,6 +201,12 @@ STARTS = ("positive", "transfer")
 from its own runs), or that and the verify lesson from another domain in each format (`foreign_lessons`)."""
 
 
+def check_start(start: str) -> None:
+    """ValueError in one line unless `start` names a starting pool of the scripted sequence."""
+    if start not in STARTS:
+        raise ValueError(f"unknown starting pool {start!r}; choose {' or '.join(STARTS)}")
+
+
 def scripted(conditions: Sequence[str] = tuple(CONDITIONS), n: int = 12, attempts: int = 1, seed: int = 7,
              embeddings: Any = None, sandbox: str = "auto", root: Path | None = None,
              run_log: Path | None = None, start: str = "positive") -> BaselineResult:
@@ -208,8 +215,7 @@ def scripted(conditions: Sequence[str] = tuple(CONDITIONS), n: int = 12, attempt
     from mtl_graph.bench import learning_sequences as ls
 
     names = check_conditions(conditions)
-    if start not in STARTS:
-        raise ValueError(f"unknown starting pool {start!r}; choose {' or '.join(STARTS)}")
+    check_start(start)
     with tempfile.TemporaryDirectory(prefix="mtl-baselines-", dir=root) as pools:
 
         def pool_factory() -> MemoryPool:
@@ -339,8 +345,7 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
         from mtl_graph.bench.learning_sequences import make_tasks
 
         make_tasks(tasks)  # a bad count fails here
-        if start not in STARTS:
-            raise ValueError(f"unknown starting pool {start!r}; choose {' or '.join(STARTS)}")
+        check_start(start)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
     if suites:

@@ -124,7 +124,8 @@ PoolFactory = Callable[[], MemoryPool]
 AgentFactory = Callable[[Task], Any]
 
 
-def _record(index: int, task: Task, state: dict[str, Any], watched: str | None, seconds: float) -> RunRecord:
+def run_record(index: int, task: Task, state: dict[str, Any], watched: str | None, seconds: float) -> RunRecord:
+    """One run's record from the graph's final state (`watched`: the memory whose serving is followed)."""
     verdict = state.get("verdict") or {}
     credit = state.get("credit") or {}
     injected = [r["id"] for r in state.get("retrieved", [])]
@@ -154,7 +155,7 @@ def run_condition(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentF
         state = graph.invoke({"task": task})
         if state.get("error"):
             raise RuntimeError(f"run {index} ({task.id}) of the {condition} condition failed: {state['error']}")
-        runs.append(_record(index, task, state, watched, time.perf_counter() - start))
+        runs.append(run_record(index, task, state, watched, time.perf_counter() - start))
     return ConditionResult(condition, runs, pool.count())
 
 
