@@ -10,16 +10,8 @@ from typing import Annotated, Any, Iterator, Optional
 import typer
 
 from mtl_graph.memory.formats._cli import formats_option
+from mtl_graph.memory.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
 
-PoolOpt = Annotated[
-    Optional[str],
-    typer.Option("--pool", help='Pool location: ":memory:", a directory, or an http(s):// Qdrant URL. \\[env: MTL_POOL]'),
-]
-NamespaceOpt = Annotated[
-    Optional[str],
-    typer.Option("--namespace", help="The pool's namespace: a team or project sharing the pool sees only its "
-                                     "own memories. \\[env: MTL_NAMESPACE; default: default]"),
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 ApplyOpt = Annotated[bool, typer.Option("--apply", help="Write the changes (without it: a dry run that changes "
                                                         "nothing).")]
