@@ -359,17 +359,9 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m mtl_graph.bench.baselines ...`: the same command as `mtl eval-baselines`."""
-    import typer
+    from mtl_graph.bench.commands import eval_baselines_cmd, standalone
 
-    from mtl_graph.bench.commands import eval_baselines_cmd
-
-    app = typer.Typer(add_completion=False)
-    app.command()(eval_baselines_cmd)
-    try:
-        app(list(argv) if argv is not None else None, prog_name="mtl eval-baselines")
-    except SystemExit as exc:  # typer's standalone mode: errors printed, then the exit code
-        return exc.code if isinstance(exc.code, int) else 1
-    return 0
+    return standalone(eval_baselines_cmd, "mtl eval-baselines", argv)
 
 
 if __name__ == "__main__":

@@ -278,17 +278,9 @@ def run_and_report(sequences: Sequence[str], out: Path, tasks: int = 30, seed: i
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m mtl_graph.bench.learning ...`: the same command as `mtl eval-learning`."""
-    import typer
+    from mtl_graph.bench.commands import eval_learning_cmd, standalone
 
-    from mtl_graph.bench.commands import eval_learning_cmd
-
-    app = typer.Typer(add_completion=False)
-    app.command()(eval_learning_cmd)
-    try:
-        app(list(argv) if argv is not None else None, prog_name="mtl eval-learning")
-    except SystemExit as exc:  # typer's standalone mode: errors printed, then the exit code
-        return exc.code if isinstance(exc.code, int) else 1
-    return 0
+    return standalone(eval_learning_cmd, "mtl eval-learning", argv)
 
 
 if __name__ == "__main__":
