@@ -17,7 +17,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Annotated, Callable, Literal, Optional, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.chat import ModelOptions
@@ -37,6 +37,15 @@ class Flags:
     """For a settings-model field: (sub-field, flag) pairs naming its sub-fields' flags."""
 
 
+def _namespace(value: str | None) -> str | None:
+    from mtl_graph.memory.namespace import NamespaceError, check_namespace  # the one rule for namespace names
+
+    try:
+        return None if value is None else check_namespace(value)
+    except NamespaceError as exc:  # the setting's error line names the value already: keep only what is wrong
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+
+
 class PipelineKnobs(BaseModel):
     """Per-run settings of the pipeline's stages (the agent's own are added from AgentConfig below)."""
 
@@ -54,6 +63,8 @@ class PipelineKnobs(BaseModel):
     """How every search of the run ranks: dense + BM25 fused (hybrid), cosine only (dense), or keywords only (bm25)."""
     search_budget: Annotated[int, Field(ge=0, le=20)] = 3
     """Calls of search_memories a run may make (retrieval tool or both); each may follow up on what came back."""
+    namespace: Annotated[Optional[str], AfterValidator(_namespace)] = None
+    """The pool namespace (team or project) the run retrieves from and writes to (unset: the pool's own)."""
     online: bool = True
     """Distil each run and write the memories back into the pool."""
     exclude_domains: Annotated[list[str], Flags(("--exclude-domain",))] = Field(default_factory=list)
@@ -135,7 +146,8 @@ def describe_error(exc: ValidationError, label: Callable[[tuple], str]) -> str:
     if first["type"] == "extra_forbidden":
         line = f"unknown setting {what}"
     else:
-        message = first["msg"][0].lower() + first["msg"][1:]
+        message = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's tag
+        message = message[0].lower() + message[1:]
         given = repr(first["input"])  # repr keeps it on one line; a long one is cut
         line = f"invalid {what} {given if len(given) <= MAX_SHOWN else given[:MAX_SHOWN] + '...'}: {message}"
     return line + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")

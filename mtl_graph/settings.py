@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError, create_model
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError as SourceError
 
 from mtl_graph.run_settings import MTLContext, RunSettings, SettingsError, describe_error, optional_field
@@ -31,12 +31,6 @@ def _names(value: Any) -> Any:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _namespace(value: str) -> str:
-    from mtl_graph.memory.namespace import check_namespace  # the pool's own rule, one error for both ways in
-
-    return check_namespace(value)
-
-
 NameList = Annotated[list[str], NoDecode, BeforeValidator(_names)]
 
 
@@ -49,8 +43,6 @@ class ProcessSettings(BaseSettings):
     """Memory pool location: ":memory:", a directory (embedded Qdrant), or an http(s):// Qdrant URL."""
     engine: Literal["edge", "client"] = "edge"
     """Embedded engine for new directory pools: Qdrant Edge ("edge") or qdrant-client local mode ("client")."""
-    namespace: Annotated[str, AfterValidator(_namespace)] = "default"
-    """The pool's namespace: teams or projects sharing one pool (one Qdrant) each see only their own memories."""
     embeddings: str = "local"
     """Embedding model: "local" (bundled MiniLM, offline) or an init_embeddings string like openai:text-embedding-3-small."""
     sandbox: str = "auto"
@@ -65,6 +57,8 @@ class ProcessSettings(BaseSettings):
     """Served graphs: directories (os.pathsep-separated) a client's task path, source_dir or scripted: file must be in."""
     allowed_base_urls: NameList = Field(default_factory=list)
     """Served graphs: model endpoints a run's context may name as model_options.base_url (none: only the server's)."""
+    allowed_namespaces: NameList = Field(default_factory=list)
+    """Served graphs: pool namespaces a run's context may name as `namespace` (none: only the server's own)."""
     allowed_providers: Annotated[list[str] | None, NoDecode, BeforeValidator(_names)] = None
     """Served graphs: providers a run's context may name in `model` (unset: any provider)."""
     allow_setup_network: bool = False

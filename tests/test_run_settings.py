@@ -56,7 +56,7 @@ def sample(name: str) -> tuple[Any, list[str], dict[str, str]]:
         return {sub: 4}, [spec.flags[0], "4"], {f"{env}__{sub.upper()}": "4"}
     floor = max((m.ge for m in info.metadata if hasattr(m, "ge")), default=0)  # e.g. observation_cap >= 200
     ceiling = min((m.le for m in info.metadata if hasattr(m, "le")), default=None)  # e.g. relevance_floor <= 1
-    value = {int: max(4, floor + 1), float: 12.5 if ceiling is None else ceiling / 2, str: "openai:x"}[kind]
+    value = {int: max(4, floor + 1), float: 12.5 if ceiling is None else ceiling / 2, str: "team-x"}[kind]  # a model name and a namespace alike
     return value, [flag, str(value)], {env: str(value)}
 
 

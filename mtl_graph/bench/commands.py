@@ -12,7 +12,7 @@ from mtl_graph.memory.pool_options import NamespaceOption
 ALL = "all"
 LIST = "list"
 PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains", "hold_one_out", "exclude_task_ids",
-                     "only_ids", "judge_also")
+                     "only_ids", "judge_also", "namespace")
 """Run settings the evaluation sets itself, per condition; the CLI gives `mtl eval` the others as flags, and
 eval_cmd receives them as `run`."""
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import (JsonOption, NamespaceOption, PoolOption, app, check_model, console, fail, open_pool,
+from mtl_graph.cli.app import (JsonOption, PoolOption, app, check_model, console, fail, open_pool,
                               settings)
 from mtl_graph.cli.options import with_run_settings
 
@@ -22,7 +22,6 @@ ApproveOption = Annotated[bool, typer.Option(
 def run_task(
     task: Annotated[Path, typer.Argument(help="Task directory (task.md, optional task.json and files/).")],
     pool: PoolOption = None,
-    namespace: NamespaceOption = None,
     sandbox: SandboxOption = None,
     json_out: JsonOption = False,
     approve_commands: ApproveOption = False,
@@ -61,7 +60,7 @@ def run_task(
     # Answers are waited for with the run's state in an in-memory checkpointer, on the run's own thread.
     paused = {"checkpointer": InMemorySaver(), "interrupt_before_tools": approve_commands} if asks else {}
     render = None if json_out else RichProgress()
-    with open_pool(pool, namespace) as opened:
+    with open_pool(pool, run.namespace) as opened:  # --namespace is a run setting (also Studio's, MTL_NAMESPACE)
         graph = build_mtl_graph(None, opened, sandbox=sandbox or settings().sandbox, **paused)
         if asks:
             asker = human.Asker(console(stderr=json_out))  # --json keeps stdout for the result
@@ -84,7 +83,6 @@ def run_task(
 @with_run_settings(from_env=False)
 def demo(
     pool: Annotated[str, typer.Option("--pool", help="Pool location (default: a temporary embedded pool).")] = ":memory:",
-    namespace: NamespaceOption = None,
     sandbox: SandboxOption = None,
     run: Any = None,
 ) -> None:
@@ -101,7 +99,7 @@ def demo(
     from mtl_graph.memory.pool import PoolError
 
     try:
-        rows = run_demo(pool_location=pool, sandbox=sandbox or "auto", context=run, namespace=namespace)
+        rows = run_demo(pool_location=pool, sandbox=sandbox or "auto", context=run, namespace=run.namespace)
     except (PoolError, EmbeddingError, FileNotFoundError) as exc:
         fail(str(exc))
     if any(row["error"] for row in rows):

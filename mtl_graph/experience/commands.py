@@ -84,7 +84,7 @@ def ingest(
         fail(f"no log files in {', '.join(map(str, paths))}")
     model = model or settings.model
     location = pool or settings.pool
-    namespace = namespace or settings.namespace
+    namespace = namespace or settings.namespace or "default"  # MTL_NAMESPACE, the run setting
     from mtl_graph.experience.ingest import IngestInterrupted
 
     try:

@@ -202,7 +202,7 @@ def run_search(nodes: Any, state: dict[str, Any], runtime: Any) -> RunSearch | N
         return None
     served, run_id = nodes.served, state.get("run_id")
     record = (lambda ids: served.searched(run_id, ids)) if served is not None else None
-    return RunSearch.of(nodes.pool_of(), cfg, nodes.task(state["task"]), state.get("retrieved") or [],
+    return RunSearch.of(nodes.pool_of(cfg), cfg, nodes.task(state["task"]), state.get("retrieved") or [],
                         state.get("messages") or [], record)
 
 

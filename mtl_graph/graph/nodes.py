@@ -9,6 +9,7 @@ so the run fails where LangGraph and LangSmith can see it."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ class MTLNodes:
         self.distiller, self.config, self.policy = distiller, config, policy
         self.served = ServedRuns() if policy is not None else None
         """A served graph's own record of each run's retrieval and verdict: what its credit comes from."""
+        self._views: dict[str, MemoryPool] = {}
+        self._views_lock = threading.Lock()
 
     # ------------------------------------------------------------------ helpers
     def settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
@@ -93,13 +96,20 @@ class MTLNodes:
         cfg = self.settings(runtime)
         if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0 or uses_tool(cfg):
             return None  # a run that offers search_memories searches for itself
-        return MemoryRefresh(self.pool_of(), cfg, task, [r["id"] for r in state.get("retrieved", [])])
+        return MemoryRefresh(self.pool_of(cfg), cfg, task, [r["id"] for r in state.get("retrieved", [])])
 
-    def pool_of(self) -> MemoryPool:
-        """The pool (MTL_POOL's when the graph was built without one)."""
+    def pool_of(self, cfg: MTLConfig | None = None) -> MemoryPool:
+        """The pool (MTL_POOL's when the graph was built without one), in the run's namespace when its settings
+        name one (a served graph checks that its policy allows it)."""
         if self.pool is None:
             self.pool = open_default_pool()
-        return self.pool
+        namespace = cfg.namespace if cfg is not None else None
+        if namespace is None or namespace == self.pool.namespace:
+            return self.pool
+        if self.policy is not None:
+            self.policy.check_namespace(namespace, self.pool.namespace)
+        with self._views_lock:
+            return self._views.setdefault(namespace, self.pool.in_namespace(namespace))
 
     def retry_for(self, runtime: Runtime[MTLContext] | None) -> RetrySettings:
         """The run's retry settings (the run's, else the agent's own): every model call of the run is made under
@@ -154,6 +164,11 @@ class MTLNodes:
     def retrieve(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
         cfg = self.settings(runtime)
+        if self.policy is not None and cfg.namespace is not None:  # refused before the run reads or writes it
+            try:
+                self.pool_of(cfg)
+            except PolicyError as exc:
+                return {**failure(ErrorKind.REFUSED, str(exc)), "retrieved": [], "memory_block": ""}
         if cfg.memory_type == "none" or cfg.top_k == 0 or not injects(cfg):
             return {"retrieved": [], "memory_block": ""}
         try:
@@ -161,7 +176,7 @@ class MTLNodes:
         except PolicyError as exc:
             return {**failure(ErrorKind.INVALID_TASK, str(exc)), "retrieved": [], "memory_block": ""}
         try:
-            found = self.pool_of().retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
+            found = self.pool_of(cfg).retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
                                           lifecycle=lifecycle_of(cfg), **exclusions(task, cfg))
         except Exception as exc:
             return {**failure(ErrorKind.RETRIEVAL, str(exc)), "retrieved": [], "memory_block": ""}
@@ -263,7 +278,7 @@ class MTLNodes:
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
             if cfg.online and not state.get("error"):
-                update.update(write_run(self.pool_of(), state, cfg, verdict, self.served))
+                update.update(write_run(self.pool_of(cfg), state, cfg, verdict, self.served))
         except Exception as exc:
             update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
         update["retrieved_ids"] = shown_ids(state)

@@ -99,6 +99,8 @@ class ServerPolicy(BaseModel):
     """Providers a run's context may name in `model` (provider:model); None: any provider."""
     allow_setup_network: bool = False
     """Whether a task from a client may run its setup with network access (setup_network)."""
+    allowed_namespaces: tuple[str, ...] = ()
+    """Pool namespaces a run's context may name (none: only the server's own pool namespace)."""
 
     @classmethod
     def from_settings(cls, settings: Any, default_roots: Iterable[Path] = ()) -> "ServerPolicy":
@@ -109,7 +111,8 @@ class ServerPolicy(BaseModel):
             roots = tuple(p.resolve() for p in default_roots if p.is_dir())
         return cls(task_roots=roots, allowed_base_urls=parse_base_urls(settings.allowed_base_urls),
                    allowed_providers=parse_providers(settings.allowed_providers),
-                   allow_setup_network=settings.allow_setup_network)
+                   allow_setup_network=settings.allow_setup_network,
+                   allowed_namespaces=tuple(settings.allowed_namespaces))
 
     # ------------------------------------------------------------------ paths
     def inside(self, raw: Any, what: str) -> Path:
@@ -153,6 +156,15 @@ class ServerPolicy(BaseModel):
         return str(path)
 
     # ------------------------------------------------------------------ models
+    def check_namespace(self, namespace: str | None, server_namespace: str) -> None:
+        """A pool namespace the run's context names, when this server allows it (its own always is): a client of
+        a shared server reads and writes no other team's memories unless the server says so."""
+        if namespace is None or namespace == server_namespace or namespace in self.allowed_namespaces:
+            return
+        raise PolicyError(f"namespace {_shown(namespace)}: this server's runs use the pool namespace "
+                          f"{server_namespace!r} or those in MTL_ALLOWED_NAMESPACES "
+                          f"({', '.join(self.allowed_namespaces) or 'none'})")
+
     def check_model(self, context: Any, server_model: Any, server_base_url: str | None) -> None:
         """A model and endpoint the run's context names, when this server allows them (its own always are)."""
         context = as_context(context)

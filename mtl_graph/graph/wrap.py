@@ -261,7 +261,7 @@ class WrappedExecute:
         if not uses_tool(cfg):
             return None
         record = (lambda ids: served.searched(run_id, ids)) if served is not None else None
-        pool, retrieved = self.nodes.pool_of(), state.get("retrieved") or []
+        pool, retrieved = self.nodes.pool_of(cfg), state.get("retrieved") or []
         return lambda messages: RunSearch.of(pool, cfg, task, retrieved, messages, record, live.context)
 
     def _failed(self, exc: Exception, run: _AgentRun, config: RunnableConfig) -> dict[str, Any] | None:

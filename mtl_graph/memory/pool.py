@@ -159,7 +159,8 @@ class MemoryPool(LifecycleOps, PoolFiles):
         from mtl_graph.settings import get_settings
 
         settings = get_settings()
-        namespace = check_namespace(namespace if namespace is not None else settings.namespace)
+        # MTL_NAMESPACE is the run setting `namespace` (unset: the default namespace)
+        namespace = check_namespace(namespace if namespace is not None else settings.namespace or DEFAULT_NAMESPACE)
         location = str(location)
         emb = resolve_embeddings(embeddings if embeddings is not None else settings.embeddings)
         if location.startswith(("http://", "https://")):
@@ -183,6 +184,14 @@ class MemoryPool(LifecycleOps, PoolFiles):
             shared.pools += 1
             cls._open_pools[(key, namespace)] = pool
             return pool
+
+    def in_namespace(self, namespace: str) -> "MemoryPool":
+        """This pool's engine seen through another namespace: a view sharing the engine and its write lock (close
+        this pool, not the view). A run whose settings name a namespace reads and writes through one."""
+        namespace = check_namespace(namespace)
+        if namespace == self.namespace:
+            return self
+        return MemoryPool(self._opened, self.embeddings, self.location, namespace, self._write_lock)
 
     def close(self) -> None:
         """Release this handle; the pool closes when the last handle in the process is released (its engine when

@@ -275,6 +275,7 @@ NOT_WALKED = {
     "open": "makes the pool: test_open_checks_the_name_before_touching_anything",
     "close": "releases the handle: test_namespaces_of_one_directory_share_its_engine",
     "namespaces": "counts every namespace by design: test_namespaces_are_listed_with_their_counts",
+    "in_namespace": "a view of another namespace by design: test_a_view_of_another_namespace_is_that_namespace",
 }
 
 
@@ -429,3 +430,16 @@ def test_an_engine_call_the_namespace_does_not_know_is_refused(cached, tmp_path)
         with pytest.raises(PoolError, match="'7' is not a UUID: namespace 'team' holds UUIDs only"):
             pool.store.upsert([StoredPoint("7", [0.1] * pool.dim, ([1], [1.0]), {})])
         assert len(pool) == 0
+
+
+def test_a_view_of_another_namespace_is_that_namespace(two):
+    """What a run whose settings name a namespace reads and writes through: exactly that namespace."""
+    mine, other = two
+    assert mine.in_namespace(mine.namespace) is mine
+    view = mine.in_namespace(other.namespace)
+    assert view.namespace == other.namespace and {m.id for m in view} == {m.id for m in other}
+    added = view.add(InsightMemory(title="Written through a view", description="A run in the other namespace.",
+                                   content="It lands in that namespace only."))
+    assert other.get(added.id) is not None and mine.get(added.id) is None
+    with pytest.raises(NamespaceError):
+        mine.in_namespace("../escape")
