@@ -10,6 +10,8 @@ starting pool, the pool growing in task order (self-evolving).
   domain, written back online.
 * ``mtl+lifecycle``: ours with the learning loop: credit from citations, utility re-ranking behind a relevance
   floor, near copies credited instead of added, quarantine.
+* ``mtl+tool`` (not in the default set): ours with the learning loop and memory as a tool: nothing injected, the
+  agent calls ``search_memories`` itself, within the run's search budget.
 
 Per condition the report gives pass@1 and pass@k over `attempts` passes of the sequence, the pool at the end
 (memories of the condition's format, and items), memories retrieved per run, and every extra model call and
@@ -50,6 +52,8 @@ class Baseline:
     """Retrieve only memories from the task's own domain."""
     successes_only: bool = False
     """Distil successful runs only (failures teach nothing)."""
+    retrieval: str = "inject"
+    """How memories reach the agent: injected before it starts, or found by its own search_memories calls."""
 
 
 ERROR = "error"
@@ -59,7 +63,10 @@ CONDITIONS: dict[str, Baseline] = {b.name: b for b in (
     Baseline("awm", "workflow", "off", same_domain=True, successes_only=True),
     Baseline("mtl", "insight", "off", same_domain=False),
     Baseline("mtl+lifecycle", "insight", "on", same_domain=False),
+    Baseline("mtl+tool", "insight", "on", same_domain=False, retrieval="tool"),
 )}
+DEFAULT_CONDITIONS = ("reasoningbank", "awm", "mtl", "mtl+lifecycle")
+"""The paper's comparison (what runs when no condition is named)."""
 
 
 def check_conditions(names: Sequence[str]) -> list[str]:
@@ -97,6 +104,7 @@ def run_baseline(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFa
         start = time.perf_counter()
         graph = build_mtl_graph(agent_factory(task), pool, top_k=top_k, online=True, memory_type=spec.memory_type,
                                 lifecycle=spec.lifecycle, same_domain=spec.same_domain, sandbox=sandbox,
+                                retrieval=spec.retrieval,
                                 run_log=run_log, lifecycle_settings=lifecycle or LifecycleConfig(),
                                 distiller=successes_only if spec.successes_only else None)
         state = graph.invoke({"task": task})  # a run that errors (provider, sandbox) is kept as one, not a fail
@@ -159,7 +167,7 @@ def _summary(results: list[ConditionResult], items: list[int]) -> dict[str, Any]
         "errors": sum(r.status == ERROR for r in runs),
         "pool_size_end": _mean([c.pool_size_end for c in results]),
         "items_end": _mean(items),
-        "retrieved_per_run": _mean([len(r.injected) for r in runs]),
+        "retrieved_per_run": _mean([len(r.shown) for r in runs]),
         "extra_calls_per_run": _mean([e["calls"] for e in extras]),
         "extra_input_tokens_per_run": _mean([e["input_tokens"] for e in extras]),
         "extra_output_tokens_per_run": _mean([e["output_tokens"] for e in extras]),
@@ -172,7 +180,7 @@ def _summary(results: list[ConditionResult], items: list[int]) -> dict[str, Any]
 
 
 def run_baselines(tasks: Sequence[Task], pool_factory: PoolFactory, agent_factory: AgentFactory,
-                  conditions: Sequence[str] = tuple(CONDITIONS), *, attempts: int = 1,
+                  conditions: Sequence[str] = DEFAULT_CONDITIONS, *, attempts: int = 1,
                   **options: Any) -> BaselineResult:
     """Every condition over the same ordered tasks, `attempts` times, each pass from a fresh pool of
     `pool_factory` (the same starting pool for every condition and pass)."""
@@ -207,7 +215,7 @@ def check_start(start: str) -> None:
         raise ValueError(f"unknown starting pool {start!r}; choose {' or '.join(STARTS)}")
 
 
-def scripted(conditions: Sequence[str] = tuple(CONDITIONS), n: int = 12, attempts: int = 1, seed: int = 7,
+def scripted(conditions: Sequence[str] = DEFAULT_CONDITIONS, n: int = 12, attempts: int = 1, seed: int = 7,
              embeddings: Any = None, sandbox: str = "auto", root: Path | None = None,
              run_log: Path | None = None, start: str = "positive") -> BaselineResult:
     """The positive scripted sequence (learning_sequences: a pool that can learn to verify) under each condition,
@@ -328,7 +336,7 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
     `out` (what `mtl eval-baselines` runs). Bad input is a ValueError before anything is written."""
     from mtl_graph.chat import ModelNotConfigured, check_model
 
-    names = check_conditions(list(conditions) or list(CONDITIONS))
+    names = check_conditions(list(conditions) or list(DEFAULT_CONDITIONS))
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, not {attempts}")
     if suites:

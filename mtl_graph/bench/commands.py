@@ -196,8 +196,8 @@ def eval_learning_cmd(
 
 def eval_baselines_cmd(
     out: Path = typer.Option(..., "--out", help="Directory for baselines.md, baselines.json, baselines.png."),
-    condition: list[str] = typer.Option([], "--condition", help="reasoningbank, awm, mtl or mtl+lifecycle "
-                                        "(repeat it; default: all four)."),
+    condition: list[str] = typer.Option([], "--condition", help="reasoningbank, awm, mtl, mtl+lifecycle or "
+                                        "mtl+tool (repeat it; default: the first four)."),
     suite: list[str] = typer.Option([], "--suite", help="A suite spec (mtl eval --suites list), its tasks in order "
                                     "(repeat it); default: the scripted sequence."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model or scripted:FILE.json for the "

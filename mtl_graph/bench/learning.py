@@ -46,6 +46,8 @@ class RunRecord:
     seconds: float = 0.0
     cost: dict[str, dict[str, int]] = field(default_factory=dict)
     """Model calls and input / output tokens per stage that called a model (the run's `cost`)."""
+    shown: list[str] = field(default_factory=list)
+    """Every memory the run was shown: injected, then found by its own searches (retrieval tool or both)."""
 
 
 @dataclass
@@ -133,7 +135,7 @@ def run_record(index: int, task: Task, state: dict[str, Any], watched: str | Non
                      status=str(verdict.get("status") or state.get("error") or "none"), injected=injected,
                      cited=list(credit.get("cited", [])), watched_injected=watched in injected,
                      quarantined=list(credit.get("quarantined", [])), seconds=round(seconds, 3),
-                     cost=dict(state.get("cost") or {}))
+                     cost=dict(state.get("cost") or {}), shown=list(state.get("retrieved_ids") or injected))
 
 
 def run_condition(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFactory, condition: str, *,

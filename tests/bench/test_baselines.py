@@ -86,21 +86,21 @@ def test_the_report_puts_pass_rates_beside_pool_and_cost(result):
     assert "| reasoningbank | 75% | 75% (k=2) | 5 / 5 | 1.5 | 1 |" in table
     assert "| mtl | 100% |" in table and "reasoningbank: distill 1;" in table
     data = json.loads(paths["json"].read_text())
-    assert set(data["summary"]) == set(bl.CONDITIONS) and len(data["runs"]["awm"]) == 2
+    assert set(data["summary"]) == set(bl.DEFAULT_CONDITIONS) and len(data["runs"]["awm"]) == 2
     assert data["runs"]["mtl"][0][0]["cost"]["plan"]["calls"] == 1
     assert paths["png"].stat().st_size > 1000
 
 
 def test_bad_input_is_one_clear_line(tmp_path, embeddings, capsys):
     with pytest.raises(ValueError, match=r"^unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, "
-                                         r"mtl\+lifecycle$"):
+                                         r"mtl\+lifecycle, mtl\+tool$"):
         bl.run_baselines([ls.make_tasks(1)[0].task], lambda: None, ls.agent_for, ["mtl", "frozen"])
     with pytest.raises(ValueError, match="at least one task"):
         bl.run_baselines([], lambda: None, ls.agent_for, ["mtl"])
     with pytest.raises(ValueError, match="attempts must be at least 1"):
         bl.run_baselines([ls.make_tasks(1)[0].task], lambda: None, ls.agent_for, attempts=0)
     for argv, line in ((["--condition", "frozen"],
-                        "unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, mtl+lifecycle"),
+                        "unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, mtl+lifecycle, mtl+tool"),
                        (["--tasks", "0"], "a sequence has 1 to 40 tasks, not 0"),
                        (["--attempts", "0"], "attempts must be at least 1, not 0"),
                        (["--start", "empty"], "unknown starting pool 'empty'; choose positive or transfer")):
@@ -178,3 +178,40 @@ def test_a_run_that_errors_is_counted_beside_the_pass_rate_not_as_a_failure(tmp_
     assert [r.status for r in out.attempts["reasoningbank"][0].runs] == ["error", "pass"]
     assert s["errors"] == 1 and s["pass@1"] == 1.0 and s["pool_size_end"] == 1  # the errored run wrote nothing
     assert bl.markdown(out).splitlines()[4].endswith("| 1 |")
+
+
+def test_mtl_with_memory_as_a_tool_counts_the_agents_searches_as_shown_and_as_cost(tmp_path, embeddings):
+    """`mtl+tool` (not in the default set): nothing injected, the agent's searches are what it is shown; each call
+    is counted beside the pass rate."""
+    from langchain_core.messages import AIMessage
+
+    from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
+    from mtl_graph.memory.pool import MemoryPool
+
+    specs = _specs()[:2]
+    by_id = {s.task.id: s for s in specs}
+
+    def searching_agent(task):
+        scripted = ls.agent_for(by_id[task.id])
+        search = AIMessage("", tool_calls=[{"name": "search_memories", "args": {"query": task.instruction[:200]},
+                                            "id": f"call_search_{task.id}", "type": "tool_call"}])
+        return ScriptedChatModel(responses=[search, *scripted.responses], plan=scripted.plan,
+                                 answers=scripted.answers)
+
+    assert "mtl+tool" not in bl.DEFAULT_CONDITIONS and "mtl+tool" in bl.CONDITIONS
+
+    def pool_factory():
+        pool = ls.starting_pool(MemoryPool.open(tmp_path / f"pool-{len(list(tmp_path.iterdir()))}", embeddings),
+                                "positive")
+        pool.add_many(ls.foreign_lessons())
+        return pool
+
+    out = bl.run_baselines([s.task for s in specs], pool_factory, searching_agent, ["mtl+tool", "mtl"],
+                           sandbox="local", run_log=tmp_path / "runs.jsonl")
+    summary = out.summary()
+    tool, inject = summary["mtl+tool"], summary["mtl"]
+    assert tool["memory_tool_calls_per_run"] == 1 and inject["memory_tool_calls_per_run"] == 0
+    assert tool["retrieved_per_run"] > 0  # what its searches showed
+    assert "plan" not in tool["extra_per_stage_per_run"]  # nothing injected: no planned query
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert all(r["retrieved"] == [] and r["retrieval"]["searches"] for r in runs[:2])
