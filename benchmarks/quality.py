@@ -184,12 +184,12 @@ Lists = tuple[list[tuple[int, float]], list[tuple[int, float]], str]
 
 def pool_lists(data: LabelledSet, prefetch: int = 40) -> list[Lists]:
     """Per query the pool's dense and BM25 lists (memory index, score), exactly as MemoryPool.search(k=10) asks."""
-    from mtl_graph.memory.pool import _search_conditions
+    from mtl_graph.memory.pool_points import search_conditions
     from mtl_graph.memory.storage import QuerySpec
 
     out = []
     with _pool_of(data) as (pool, index):
-        where = _search_conditions("insight", None, (), (), None, False)
+        where = search_conditions("insight", None, (), (), None, False)
         for _, _, text in data.queries:
             dense, bm25 = pool.store.query([
                 QuerySpec(limit=prefetch, where=where, dense=pool.query_vector(text), with_payload=False),

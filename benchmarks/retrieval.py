@@ -43,7 +43,8 @@ from vectors import embed_cached, synthesize  # noqa: E402
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
 from mtl_graph.memory.embeddings import embeddings_name, local_embeddings  # noqa: E402
-from mtl_graph.memory.pool import MemoryPool, _payload  # noqa: E402
+from mtl_graph.memory.pool import MemoryPool  # noqa: E402
+from mtl_graph.memory.pool_points import payload_of  # noqa: E402
 from mtl_graph.memory.storage import Conditions, QuerySpec, StoredPoint  # noqa: E402
 
 DEFAULT_ENGINE = "edge"
@@ -96,7 +97,7 @@ def load_data(n: int, n_queries: int, n_extra: int, emb, real_max: int | None = 
 
     sparse = [sp(bm25.embed_document(m.key_text())) for m in memories]
     qsparse = [sp(bm25.embed_query(q.text)) for q in queries]
-    payloads = [_payload(m) for m in memories]
+    payloads = [payload_of(m) for m in memories]
     types = np.array([TYPE_CODES[m.type] for m in memories], dtype=np.int8)
     domains = np.zeros((n, len(DOMAIN_CODES)), dtype=bool)
     for i, m in enumerate(memories):

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
 
 from langchain_core.embeddings import Embeddings
-from pydantic import ValidationError
 
 from mtl_graph.memory.dedup import AddReport, AddResult, dedup_key, plan_merges, prepared
 from mtl_graph.memory.embeddings import EmbeddingError, embeddings_name, resolve_embeddings
@@ -26,14 +24,14 @@ from mtl_graph.memory.models import (
     Memory,
     MemoryType,
     Outcome,
-    first_validation_error,
     memory_type_of,
     parse_memory,
 )
 from mtl_graph.memory.pool_files import ImportReport, PoolFiles
 from mtl_graph.memory.pool_lifecycle import CreditReport, LifecycleOps, Retrieval
+from mtl_graph.memory.pool_points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of, search_conditions
 from mtl_graph.memory.query_cache import QueryVectorCache
-from mtl_graph.memory.record import CREDIT_KEY, stored_stats, with_record
+from mtl_graph.memory.record import CREDIT_KEY
 from mtl_graph.memory.screen import released, rescreened
 from mtl_graph.memory.search import ranked_search
 from mtl_graph.memory.storage import Conditions, QuerySpec, RawHit, StoredPoint
@@ -42,74 +40,6 @@ __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", 
            "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
 
 
-@dataclass
-class SearchHit:
-    """One retrieved memory."""
-
-    memory: Memory
-    score: float
-    """The ranking score (RRF when hybrid, cosine otherwise)."""
-    similarity: float
-    """Cosine similarity between the query and the memory's key text."""
-    retriever: Literal["dense", "bm25", "both"]
-    """Which retriever found it."""
-
-
-def _payload(memory: Memory) -> dict[str, Any]:
-    """A memory's payload (the credit entries are written beside it, never here: see memory/record.py)."""
-    data = memory.model_dump(mode="json")
-    data["stats"] = stored_stats(memory).model_dump(mode="json")
-    return {
-        "memory": data,
-        "type": memory.type,
-        "outcome": memory.outcome.value,
-        "domains": memory.domains,
-        "source_task_ids": memory.source_task_ids,
-        "models": memory.models,
-        "dedup_key": dedup_key(memory),
-        "merged_ids": memory.merged_ids,
-        "flagged": "true" if memory.flagged else "false",
-        "status": "archived" if memory.archived else "quarantined" if memory.quarantined else "active",
-        "derived_from": sorted({i for s in memory.sources for i in s.cited}),
-    }
-
-
-def _memory_of(hit: RawHit) -> Memory:
-    """The memory a stored point holds; a point that is not one is a clear error, not a crash deep inside."""
-    try:
-        return with_record(parse_memory(hit.payload["memory"]), hit.payload)
-    except (KeyError, TypeError, ValidationError) as exc:
-        detail = first_validation_error(exc) if isinstance(exc, ValidationError) else "no memory in its payload"
-        raise PoolError(f"point {hit.id} in the pool is not a valid memory ({detail})") from None
-
-
-def _search_conditions(type: MemoryType | str | None, outcome: Outcome | str | None, exclude_domains: Iterable[str],
-                       exclude_task_ids: Iterable[str], only_ids: Iterable[str] | None,
-                       include_flagged: bool, include_quarantined: bool = True,
-                       domain: str | None = None) -> Conditions:
-    """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening and the
-    lifecycle's statuses (archived memories are never retrieved; quarantined ones not with the lifecycle on);
-    `domain`: only memories with a source in that domain (same-domain retrieval)."""
-    equals = {name: str(value) for name, value in
-              (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value),
-               ("domains", domain)) if value}
-    excludes = {"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)}
-    if not include_flagged:  # "must not be flagged": points written before screening existed still match
-        excludes["flagged"] = ["true"]
-    excludes["status"] = ["archived"] if include_quarantined else ["archived", "quarantined"]
-    return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
-
-
-RETRIEVERS = ("hybrid", "dense", "bm25")
-"""How a search ranks: dense + BM25 fused (the default), cosine only, or BM25 only (keyword retrieval)."""
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 @dataclass
@@ -258,7 +188,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
             plan = plan_merges(items, self._stored_like(items, vectors, credits))
             new = [m for m in plan.write if m.id not in plan.stored_ids]
             if new:
-                self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), _payload(m))
+                self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), payload_of(m))
                                    for m in new])
                 # Qdrant Edge indexes only when asked: once the unindexed tail is long enough this starts a build
                 # in a worker process and returns (~0.1 ms otherwise; see edge_rebuild.py). Server / local
@@ -266,7 +196,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
                 self.store.optimize()
             for memory in plan.write:
                 if memory.id in plan.stored_ids:
-                    self.store.set_payload(memory.id, _payload(memory))
+                    self.store.set_payload(memory.id, payload_of(memory))
             self._move_credit(plan.write, plan.delete, credits)
             if plan.delete:
                 self.store.delete(plan.delete)
@@ -293,7 +223,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
                                             dense=vectors[m.key_text()]) for key, m in keyed.items()])
         stored: dict[str, dict[str, Memory]] = {}
         for hit in [*(h for hits in found for h in hits), *self.store.retrieve(list({m.id for m in items}))]:
-            memory = _memory_of(hit)
+            memory = memory_of(hit)
             stored.setdefault(dedup_key(memory), {})[memory.id] = memory
             if isinstance(hit.payload.get(CREDIT_KEY), dict):
                 credits[hit.id] = hit.payload[CREDIT_KEY]
@@ -318,7 +248,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
             memory = self.get(memory_id)
             if memory is not None and memory.flagged:
                 memory = released(memory)
-                self.store.set_payload(memory.id, _payload(memory))
+                self.store.set_payload(memory.id, payload_of(memory))
             if memory is not None and memory.quarantined:
                 self.release_quarantine(memory)
                 memory = self.get(memory.id)
@@ -330,7 +260,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
             memory = self.get(memory_id)
             if memory is not None and not memory.archived:
                 memory = memory.model_copy(update={"archived": why.strip() or "archived"})
-                self.store.set_payload(memory.id, _payload(memory))
+                self.store.set_payload(memory.id, payload_of(memory))
             return memory
 
     def rescreen(self) -> list[str]:
@@ -341,7 +271,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
                 flags = rescreened(memory)
                 if flags != memory.flagged:
                     newly += [memory.id] if flags and not memory.flagged else []
-                    self.store.set_payload(memory.id, _payload(memory.model_copy(update={"flagged": flags})))
+                    self.store.set_payload(memory.id, payload_of(memory.model_copy(update={"flagged": flags})))
         return newly
 
     def optimize(self) -> None:
@@ -353,11 +283,11 @@ class MemoryPool(LifecycleOps, PoolFiles):
     def get(self, memory_id: str) -> Memory | None:
         """One memory by id (or by the id of a near-duplicate merged into it), or None."""
         hits = self._retrieve([memory_id])
-        return _memory_of(hits[0]) if hits else None
+        return memory_of(hits[0]) if hits else None
 
     def _retrieve(self, ids: list[str]) -> list[RawHit]:
         """The stored points for ids, each once; an id merged into another memory finds that memory."""
-        ids = [i for i in ids if _is_uuid(i)]  # an id that is not a point id is simply not in the pool
+        ids = [i for i in ids if is_uuid(i)]  # an id that is not a point id is simply not in the pool
         hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
         missing = [i for i in ids if i not in hits]
         if missing:  # any vector will do: the filter on the indexed alias list is exact
@@ -376,7 +306,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
 
     def __iter__(self) -> Iterator[Memory]:
         for hit in self.store.scroll():
-            yield _memory_of(hit)
+            yield memory_of(hit)
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Counts by type, domain, outcome, screening (flagged memories are not retrieved) and status (active,
@@ -409,7 +339,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
                               outcome=outcome, hybrid=hybrid, min_score=min_score, only_ids=only_ids,
                               include_flagged=include_flagged, include_quarantined=include_quarantined,
                               domain=domain, retriever=retriever)
-        return [SearchHit(_memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
+        return [SearchHit(memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
     def _ranked(self, query: str, type: MemoryType | str | None, k: int, *, hybrid: bool = True,
                 min_score: float | None = None, include_quarantined: bool = True, retriever: str = "hybrid",
@@ -419,7 +349,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
             raise ValueError("search query is empty")
         if k <= 0:
             return []
-        where = _search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
+        where = search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
                                    filters.get("exclude_task_ids", ()), filters.get("only_ids"),
                                    filters.get("include_flagged", False), include_quarantined,
                                    filters.get("domain"))
@@ -432,12 +362,12 @@ class MemoryPool(LifecycleOps, PoolFiles):
 
     def _search_where(self, type: MemoryType | str | None, filters: dict[str, Any]) -> Conditions:
         """The filter `search` would use for these arguments, quarantined memories left out."""
-        return _search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
+        return search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
                                   filters.get("exclude_task_ids", ()), filters.get("only_ids"),
                                   filters.get("include_flagged", False), False, filters.get("domain"))
 
-    _memory_of = staticmethod(_memory_of)
-    _payload = staticmethod(_payload)
+    _memory_of = staticmethod(memory_of)  # for the lifecycle mixin (pool_lifecycle.py)
+    _payload = staticmethod(payload_of)
 
     def query_vector(self, query: str) -> list[float]:
         """The query's vector, from the pool's LRU cache when it was asked before."""

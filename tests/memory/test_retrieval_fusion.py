@@ -8,7 +8,7 @@ import pytest
 
 from mtl_graph.memory.models import InsightMemory
 from mtl_graph.memory.search import fuse, names_identifier, rrf
-from mtl_graph.memory.pool import _search_conditions
+from mtl_graph.memory.pool_points import search_conditions
 from mtl_graph.memory.storage import QuerySpec
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "identifier_cases.json")
@@ -74,7 +74,7 @@ def _seed(pool):
 
 
 def _old_rrf_rank(pool, query, target):
-    where = _search_conditions(None, None, (), (), None, False)  # what MemoryPool.search filters by
+    where = search_conditions(None, None, (), (), None, False)  # what MemoryPool.search filters by
     dense, bm25 = pool.store.query([
         QuerySpec(limit=20, where=where, dense=pool.query_vector(query), with_payload=False),
         QuerySpec(limit=20, where=where, sparse=pool._sparse(query, query=True), with_payload=False)])
