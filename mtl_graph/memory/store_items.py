@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from mtl_graph.memory.location import lock_directory
-from mtl_graph.memory.storage import ClientStore, Conditions, EdgeStore, QuerySpec, StoredPoint
+from mtl_graph.memory.edge_store import EdgeStore
+from mtl_graph.memory.storage import ClientStore, Conditions, QuerySpec, StoredPoint
 from mtl_graph.memory.store_match import StoreError
 
 META_FILE = "store.json"

@@ -6,7 +6,8 @@ import uuid
 import numpy as np
 import qdrant_edge as q
 
-from mtl_graph.memory.storage import DENSE, INDEXED_FIELDS, SPARSE, Conditions, EdgeStore, QuerySpec, StoredPoint
+from mtl_graph.memory.edge_store import EdgeStore
+from mtl_graph.memory.storage import DENSE, INDEXED_FIELDS, SPARSE, Conditions, QuerySpec, StoredPoint
 
 DIM = 384
 

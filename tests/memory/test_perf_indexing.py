@@ -15,7 +15,8 @@ import pytest
 from mtl_graph.memory.edge_build_worker import INDEX_MARKER
 from mtl_graph.memory.edge_indexing import EdgeIndexConfig
 from mtl_graph.memory.edge_rebuild import generations, next_generation, point_link, recover_interrupted_swap, replaced_dir
-from mtl_graph.memory.storage import DENSE, Conditions, EdgeStore, QuerySpec, RebuildError, StoredPoint
+from mtl_graph.memory.edge_store import EdgeStore, RebuildError
+from mtl_graph.memory.storage import DENSE, Conditions, QuerySpec, StoredPoint
 
 DIM = 32
 SMALL = EdgeIndexConfig(rebuild_min_points=120, rebuild_ratio=0.5)
@@ -259,7 +260,7 @@ WRITER = """
 import sys
 sys.path.insert(0, sys.argv[3])
 from test_perf_indexing import SMALL, DIM, points
-from mtl_graph.memory.storage import EdgeStore
+from mtl_graph.memory.edge_store import EdgeStore
 store = EdgeStore(sys.argv[1], DIM, SMALL)
 seed = int(sys.argv[2])
 for k in range(10_000):

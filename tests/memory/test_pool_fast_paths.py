@@ -101,7 +101,8 @@ def test_the_shards_tally_counts_exactly_through_overwrites_deletes_indexing_and
     import numpy as np
 
     from mtl_graph.memory.edge_indexing import EdgeIndexConfig
-    from mtl_graph.memory.storage import EdgeStore, StoredPoint
+    from mtl_graph.memory.edge_store import EdgeStore
+    from mtl_graph.memory.storage import StoredPoint
 
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((900, 8)).astype(np.float32).tolist()
