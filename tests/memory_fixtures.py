@@ -30,3 +30,15 @@ def seeded(pool: MemoryPool) -> InsightMemory:
                            sources=[Provenance(domain="math", source_task_id="m1")])
     pool.add(memory)
     return memory
+
+
+def write_task_dir(task: Task, path) -> None:
+    """`task` as a task directory (task.md, task.json, files/), as a client of a served graph names one."""
+    import json
+
+    (path / "files").mkdir(parents=True)
+    for name, text in task.files.items():
+        (path / "files" / name).write_text(text)
+    (path / "task.md").write_text(task.instruction + "\n")
+    (path / "task.json").write_text(json.dumps({"id": task.id, "domain": task.domain, "check": task.check,
+                                                "test_files": task.test_files}))

@@ -223,15 +223,10 @@ def test_a_served_graph_credits_what_its_own_searches_showed(pool, tmp_path):
     """A served graph credits from its own record, never the thread's state: the searches record what they show."""
     from mtl_graph.graph.server_policy import ServerPolicy
 
-    import json
+    from memory_fixtures import write_task_dir
 
     task_dir = tmp_path / "root" / "t"
-    (task_dir / "files").mkdir(parents=True)
-    for name, text in TASK.files.items():
-        (task_dir / "files" / name).write_text(text)
-    (task_dir / "task.md").write_text(TASK.instruction + "\n")
-    (task_dir / "task.json").write_text(json.dumps({"id": TASK.id, "domain": TASK.domain, "check": TASK.check,
-                                                    "test_files": TASK.test_files}))
+    write_task_dir(TASK, task_dir)
     model = ScriptedChatModel(responses=[search("unit test fails on a module constant", k=1),
                                          bash_call("echo 'X = 2' > f.py", thought="Using Memory 1."),
                                          submit_call("set X")])

@@ -3,9 +3,8 @@ to that team's memories only; a served graph lets a client name no namespace but
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from memory_fixtures import write_task_dir
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.core.task import Task
@@ -52,12 +51,7 @@ def test_a_run_in_a_namespace_reads_and_writes_that_namespace_only(pool, tmp_pat
 
 def test_a_served_graph_refuses_a_namespace_it_does_not_allow(pool, tmp_path):
     task_dir = tmp_path / "root" / "t"
-    (task_dir / "files").mkdir(parents=True)
-    for name, text in TASK.files.items():
-        (task_dir / "files" / name).write_text(text)
-    (task_dir / "task.md").write_text(TASK.instruction + "\n")
-    (task_dir / "task.json").write_text(json.dumps({"id": TASK.id, "domain": TASK.domain, "check": TASK.check,
-                                                    "test_files": TASK.test_files}))
+    write_task_dir(TASK, task_dir)
     roots = ((tmp_path / "root").resolve(),)
 
     def served(allowed=()):
