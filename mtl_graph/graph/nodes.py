@@ -138,8 +138,8 @@ class MTLNodes:
             return {**update, **failure(ErrorKind.INVALID_TASK, str(exc))}
         update["task"] = task.model_dump(mode="json")
         cfg = self.settings(runtime)
-        own = getattr(self.agent_for(cfg), "config", None)
-        if uses_tool(cfg) and isinstance(own, AgentConfig) and own.action_format != "tool_calls":
+        own = getattr(self.agent, "config", None)  # the default agent's: text mode cannot call a tool
+        if uses_tool(cfg) and isinstance(own, AgentConfig) and agent_config(cfg, own).action_format != "tool_calls":
             return {**update, **failure(ErrorKind.INVALID_SETTINGS, f"retrieval {cfg.retrieval!r} needs "
                                         f"action_format 'tool_calls': a text-mode agent cannot call search_memories")}
         if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0 or not injects(cfg):  # the task text is the query
