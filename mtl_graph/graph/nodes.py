@@ -9,7 +9,6 @@ so the run fails where LangGraph and LangSmith can see it."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,9 @@ from langgraph.runtime import Runtime
 from mtl_graph.core.errors import ErrorKind, error_kind_of, failure
 from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLConfig, MTLContext, agent_config, effective, lifecycle_of
-from mtl_graph.graph.credit import ServedRuns, shown_ids, write_run
+from mtl_graph.graph.context import MTLConfig, MTLContext, lifecycle_of
+from mtl_graph.graph.credit import shown_ids, write_run
+from mtl_graph.graph.services import Sealed, StageServices
 from mtl_graph.graph.memory_tool import injects, search_trace, uses_tool
 from mtl_graph.graph.lease import close_workspace, new_workspace, workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
@@ -33,34 +33,55 @@ from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.task_check import CheckJudge
 from mtl_graph.core.task import as_task
-from mtl_graph.graph.support import append_run_log, memory_block, open_default_pool, prompt, timed
+from mtl_graph.graph.support import append_run_log, memory_block, prompt, timed
 from mtl_graph.memory import formats
 from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.providers import RetrySettings, describe, is_transient, using_retry
-from mtl_graph.graph.server_policy import PolicyError, ServerPolicy
+from mtl_graph.graph.server_policy import PolicyError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.core.task import Task
 
 
-class MTLNodes:
-    """Holds what the nodes need (pool, model, agent, judge, distiller) and implements them."""
+def _service(name: str, doc: str) -> Any:
+    """A read-only attribute of the nodes that is the services' `name`."""
+    return property(lambda self: getattr(self._services, name), doc=doc)
 
-    def __init__(self, pool: MemoryPool | None, model: BaseChatModel | str | None, agent: Any, judge: Any,
-                 distiller: Any, config: MTLConfig, policy: ServerPolicy | None = None) -> None:
-        self.pool, self.model, self.agent, self.judge_override = pool, model, agent, judge
-        self.distiller, self.config, self.policy = distiller, config, policy
-        self.served = ServedRuns() if policy is not None else None
-        """A served graph's own record of each run's retrieval and verdict: what its credit comes from."""
-        self._views: dict[str, MemoryPool] = {}
-        self._views_lock = threading.Lock()
+
+class MTLNodes(Sealed):
+    """The stages, over the graph's services (`StageServices`, fixed at build time): one object serves every run
+    of the graph, several at once, so it holds nothing of a run's and nothing is assigned to it after the build."""
+
+    __slots__ = ("_services",)
+
+    def __init__(self, services: StageServices) -> None:
+        object.__setattr__(self, "_services", services)
+
+    @property
+    def services(self) -> StageServices:
+        """What the stages share: pool, model, agent, judge, distiller, config, policy, ledger."""
+        return self._services
+
+    config = _service("config", "The build's settings (a run's context applies over them: `settings(runtime)`).")
+    policy = _service("policy", "A served graph's policy; None when the graph is not served.")
+    served = _service("served", "A served graph's own record of each run's retrieval and verdict (its credit).")
+    model = _service("model", "The build's chat model (None: each run's context names one).")
+    agent = _service("agent", "The build's agent (None for a host that runs its own).")
+    judge_override = _service("judge", "The judge used instead of the LLM judge; None: the LLM judge.")
+    distiller = _service("distiller", "Turns a trajectory into memories.")
+
+    @property
+    def pool(self) -> MemoryPool | None:
+        """The pool, if it is open: the graph's own, or MTL_POOL's once a run has opened it (`pool_of` opens it)."""
+        return self._services.pools.opened
 
     # ------------------------------------------------------------------ helpers
     def settings(self, runtime: Runtime[MTLContext] | None) -> MTLConfig:
-        """The run's effective settings: the build's, with the run's context applied."""
-        return effective(self.config, getattr(runtime, "context", None))
+        """The run's effective settings: the build's, with the run's context applied (resolved once per run: every
+        node of the run gets the same object)."""
+        return self._services.settings(getattr(runtime, "context", None))
 
     def model_for(self, runtime: Runtime[MTLContext] | None) -> BaseChatModel:
         """The run's chat model (a served graph's policy checks the run's context first)."""
@@ -84,12 +105,13 @@ class MTLNodes:
         return self.policy.workspace(path, workspace_base(self.config.workspace_root))
 
     def agent_for(self, cfg: MTLConfig) -> Any:
-        """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one)."""
-        own = getattr(self.agent, "config", None)
-        if own is None:
-            return self.agent
-        config = agent_config(cfg, own)
-        return self.agent if config == own else type(self.agent)(config)
+        """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one, once
+        per run)."""
+        return self._services.agent_for(cfg)
+
+    def agent_settings(self, runtime: Runtime[MTLContext] | None) -> AgentConfig:
+        """The run's agent settings: the agent's own (when it has an AgentConfig) with the run's knobs, once per run."""
+        return self._services.agent_settings(self.settings(runtime))
 
     def memory_refresh(self, task: Task, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
         """This run's mid-run re-retrieval (after the first failing test run), when the run asks for it."""
@@ -101,21 +123,18 @@ class MTLNodes:
     def pool_of(self, cfg: MTLConfig | None = None) -> MemoryPool:
         """The pool (MTL_POOL's when the graph was built without one), in the run's namespace when its settings
         name one (a served graph checks that its policy allows it)."""
-        if self.pool is None:
-            self.pool = open_default_pool()
+        pool = self._services.pools.get()
         namespace = cfg.namespace if cfg is not None else None
-        if namespace is None or namespace == self.pool.namespace:
-            return self.pool
+        if namespace is None or namespace == pool.namespace:
+            return pool
         if self.policy is not None:
-            self.policy.check_namespace(namespace, self.pool.namespace)
-        with self._views_lock:
-            return self._views.setdefault(namespace, self.pool.in_namespace(namespace))
+            self.policy.check_namespace(namespace, pool.namespace)
+        return self._services.pools.get(namespace)
 
     def retry_for(self, runtime: Runtime[MTLContext] | None) -> RetrySettings:
         """The run's retry settings (the run's, else the agent's own): every model call of the run is made under
         them, the agent's turns and the plan, judge and distillers alike, in every host."""
-        own = getattr(self.agent, "config", None)
-        return agent_config(self.settings(runtime), own if isinstance(own, AgentConfig) else None).retry
+        return self.agent_settings(runtime).retry
 
     def _sandbox(self, workspace: str, persistent: bool = True):
         """persistent=False for a sandbox that runs a command or two (the check): a persistent bwrap's first
@@ -139,7 +158,8 @@ class MTLNodes:
         update["task"] = task.model_dump(mode="json")
         cfg = self.settings(runtime)
         own = getattr(self.agent, "config", None)  # the default agent's: text mode cannot call a tool
-        if uses_tool(cfg) and isinstance(own, AgentConfig) and agent_config(cfg, own).action_format != "tool_calls":
+        text_mode = isinstance(own, AgentConfig) and self.agent_settings(runtime).action_format != "tool_calls"
+        if uses_tool(cfg) and text_mode:
             return {**update, **failure(ErrorKind.INVALID_SETTINGS, f"retrieval {cfg.retrieval!r} needs "
                                         f"action_format 'tool_calls': a text-mode agent cannot call search_memories")}
         if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0 or not injects(cfg):  # the task text is the query

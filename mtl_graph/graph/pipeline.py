@@ -15,6 +15,7 @@ from mtl_graph.chat import check_model
 from mtl_graph.graph.context import MTLConfig, MTLContext, SettingsError
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.review import review
+from mtl_graph.graph.services import StageServices
 from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
 from mtl_graph.run_settings import describe_error
 
@@ -50,14 +51,15 @@ def make_config(config: MTLConfig | None = None, **settings: Any) -> MTLConfig:
 
 def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
                policy: Any = None) -> MTLNodes:
-    """The stages' shared services. Every model call they make is retried under the run's `retry` settings at
-    the call itself (no node RetryPolicy on top), so every host retries alike and retries never multiply.
+    """The stages over their shared services (`StageServices`, fixed from here on). Every model call they make is
+    retried under the run's `retry` settings at the call itself (no node RetryPolicy on top), so every host retries
+    alike and retries never multiply.
 
     A model given here is checked now (provider, package, API key, options): a factory with a model it cannot use
     raises `ModelNotConfigured` in one line instead of building a graph whose every run ends in an error."""
     if model is not None:
         check_model(model, config.model_options)
-    return MTLNodes(pool, model, agent, judge, distiller or default_distiller, config, policy)
+    return MTLNodes(StageServices.of(pool, model, agent, judge, distiller or default_distiller, config, policy))
 
 
 def stops_short(state: dict[str, Any]) -> bool:
