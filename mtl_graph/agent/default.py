@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
+from mtl_graph.agent.tools import ON_STEP_KEY
 from mtl_graph.core.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox
 from mtl_graph.sandbox.registry import lent
@@ -25,15 +26,9 @@ OnStep = Callable[[Step], "str | None"]
 
 @dataclass
 class DirectRun:
-    """The run context of `DefaultAgent.run`: the caller's model and step hook."""
+    """The run context of `DefaultAgent.run`: the caller's model."""
 
     model: BaseChatModel
-    on_step: OnStep | None = None
-
-
-def _direct_hook(step: Step, request: Any) -> tuple[str | None, dict[str, Any]]:
-    on_step = getattr(request.runtime.context, "on_step", None)
-    return (on_step(step) if on_step is not None else None), {}
 
 
 class DefaultAgent:
@@ -47,7 +42,7 @@ class DefaultAgent:
     def graph(self) -> Any:
         """The compiled agent for direct runs (built once)."""
         if self._graph is None:
-            self._graph = build_agent(self.config, lambda runtime, state: runtime.context.model, on_step=_direct_hook,
+            self._graph = build_agent(self.config, lambda runtime, state: runtime.context.model,
                                       context_schema=DirectRun)
         return self._graph
 
@@ -61,7 +56,9 @@ class DefaultAgent:
     ) -> AgentResult:
         workspace = str(sandbox.workspace)
         start = {"messages": opening_messages(self.config, task, memory_block), "workspace": workspace}
+        config: dict[str, Any] = {"recursion_limit": recursion_limit(self.config)}
+        if on_step is not None:  # the one channel every host's steps go through (agent.tools.tell_step)
+            config["configurable"] = {ON_STEP_KEY: lambda step, runtime: on_step(step)}
         with lent(workspace, sandbox):
-            state = self.graph.invoke(start, context=DirectRun(model, on_step),
-                                      config={"recursion_limit": recursion_limit(self.config)})
+            state = self.graph.invoke(start, context=DirectRun(model), config=config)
         return result_of(state, self.config)

@@ -26,7 +26,7 @@ from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.formats import FORMATS, Action, Rejection
 from mtl_graph.agent.providers import describe
 from mtl_graph.agent.templates import render
-from mtl_graph.core.trajectory import Step, TokenUsage
+from mtl_graph.core.trajectory import TokenUsage
 
 Settings = Callable[[Any], AgentConfig]
 """The agent's settings for a run, from the run's runtime (per-run knobs may override the build-time config)."""
@@ -216,62 +216,23 @@ def as_tool_call(reply: AIMessage, action: Action) -> AIMessage:
     return reply.model_copy(update={"tool_calls": [call]})
 
 
-StepHook = Callable[[Step, Any], "tuple[str | None, dict[str, Any]]"]
-"""Called with each step and the tool call request: a note for the model (added to the observation) and a state
-update (e.g. memories retrieved again)."""
-
-
 class StepObserver(AgentMiddleware):
-    """Sees every tool call's step (the tool's artifact): adds the reply's thought to it, adds its wall time to the
-    run's, hands it to the hook, and appends the hook's note to the observation the model reads."""
+    """Adds each tool call's wall time to the run's clock (the tools record their steps and call the run's step
+    hook themselves: `agent.tools.tell_step`)."""
 
     state_schema = AgentRunState
 
-    def __init__(self, settings: Settings, hook: StepHook | None = None) -> None:
-        super().__init__()
-        self.settings, self.hook = settings, hook
-
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         begin = time.monotonic()
-        result = handler(request)
-        elapsed = time.monotonic() - begin
-        step = self._step(result, request)
-        return self._observed(result, step, self.hook(step, request) if step and self.hook else (None, {}), elapsed)
+        return self._timed(handler(request), time.monotonic() - begin)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         begin = time.monotonic()
-        result = await handler(request)
-        elapsed = time.monotonic() - begin
-        step = self._step(result, request)
-        # The hook may search the pool (blocking I/O): off the event loop.
-        heard = await asyncio.to_thread(self.hook, step, request) if step and self.hook else (None, {})
-        return self._observed(result, step, heard, elapsed)
-
-    def _step(self, result: Any, request: Any) -> Step | None:
-        """The tool's step with the reply's thought, or None for a result that is not a step."""
-        if not isinstance(result, ToolMessage) or not isinstance(result.artifact, dict):
-            return None
-        return Step.model_validate({**result.artifact, "reasoning": self._thought(request)})
+        return self._timed(await handler(request), time.monotonic() - begin)
 
     @staticmethod
-    def _observed(result: Any, step: Step | None, heard: tuple[str | None, dict[str, Any]], elapsed: float) -> Any:
-        if not isinstance(result, ToolMessage):
-            return result
-        note, extra = heard
-        if step is not None:
-            result = result.model_copy(update={"artifact": step.model_dump(mode="json")})
-        if note:
-            result = result.model_copy(update={"content": f"{result.text}\n\n{note}"})
-        return Command(update={"messages": [result], "elapsed": elapsed, **extra})
-
-    def _thought(self, request: Any) -> str | None:
-        """The text of the reply that made this call (only a reply's first action runs, so it is this one's)."""
-        call_id = request.tool_call.get("id")
-        for m in reversed(request.state.get("messages", [])):
-            if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls):
-                cfg = self.settings(request.runtime)
-                return FORMATS[cfg.action_format](cfg.prompts_dir).reasoning(m) or None
-        return None
+    def _timed(result: Any, elapsed: float) -> Any:
+        return Command(update={"messages": [result], "elapsed": elapsed}) if isinstance(result, ToolMessage) else result
 
 
 def transcript(messages: list[BaseMessage], cfg: AgentConfig) -> list[BaseMessage]:

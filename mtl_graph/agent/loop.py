@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatResult
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.guards import (ActionFormat, ModelOf, ProviderErrors, ProviderRetry, RunLimits, Settings,
-                                        StepHook, StepObserver, tokens_of, transcript)
+                                        StepObserver, tokens_of, transcript)
 from mtl_graph.agent.templates import render
 from mtl_graph.agent.tools import sandbox_tools, submit_tool
 from mtl_graph.core.trajectory import Step
@@ -38,17 +38,18 @@ class _RunModel(BaseChatModel):
 
 
 def build_agent(config: AgentConfig, model_of: ModelOf, *, settings: Settings | None = None,
-                on_step: StepHook | None = None, sandbox_kind: str = "auto", context_schema: Any = None,
+                sandbox_kind: str = "auto", context_schema: Any = None,
                 interrupt_before_tools: bool = False, state_schema: Any = None, name: str = "agent",
                 extra_tools: Sequence[Any] = (), extra_middleware: Sequence[Any] = ()) -> Any:
     """The compiled agent graph. Its input is `{"messages": opening_messages(...), "workspace": path}`; commands run
-    in the workspace's sandbox (`sandbox.registry`: the caller's, or one made from the path on first use).
+    in the workspace's sandbox (`sandbox.registry`: the caller's, or one made from the path on first use), and each
+    step goes to the run's hook, `configurable["__mtl_on_step"]` (see `agent.tools.tell_step`).
     `extra_tools` (the MTL graph's search_memories) are offered beside bash and submit; `extra_middleware` wraps
     the action format (a gate that hides a tool from runs that do not offer it, so a call of it is refused)."""
     settings = settings or (lambda runtime: config)
     middleware = [ProviderErrors(), *extra_middleware, ActionFormat(settings, model_of), ProviderRetry(settings),
-                  RunLimits(settings), StepObserver(settings, on_step)]
-    tools = [*sandbox_tools(kind=sandbox_kind, config=config, settings=settings), submit_tool(), *extra_tools]
+                  RunLimits(settings), StepObserver()]
+    tools = [*sandbox_tools(kind=sandbox_kind, config=config, settings=settings), submit_tool(settings), *extra_tools]
     return create_agent(_RunModel(), tools, middleware=middleware, context_schema=context_schema, name=name,
                         state_schema=state_schema, interrupt_before=[TOOLS_NODE] if interrupt_before_tools else None)
 
@@ -73,7 +74,7 @@ def opening_messages(config: AgentConfig, task: Task, memory_block: str = "") ->
 
 
 def steps_of(messages: list[BaseMessage]) -> list[Step]:
-    """The run's steps: the artifacts of its tool messages (`StepObserver` put each reply's thought in)."""
+    """The run's steps: the artifacts of its tool messages (each with the thought of the reply that made it)."""
     return [Step.model_validate(m.artifact) for m in messages
             if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)]
 

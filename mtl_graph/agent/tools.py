@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from langchain.tools import ToolRuntime
+from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from mtl_graph.agent.config import AgentConfig
-from mtl_graph.agent.formats import BashArgs, SubmitArgs
+from mtl_graph.agent.formats import FORMATS, BashArgs, SubmitArgs
 from mtl_graph.agent.templates import render
 from mtl_graph.core.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox, SandboxError
@@ -51,16 +52,44 @@ def command_timeout(config: AgentConfig, elapsed: float = 0.0) -> float:
     return max(1.0, min(config.command_timeout, config.wall_time_limit - elapsed))
 
 
+ON_STEP_KEY = "__mtl_on_step"
+"""configurable key: the run's step hook, the one channel every host's steps go through. Our tools (bash, submit,
+search_memories) call it as `hook(step, runtime)` after each call; text it returns is shown to the model after the
+observation, and it may record what it did in the step's `args` (the artifact is taken after it). Its leading
+underscores keep it out of checkpoint metadata (a LangGraph server stores the other configurable keys there)."""
+
 WORKSPACE_BASE = "mtl_workspace_base"
 """configurable key: when set, a run's workspace must be a directory right under it. A served graph sets it (a
 client's thread update must not point the agent's sandbox at a directory of the server's)."""
+
+
+def configurable_of(runtime: Any) -> dict[str, Any]:
+    return (getattr(runtime, "config", None) or {}).get("configurable") or {}
+
+
+def thought_of(runtime: Any, cfg: AgentConfig) -> str | None:
+    """The text of the reply that made this tool call, in the run's action format (only a reply's first action
+    runs, so it is this call's)."""
+    call_id = getattr(runtime, "tool_call_id", None)
+    state = getattr(runtime, "state", None)
+    messages = state.get("messages", []) if isinstance(state, dict) else []
+    for m in reversed(messages):
+        if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls):
+            return FORMATS[cfg.action_format](cfg.prompts_dir).reasoning(m) or None
+    return None
+
+
+def tell_step(runtime: Any, step: Step) -> str | None:
+    """Hand the step to the run's hook (`configurable[ON_STEP_KEY]`), if any; its note for the model, else None."""
+    hook = configurable_of(runtime).get(ON_STEP_KEY)
+    return hook(step, runtime) if callable(hook) else None
 
 
 def workspace_of(runtime: Any) -> str | None:
     """The run's workspace: the agent state's `workspace`, else `configurable["mtl_workspace"]`; SandboxError when
     `configurable[WORKSPACE_BASE]` is set and the workspace is not right under it."""
     state = getattr(runtime, "state", None) or {}
-    configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+    configurable = configurable_of(runtime)
     workspace = str(state["workspace"]) if isinstance(state, dict) and state.get("workspace") else \
         configurable.get("mtl_workspace")
     base = configurable.get(WORKSPACE_BASE)
@@ -76,8 +105,8 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config:
     With `sandbox`, every call runs there. Without it, the call runs in the sandbox of the run's workspace (see
     `workspace_of`; `with_memory_transfer` and `MemoryTransferMiddleware` set it) from the per-process registry:
     the sandbox the task's setup ran in, closed when the agent ends. The tool's artifact is the recorded step
-    (command, exit code, output, duration); `configurable["mtl_on_step"]`, when set, is called with it and what it
-    returns (a re-retrieval note) is shown after the observation. `settings` gives the run's own AgentConfig
+    (command, exit code, output, duration); the run's step hook (`tell_step`) is called with it and what it returns
+    (a re-retrieval note) is shown after the observation. `settings` gives the run's own AgentConfig
     (per-run command timeout and output cap) from the tool's runtime; else `config` holds for every run."""
     from mtl_graph.sandbox.registry import sandbox_for
 
@@ -86,12 +115,13 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config:
     def bash(command: Annotated[str, "The shell command to run."],
              runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
         cfg = settings(runtime) if settings is not None else built
-        box = sandbox
+        thought, box = thought_of(runtime, cfg), sandbox
         if box is None:
             try:
                 workspace = workspace_of(runtime)
             except SandboxError as exc:  # nothing runs; the model is told, like any sandbox failure
-                step = Step(action=command, args={"command": command}, observation=f"sandbox error: {exc}")
+                step = Step(reasoning=thought, action=command, args={"command": command},
+                            observation=f"sandbox error: {exc}")
                 return render_observation(step, cfg), step.model_dump(mode="json")
             if not workspace:
                 raise SandboxError("no workspace for this run: pass a sandbox to sandbox_tools, or run the agent "
@@ -99,14 +129,13 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config:
             try:
                 box = sandbox_for(workspace, kind)
             except SandboxError as exc:  # told to the model like any sandbox failure
-                step = Step(action=command, args={"command": command}, observation=f"sandbox error: {exc}")
+                step = Step(reasoning=thought, action=command, args={"command": command},
+                            observation=f"sandbox error: {exc}")
                 return render_observation(step, cfg), step.model_dump(mode="json")
         state = getattr(runtime, "state", None) or {}
         elapsed = state.get("elapsed", 0.0) if isinstance(state, dict) else 0.0  # our agent's clock, if any
-        step = run_command(box, command, cfg, timeout=command_timeout(cfg, elapsed))
-        # A wrapped run's hook (re-retrieval after a failing test run) may add a note for the model.
-        hook = ((getattr(runtime, "config", None) or {}).get("configurable") or {}).get("mtl_on_step")
-        note = hook(step) if callable(hook) else None
+        step = run_command(box, command, cfg, timeout=command_timeout(cfg, elapsed), reasoning=thought)
+        note = tell_step(runtime, step)  # the run's hook: the step event, re-retrieval after a failing test run
         observation = render_observation(step, cfg) + (f"\n\n{note}" if note else "")
         return observation, step.model_dump(mode="json")
 
@@ -114,11 +143,14 @@ def sandbox_tools(sandbox: Sandbox | None = None, *, kind: str = "auto", config:
                                          response_format="content_and_artifact")]
 
 
-def submit_tool() -> BaseTool:
+def submit_tool(settings: Callable[[Any], AgentConfig] | None = None) -> BaseTool:
     """The `submit` tool: ends the run (return_direct); its artifact is the submission's step."""
 
-    def submit(summary: Annotated[str, "A short summary of what was done."]) -> tuple[str, dict[str, Any]]:
-        step = Step(action=summary, tool="submit", args={"summary": summary})
+    def submit(summary: Annotated[str, "A short summary of what was done."],
+               runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
+        cfg = settings(runtime) if settings is not None else AgentConfig()
+        step = Step(reasoning=thought_of(runtime, cfg), action=summary, tool="submit", args={"summary": summary})
+        tell_step(runtime, step)
         return "Submitted.", step.model_dump(mode="json")
 
     return StructuredTool.from_function(submit, name="submit", description=SubmitArgs.__doc__, return_direct=True,

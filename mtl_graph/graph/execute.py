@@ -1,88 +1,75 @@
-"""The execute stage: the agent loop as a subgraph of the MTL graph.
+"""The execute stage, one for every agent: a subgraph of the MTL graph.
 
-    prepare (workspace, files, setup, the snapshot for the check's clean room, the sandbox) -> agent (create_agent: one super-step per
-    model call and per command) -> finish (sandbox released, trajectory, error verdict for provider failures)
+    prepare (the run's workspace, files, setup, the snapshot for the check's clean room, the sandbox; the agent's
+    opening messages) -> agent (the host's) -> finish (sandbox released, trajectory, error verdict for provider
+    failures)
 
-The workspace lives under the workspace root, keyed by thread and run, and its path is in the state: a run killed
-mid-way resumes on the same thread (with a checkpointer) from its last step, in the same files, its sandbox made
-again from the path on first use. An agent that only has `Agent.run` runs in one node, as before."""
+An `AgentHost` says only what differs between agents: the agent node, its opening messages, how a finished run
+reads back. Our agent (`build_mtl_graph`) and anyone's compiled graph (`with_memory_transfer`) run through this
+one code path: the run's hooks in `configurable` (the step hook `__mtl_on_step`, the memory search `__mtl_search`,
+the memory block `mtl_memory_block`), the recursion limit, a served graph's workspace base, each step
+checkpointed before the next, and the sandbox of a run that raised closed. The workspace is keyed by thread and
+run and its path is in the state: a run killed mid-way resumes on the same thread (with a checkpointer) from its
+last step, in the same files. An agent that only has `Agent.run` runs in one node (`single_node`)."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
-from typing_extensions import NotRequired
+from langgraph.runtime import Runtime, get_runtime
 
 from mtl_graph.agent.base import AgentResult
-from mtl_graph.agent.default import DefaultAgent
-from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
-from mtl_graph.agent.guards import AgentRunState
-from mtl_graph.agent.tools import WORKSPACE_BASE
-from mtl_graph.experience.task_check import SetupFailed, run_setup
-from mtl_graph.experience.clean_room import take_snapshot
+from mtl_graph.agent.tools import ON_STEP_KEY, WORKSPACE_BASE
 from mtl_graph.core.errors import ErrorKind, failure
-from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Step, Trajectory, Verdict
+from mtl_graph.core.task import Task
+from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, Verdict
+from mtl_graph.experience.clean_room import take_snapshot
+from mtl_graph.experience.task_check import SetupFailed, run_setup
 from mtl_graph.graph import events
-from mtl_graph.graph.context import MTLContext, agent_config
-from mtl_graph.graph.lease import workspace_base, workspace_path
-from mtl_graph.graph.memory_tool import SearchGate, run_search, search_tool, uses_tool
-from mtl_graph.graph.refresh import MemoryRefresh
+from mtl_graph.graph.context import MTLContext
+from mtl_graph.graph.lease import OPEN, resumable, workspace_base, workspace_path
+from mtl_graph.graph.memory_tool import SEARCH_KEY, search_factory
 from mtl_graph.graph.state import MTLState, state_subset
+from mtl_graph.graph.steps import RunSteps, re_retrieved_in
 from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
 
 OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "error_kind", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
-
-
-class MTLAgentState(AgentRunState):
-    """The agent's state inside the MTL graph: the run's task and memories, for re-retrieval."""
-
-    task: NotRequired[Any]
-    run_id: NotRequired[str | None]
-    retrieved: NotRequired[list[dict[str, Any]]]
-    re_retrieved: NotRequired[list[dict[str, Any]]]
-    refreshed: NotRequired[bool]
-
+MEMORY_KEY = "mtl_memory_block"
+"""`configurable` key: the run's memory block (a wrapped graph's own prompt appends it: `with_memories`)."""
 
 ExecuteState = state_subset(
     "ExecuteState", ("task", "run_id", "memory_block", "retrieved", *OUTPUT),
     "The execute subgraph's state: what it reads from the run and what the agent leaves behind.",
-    refreshed=bool, exit_status=str | None, malformed=int)
+    exit_status=str | None, malformed=int)
 
 
-class RunModels:
-    """The chat model of each run in progress, resolved once (a "provider:model" string is not a new client per
-    call, a scripted model is not replayed from the start at each call); made again after a resume elsewhere."""
+class AgentHost(Protocol):
+    """What differs between the agents the execute stage runs."""
 
-    def __init__(self, nodes: Any, keep: int = 64) -> None:
-        self.nodes, self.keep = nodes, keep
-        self.by_workspace: OrderedDict[str, Any] = OrderedDict()
-        self.lock = threading.Lock()  # the eval harness runs several tasks through one graph at once
+    needs_model: bool
+    """Whether the agent runs on the run's chat model (checked before the workspace is made); a wrapped graph
+    brings its own."""
 
-    def __call__(self, runtime: Any, state: dict[str, Any]) -> Any:
-        key = str(state.get("workspace"))
-        with self.lock:
-            if key in self.by_workspace:
-                return self.by_workspace[key]
-        model = self.nodes.model_for(runtime)
-        with self.lock:
-            model = self.by_workspace.setdefault(key, model)
-            while len(self.by_workspace) > self.keep:  # runs paused and never resumed
-                self.by_workspace.popitem(last=False)
-        return model
+    def agent(self) -> Any:
+        """The agent node: a compiled graph over the execute state's `messages` (and `workspace`), or a Runnable."""
 
-    def done(self, workspace: str | None) -> None:
-        with self.lock:
-            self.by_workspace.pop(str(workspace), None)
+    def opening(self, task: Task, workspace: str, block: str, runtime: Any) -> list[BaseMessage]:
+        """The agent's first messages: the task, the memories (`block`) where this agent reads them."""
+
+    def ended(self, state: dict[str, Any], task: Task, runtime: Any) -> dict[str, Any]:
+        """The finished run's update: its `trajectory` (and an `error` verdict when the provider ended it)."""
+
+    def step_limit(self, runtime: Any) -> int:
+        """Super-steps the agent may take in this run (its recursion limit)."""
 
 
 def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
@@ -101,18 +88,23 @@ def prepare_workspace(task: Task, workspace: Path, kind: str) -> dict[str, Any]:
     return prepared
 
 
-def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None) -> dict[str, Any]:
+def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: RunnableConfig | None,
+                   needs_model: bool = True) -> dict[str, Any]:
     """The run's workspace, keyed by thread and run, prepared (`prepare_workspace`); an update with `error` when
-    the run has no usable model or the preparation fails."""
+    the run has no usable model (`needs_model`) or the preparation fails. A run no checkpointer can resume has its
+    workspace closed at exit if the process ends mid-run."""
     try:
         task = nodes.task(state["task"])
     except ValueError as exc:  # a thread update put a task there that the server's policy refuses
         return {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
     workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
     try:
-        nodes.model_for(runtime)  # a run without a usable model ends here, with the model's own message
+        if needs_model:
+            nodes.model_for(runtime)  # a run without a usable model ends here, with the model's own message
     except Exception as exc:
         return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}", "error_kind": ErrorKind.MODEL.value}
+    if not resumable():
+        OPEN.add(workspace)
     return prepare_workspace(task, workspace, nodes.config.sandbox)
 
 
@@ -129,63 +121,37 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
     return {**update, "trajectory": trajectory.model_dump(mode="json")}
 
 
-def _refresher(nodes: Any, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
-    return None if state.get("refreshed") else nodes.memory_refresh(nodes.task(state["task"]), state, runtime)
+def run_hooks(nodes: Any, state: dict[str, Any], runtime: Any, since: int = 0) -> dict[str, Any]:
+    """The run's hooks for its agent's tools (`configurable`), the same in every host: the step hook (the step
+    events, re-retrieval after a failing test run) and the memory search."""
+    task = nodes.task(state["task"])
+    return {ON_STEP_KEY: RunSteps(nodes.memory_refresh(task, state, runtime), since),
+            SEARCH_KEY: search_factory(nodes, state, runtime, since)}
 
 
-def step_hook(nodes: Any):
-    """The agent's step hook in the MTL graph: the step event, and (re_retrieve) one more retrieval after the
-    first failing test run, its memories shown with that observation."""
+def execute_stage(nodes: Any, host: AgentHost) -> Any:
+    """The execute node of the MTL graph: prepare -> the host's agent -> finish, run as a subgraph (sync and
+    async: under `ainvoke` the agent runs with its own `ainvoke`, so async-only tools work)."""
 
-    def hook(step: Step, request: Any) -> tuple[str | None, dict[str, Any]]:
-        refresh = _refresher(nodes, request.state, request.runtime)
-        if refresh is None:
-            events.step(step)
-            return None, {}
-        note = refresh(step)
-        update: dict[str, Any] = {"refreshed": True} if refresh.used else {}
-        return note, ({**update, "re_retrieved": refresh.hits} if refresh.hits else update)
-
-    return hook
-
-
-def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool = False) -> Any:
-    """The execute node of the MTL graph: prepare -> the create_agent agent -> finish, run as a subgraph."""
-    cfg = agent.config
-    models = RunModels(nodes)
-
-    def settings(runtime: Any) -> Any:
-        return agent_config(nodes.settings(runtime), cfg)
-
-    def search_of(runtime: Any) -> Any:
-        return run_search(nodes, runtime.state, runtime)
-
-    loop = build_agent(cfg, models, settings=settings, on_step=step_hook(nodes), sandbox_kind=nodes.config.sandbox,
-                       context_schema=MTLContext, interrupt_before_tools=interrupt_before_tools,
-                       state_schema=MTLAgentState, extra_tools=[search_tool(search_of)],
-                       extra_middleware=[SearchGate(lambda runtime: uses_tool(nodes.settings(runtime)))])
-
-    def prepare(state: ExecuteState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
-        update = open_workspace(nodes, state, runtime, config)
+    def prepare(state: dict[str, Any], runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
+        update = open_workspace(nodes, state, runtime, config, host.needs_model)
         if update.get("error"):
             return update
         task = nodes.task(state["task"])
-        opening = opening_messages(settings(runtime), task, state.get("memory_block", ""))
-        return {**update, "messages": opening,
-                "refreshed": False, "exit_status": None}
+        opening = host.opening(task, update["workspace"], state.get("memory_block") or "", runtime)
+        return {**update, "messages": opening, "exit_status": None}
 
-    def finish(state: ExecuteState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
-        registry.release(state.get("workspace"))
-        if state.get("error") and not state.get("exit_status"):  # prepare failed: nothing ran
+    def finish(state: dict[str, Any], runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        registry.release(state.get("workspace"))  # what the agent left running dies before the check
+        if state.get("error") and not state.get("exit_status"):  # nothing ran, or the agent failed: said already
             return {}
-        task = nodes.task(state["task"])
-        model = models(runtime, state)
-        models.done(state.get("workspace"))
-        return agent_ended(result_of(state, settings(runtime)), task.ref(), model)
+        update = host.ended(state, nodes.task(state["task"]), runtime)
+        hits = re_retrieved_in(state.get("messages") or [])
+        return {**update, "re_retrieved": hits} if hits else update
 
     graph = StateGraph(ExecuteState, context_schema=MTLContext)
     graph.add_node("prepare", prepare)
-    graph.add_node("agent", loop)
+    graph.add_node("agent", host.agent())
     graph.add_node("finish", finish)
     graph.add_edge(START, "prepare")
     graph.add_conditional_edges("prepare", lambda s: "finish" if s.get("error") else "agent", ["agent", "finish"])
@@ -193,36 +159,74 @@ def agent_subgraph(nodes: Any, agent: DefaultAgent, interrupt_before_tools: bool
     graph.add_edge("finish", END)
     subgraph = graph.compile(name="execute")
 
+    def entry(state: MTLState, config: RunnableConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The subgraph's config for this entry (first or resumed), or a failure update."""
+        runtime = get_runtime()
+        try:
+            limit = max(int(config.get("recursion_limit") or 0), host.step_limit(runtime) + 10)
+        except ValueError as exc:  # a per-run agent setting out of range: one clear line, nothing runs
+            return {}, failure(ErrorKind.INVALID_SETTINGS, str(exc))
+        try:
+            hooks = run_hooks(nodes, state, runtime)
+        except ValueError as exc:  # a thread update put a task there that the server's policy refuses
+            return {}, {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
+        configurable = {**(config.get("configurable") or {}), **hooks, MEMORY_KEY: state.get("memory_block") or ""}
+        if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says
+            configurable[WORKSPACE_BASE] = str(workspace_base(nodes.config.workspace_root))
+        return {**config, "configurable": configurable, "recursion_limit": limit}, {}
+
+    def durability(config: RunnableConfig) -> Any:
+        return "sync" if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None else None
+
+    def crashed(state: MTLState, config: RunnableConfig) -> None:
+        """Whatever left the agent mid-run must not leave its processes running."""
+        try:
+            task = nodes.task(state["task"])
+        except ValueError:  # a task the run never had: no workspace was made for it
+            return
+        registry.release(workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id))
+
     @timed("execute")
-    def execute(state: MTLState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
+    def execute(state: MTLState, config: RunnableConfig) -> dict[str, Any]:
         """Run the execute subgraph: each step checkpointed before the next (a killed run loses no step)."""
         if state.get("error"):
             return {}
-        try:
-            limit = max(int(config.get("recursion_limit") or 0), recursion_limit(settings(runtime)) + 10)
-        except ValueError as exc:  # a per-run agent setting out of range: one clear line, nothing runs
-            return failure(ErrorKind.INVALID_SETTINGS, str(exc))
-        configurable = config.get("configurable") or {}
-        checkpointed = configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
-        if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says
-            configurable = {**configurable, WORKSPACE_BASE: str(workspace_base(nodes.config.workspace_root))}
+        inner, failed = entry(state, config)
+        if failed:
+            return failed
         try:
             with events.relayed():
-                out = subgraph.invoke(state, {**config, "configurable": configurable, "recursion_limit": limit},
-                                      durability="sync" if checkpointed else None)
-        except GraphBubbleUp:  # paused (approval): the sandbox waits for the resume
+                out = subgraph.invoke(state, inner, durability=durability(config))
+        except GraphBubbleUp:  # paused (an interrupt): the sandbox waits for the resume
             raise
-        except BaseException:  # whatever left the agent mid-run must not leave its processes running
-            task = nodes.task(state["task"])
-            registry.release(workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id))
+        except BaseException:
+            crashed(state, config)
             raise
         return {key: out[key] for key in OUTPUT if key in out}
 
-    return execute
+    @timed("execute")
+    async def aexecute(state: MTLState, config: RunnableConfig) -> dict[str, Any]:
+        if state.get("error"):
+            return {}
+        inner, failed = await asyncio.to_thread(entry, state, config)  # the pool and the policy block: a thread
+        if failed:
+            return failed
+        try:
+            with events.relayed():
+                out = await subgraph.ainvoke(state, inner, durability=durability(config))
+        except GraphBubbleUp:
+            raise
+        except BaseException:
+            await asyncio.to_thread(crashed, state, config)
+            raise
+        return {key: out[key] for key in OUTPUT if key in out}
+
+    return RunnableLambda(execute, afunc=aexecute, name="execute")
 
 
 def single_node(nodes: Any, agent: Any) -> Any:
-    """The execute node for an agent that only has `Agent.run`: the whole run in one node."""
+    """The execute node for an agent that only has `Agent.run`: the whole run in one node, its steps through the
+    same step hook."""
 
     @timed("execute")
     def execute(state: MTLState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
@@ -232,16 +236,16 @@ def single_node(nodes: Any, agent: Any) -> Any:
         if update.get("error"):
             return update
         task, workspace = nodes.task(state["task"]), update["workspace"]
-        refresh = _refresher(nodes, state, runtime)
+        steps = RunSteps(nodes.memory_refresh(task, state, runtime))
         try:
             model = nodes.model_for(runtime)
             with events.relayed():
                 result = nodes.agent_for(nodes.settings(runtime)).run(task, registry.sandbox_for(workspace), model,
-                                   memory_block=state.get("memory_block", ""), on_step=refresh or events.step)
+                                   memory_block=state.get("memory_block", ""), on_step=steps)
         finally:
             registry.release(workspace)
-        if refresh is not None and refresh.hits:
-            update["re_retrieved"] = refresh.hits
+        if steps.refresh is not None and steps.refresh.hits:
+            update["re_retrieved"] = steps.refresh.hits
         return {**update, **agent_ended(result, task.ref(), model), "messages": result.messages}
 
     return execute

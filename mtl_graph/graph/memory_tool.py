@@ -12,7 +12,6 @@ numbers its memories as before: no state of its own to lose."""
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -21,6 +20,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from mtl_graph.agent.tools import tell_step
 from mtl_graph.core.task import Task
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import events
@@ -100,26 +100,18 @@ class RunSearch:
     """Calls made so far."""
     record: Callable[[list[str]], None] | None = None
     """Told the ids each search shows (a served graph's own record, which its credit comes from)."""
-    context: contextvars.Context | None = None
-    """Where its events are told (a wrapped agent's tool runs outside the MTL graph's stream)."""
 
     @classmethod
     def of(cls, pool: Any, cfg: MTLConfig, task: Task, retrieved: list[dict[str, Any]],
-           messages: Iterable[BaseMessage], record: Callable[[list[str]], None] | None = None,
-           context: contextvars.Context | None = None) -> "RunSearch":
+           messages: Iterable[BaseMessage], record: Callable[[list[str]], None] | None = None) -> "RunSearch":
         """The run's search from what its state holds: the memories retrieved before it started and the search
         calls in its conversation."""
         done = _searches_in(messages)
         shown = [r["id"] for r in retrieved] + [i for s in done for i in s.args.get("found", [])]
-        return cls(pool, cfg, task, list(dict.fromkeys(shown)), len(done), record, context)
+        return cls(pool, cfg, task, list(dict.fromkeys(shown)), len(done), record)
 
     def __call__(self, query: Any, k: Any = None) -> tuple[str, Step]:
         """What the model reads, and the step recorded."""
-        if self.context is not None:
-            return self.context.copy().run(self._search, query, k)
-        return self._search(query, k)
-
-    def _search(self, query: Any, k: Any) -> tuple[str, Step]:
         text = query.strip()[:MAX_QUERY] if isinstance(query, str) else ""
         step = Step(action=text or "(no query)", tool=SEARCH_TOOL, args={"query": text, "k": k, "found": []})
         if not text:
@@ -181,6 +173,7 @@ def search_tool(search_of: SearchOf) -> BaseTool:
                         observation="Memory search is off for this run.")
             return step.observation, step.model_dump(mode="json")
         text, step = search(query, k)
+        tell_step(runtime, step)
         return text, step.model_dump(mode="json")
 
     from langchain.tools import ToolRuntime
@@ -195,15 +188,17 @@ def without_search(tools: list[Any]) -> list[Any]:
     return [t for t in tools if (t.get("name") if isinstance(t, dict) else getattr(t, "name", None)) != SEARCH_TOOL]
 
 
-def run_search(nodes: Any, state: dict[str, Any], runtime: Any) -> RunSearch | None:
-    """The search of a run of the MTL graph's nodes (the default agent's, the middleware's), from its state."""
+def search_factory(nodes: Any, state: dict[str, Any], runtime: Any, since: int = 0) -> Callable[..., Any] | None:
+    """What `search_memories` searches with in a run of the MTL graph's nodes (every host puts it at
+    `configurable["__mtl_search"]`): the run's search, made from the agent's messages (from `since` on: a
+    middleware's thread keeps earlier turns); None when the run offers no search."""
     cfg = nodes.settings(runtime)
     if not uses_tool(cfg) or not state.get("task"):
         return None
-    served, run_id = nodes.served, state.get("run_id")
+    served, run_id, task = nodes.served, state.get("run_id"), nodes.task(state["task"])
     record = (lambda ids: served.searched(run_id, ids)) if served is not None else None
-    return RunSearch.of(nodes.pool_of(cfg), cfg, nodes.task(state["task"]), state.get("retrieved") or [],
-                        state.get("messages") or [], record)
+    pool, retrieved = nodes.pool_of(cfg), state.get("retrieved") or []
+    return lambda messages: RunSearch.of(pool, cfg, task, retrieved, list(messages)[since:], record)
 
 
 class SearchGate(AgentMiddleware):
@@ -224,14 +219,15 @@ class SearchGate(AgentMiddleware):
         return request if self.offered(request.runtime) else request.override(tools=without_search(request.tools))
 
 
-SEARCH_KEY = "mtl_search"
-"""`configurable` key of a wrapped run (`with_memory_transfer`): makes the run's search from the agent's messages."""
+SEARCH_KEY = "__mtl_search"
+"""`configurable` key of a run (every host sets it): makes the run's search from the agent's messages (kept out
+of checkpoint metadata, like the step hook's)."""
 
 
 def memory_tools() -> list[BaseTool]:
-    """`search_memories` for an agent run by `with_memory_transfer` (beside `sandbox_tools()`): it searches the
-    pool of the run it is in, under that run's settings (`retrieval="tool"` or `"both"`); elsewhere, or in a run
-    that does not offer it, it answers that memory search is off."""
+    """`search_memories` (beside `sandbox_tools()`) for any agent MTL runs: it searches the pool of the run it is
+    in, under that run's settings (`retrieval="tool"` or `"both"`), found at `configurable["__mtl_search"]`;
+    elsewhere, or in a run that does not offer it, it answers that memory search is off."""
 
     def search_of(runtime: Any) -> RunSearch | None:
         make = ((getattr(runtime, "config", None) or {}).get("configurable") or {}).get(SEARCH_KEY)

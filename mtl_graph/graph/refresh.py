@@ -44,7 +44,7 @@ def retrieved_record(hit: Any) -> dict[str, Any]:
 
 
 class MemoryRefresh:
-    """An `on_step` hook: after the first failing test command, retrieve once more with the failure as query.
+    """After the first failing test command, retrieve once more with the failure as query (`RunSteps` calls it).
 
     The new memories reach the model with that command's observation, under a header that keeps them advice."""
 
@@ -54,7 +54,6 @@ class MemoryRefresh:
         self.hits: list[dict[str, Any]] = []
 
     def __call__(self, step: Step) -> str | None:
-        events.step(step)
         if self.used or step.tool != "bash" or not step.exit_code or not TEST_COMMAND.search(step.action):
             return None
         self.used = True

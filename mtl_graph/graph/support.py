@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -48,16 +49,29 @@ def timed(name: str, starts_run: bool = False) -> Callable:
     make a checkpoint, the stream or the run log fail."""
     from mtl_graph.graph.cost import counting
 
+    def done(update: Any, start: float, counter: Any) -> dict[str, Any]:
+        timing = {name: round(time.perf_counter() - start, 4)}
+        cost = {name: counter.summary()} if counter.calls else {}
+        return {**safe_value(update or {}), "timings": Overwrite(timing) if starts_run else timing,
+                "cost": Overwrite(cost) if starts_run else cost}
+
     def wrap(fn: Callable) -> Callable:
+        if inspect.iscoroutinefunction(fn):  # an async node (a wrapped agent run with ainvoke)
+            @wraps(fn)
+            async def anode(*args: Any, **kwargs: Any) -> dict[str, Any]:
+                start = time.perf_counter()
+                with counting() as counter:
+                    update = await fn(*args, **kwargs)
+                return done(update, start, counter)
+
+            return anode
+
         @wraps(fn)
         def node(*args: Any, **kwargs: Any) -> dict[str, Any]:
             start = time.perf_counter()
             with counting() as counter:
-                update = safe_value(fn(*args, **kwargs) or {})
-            timing = {name: round(time.perf_counter() - start, 4)}
-            cost = {name: counter.summary()} if counter.calls else {}
-            return {**update, "timings": Overwrite(timing) if starts_run else timing,
-                    "cost": Overwrite(cost) if starts_run else cost}
+                update = fn(*args, **kwargs)
+            return done(update, start, counter)
 
         return node
 

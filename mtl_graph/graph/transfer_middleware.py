@@ -2,8 +2,8 @@
 
 `before_agent` plans, retrieves and prepares the run's workspace (the task's files, its setup in the run's
 sandbox), `wrap_model_call` puts the memories at the end of that agent's own system prompt, `wrap_tool_call`
-re-retrieves after a failing test run of a `sandbox_tools` command, `after_agent` closes the sandbox, judges,
-distils and writes back. Each stage is the MTL graph's node (`MTLNodes`) called on the run's MTL state — the same
+gives the tools the run's hooks (the step hook and the memory search every host gives: graph/execute.py),
+`after_agent` closes the sandbox, judges, distils and writes back. Each stage is the MTL graph's node (`MTLNodes`) called on the run's MTL state — the same
 code, so filters, screening, dedup, crediting, the tamper-proof check and the run log behave identically.
 
 Which to use: this middleware for an agent you build with `create_agent` (the memories join its own system
@@ -15,27 +15,27 @@ import asyncio
 import hashlib
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command
-from pydantic import ValidationError
 from typing_extensions import NotRequired
 
 from mtl_graph.experience.importers.common import text_of
-from mtl_graph.core.trajectory import Step
-from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, MTLContext
 from mtl_graph.graph.lease import close_workspace
-from mtl_graph.graph.memory_tool import run_search, search_tool, uses_tool, without_search
+from mtl_graph.graph.execute import run_hooks
+from mtl_graph.graph.memory_tool import memory_tools, uses_tool, without_search
+from mtl_graph.graph.steps import re_retrieved_in
 from mtl_graph.agent.providers import is_transient
 from mtl_graph.sandbox.registry import release
 from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
-from mtl_graph.graph.state import OUTPUT_FIELDS, merge_dicts
+from mtl_graph.graph.state import OUTPUT_FIELDS
 from mtl_graph.core.task import as_task
 from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
@@ -49,12 +49,11 @@ DURING_RUN = ("task", "first_message", "workspace", "own_workspace")
 
 class MemoryTransferState(AgentState):
     """The agent's state plus the MTL run: `mtl_task` in (optional), `mtl` out, the run's `workspace` (where
-    `sandbox_tools` runs commands) and `mtl_refresh` (whether the run re-retrieved, and what)."""
+    `sandbox_tools` runs commands)."""
 
     mtl_task: NotRequired[Any]
     mtl: NotRequired[dict[str, Any]]
     workspace: NotRequired[str | None]
-    mtl_refresh: NotRequired[Annotated[dict[str, Any], merge_dicts]]
 
 
 class MemoryTransferMiddleware(AgentMiddleware):
@@ -76,8 +75,8 @@ class MemoryTransferMiddleware(AgentMiddleware):
         cfg = make_config(config, **settings)
         self.nodes = make_nodes(pool, model, None, judge, distiller, cfg)
         self.workspace = Path(workspace) if workspace is not None else None
-        self._refresh_lock, self._refreshed = threading.Lock(), set()  # run ids that re-retrieved, while running
-        self.tools = [search_tool(self._search_of)]  # offered to the model only in runs with retrieval tool|both
+        self._hooks_lock, self._hooks = threading.Lock(), {}  # each running run's hooks, by run id
+        self.tools = memory_tools()  # offered to the model only in runs with retrieval tool|both
 
     def before_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         ctx = _mtl_runtime(runtime)
@@ -89,7 +88,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
             prepared = self._prepare(task)
             run.update({k: v for k, v in prepared.items() if k != "error" or not run.get("error")})
         return {"mtl": {k: v for k, v in run.items() if k in (*RUN_FIELDS, *DURING_RUN)},
-                "workspace": run.get("workspace"), "mtl_refresh": {"used": False, "hits": []}}
+                "workspace": run.get("workspace")}
 
     def _prepare(self, task: Task) -> dict[str, Any]:
         """The task's files in the run's workspace and its setup run in the run's sandbox (registered for the tools)."""
@@ -115,22 +114,27 @@ class MemoryTransferMiddleware(AgentMiddleware):
             return request
         return request.override(tools=without_search(request.tools))
 
-    def _search_of(self, runtime: Any) -> Any:
-        """The search of the run a search_memories call belongs to (from the agent's state)."""
-        state = getattr(runtime, "state", None) or {}
-        run = dict(state.get("mtl") or {})
-        if run.get("error"):
-            return None
-        return run_search(self.nodes, {**run, "messages": state.get("messages", [])[run.get("first_message") or 0:]},
-                          _mtl_runtime(runtime))
-
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         with self._ends_with_a_crash(request):
-            return self._after_tool(request, handler(request))
+            return handler(self._hooked(request))
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         with self._ends_with_a_crash(request):
-            return await asyncio.to_thread(self._after_tool, request, await handler(request))
+            return await handler(await asyncio.to_thread(self._hooked, request))
+
+    def _hooked(self, request: Any) -> Any:
+        """The tool call with the run's hooks in its runtime's `configurable` (made once per run: a reply's
+        parallel calls share one step hook, so two failing test runs re-retrieve once)."""
+        run = request.state.get("mtl") or {}
+        if run.get("error") or run.get("task") is None or getattr(request, "runtime", None) is None:
+            return request
+        with self._hooks_lock:
+            hooks = self._hooks.get(run.get("run_id"))
+            if hooks is None:
+                hooks = run_hooks(self.nodes, run, _mtl_runtime(request.runtime), run.get("first_message") or 0)
+                self._hooks[run.get("run_id")] = hooks
+        config = merge_configs(request.runtime.config, {"configurable": hooks})
+        return request.override(runtime=replace(request.runtime, config=config))
 
     @contextmanager
     def _ends_with_a_crash(self, request: Any) -> Iterator[None]:
@@ -145,7 +149,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         except BaseException as exc:
             run = dict(request.state.get("mtl") or {})
             if run.get("workspace") is not None and not is_transient(exc):
-                self._refreshed.discard(run.get("run_id"))
+                self._drop_hooks(run)
                 own = run.get("own_workspace")
                 self.nodes.abandon({**run, "workspace": run["workspace"] if own else None},
                                    f"the agent raised {type(exc).__name__}: {exc}", _mtl_runtime(request.runtime))
@@ -153,38 +157,17 @@ class MemoryTransferMiddleware(AgentMiddleware):
                     close_workspace(run["workspace"], keep=True)
             raise
 
-    def _after_tool(self, request: Any, result: Any) -> Any:
-        """After a command of `sandbox_tools`: tell it; after the run's first failing test run, re-retrieve (the
-        graph's `MemoryRefresh`, with `re_retrieve`) and show the new memories with that command's output."""
-        step = _recorded_step(result)
-        if step is None:
-            return result
-        run, refreshed = request.state.get("mtl") or {}, (request.state.get("mtl_refresh") or {}).get("used")
-        refresh = None
-        if not run.get("error") and not refreshed and run.get("task") is not None:
-            refresh = self.nodes.memory_refresh(self.nodes.task(run["task"]), run, _mtl_runtime(request.runtime))
-        if refresh is None:
-            events.step(step)
-            return result
-        with self._refresh_lock:  # parallel tool calls of one reply: only the first failing test run refreshes
-            if run.get("run_id") in self._refreshed:
-                events.step(step)
-                return result
-            note = refresh(step)  # tells the step too
-            if not refresh.used:
-                return result
-            self._refreshed.add(run.get("run_id"))
-        if note:
-            result = result.model_copy(update={"content": f"{text_of(result.content)}\n\n{note}"})
-        return Command(update={"messages": [result], "mtl_refresh": {"used": True, "hits": refresh.hits}})
+    def _drop_hooks(self, run: dict[str, Any]) -> None:
+        with self._hooks_lock:
+            self._hooks.pop(run.get("run_id"), None)
 
     def after_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         run = dict(state.get("mtl") or {})
         ctx = _mtl_runtime(runtime)
         release(run.get("workspace"))  # the agent is done: what it left running dies before the check
-        self._refreshed.discard(run.get("run_id"))
-        if (state.get("mtl_refresh") or {}).get("hits"):
-            run["re_retrieved"] = state["mtl_refresh"]["hits"]
+        self._drop_hooks(run)
+        if hits := re_retrieved_in(state.get("messages", [])[run.get("first_message") or 0:]):
+            run["re_retrieved"] = hits
         if not stops_short(run):
             task = self.nodes.task(run["task"])
             trajectory = agent_trajectory(state["messages"][run.get("first_message") or 0:], task, self.nodes.model)
@@ -215,17 +198,6 @@ def _valid_task(value: Any) -> Task | None:
     try:
         return as_task(value)
     except Exception:  # plan has recorded it as the run's error
-        return None
-
-
-def _recorded_step(result: Any) -> Step | None:
-    """The step a `sandbox_tools` command recorded (its ToolMessage's artifact), else None."""
-    artifact = getattr(result, "artifact", None) if isinstance(result, ToolMessage) else None
-    if not isinstance(artifact, dict) or "action" not in artifact:
-        return None
-    try:
-        return Step.model_validate(artifact)
-    except ValidationError:
         return None
 
 

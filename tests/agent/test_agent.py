@@ -173,6 +173,7 @@ def test_the_agent_graph_runs_natively_async(sandbox):
 
     from mtl_graph.agent.default import DirectRun
     from mtl_graph.agent.loop import opening_messages, result_of
+    from mtl_graph.agent.tools import ON_STEP_KEY
     from mtl_graph.sandbox.registry import lent
 
     class Flaky(ScriptedChatModel):
@@ -188,7 +189,8 @@ def test_the_agent_graph_runs_natively_async(sandbox):
     model = Flaky(responses=[bash_call(WRITE, thought="Write it."), submit_call("done")])
     start = {"messages": opening_messages(agent.config, TASK), "workspace": str(sandbox.workspace)}
     with lent(sandbox.workspace, sandbox):
-        state = asyncio.run(agent.graph.ainvoke(start, context=DirectRun(model, on_step=seen.append)))
+        hook = {"configurable": {ON_STEP_KEY: lambda step, runtime: seen.append(step)}}  # the one step channel
+        state = asyncio.run(agent.graph.ainvoke(start, hook, context=DirectRun(model)))
     result = result_of(state, agent.config)
     assert result.error is None, result.error
     assert result.exit_status == "submitted" and [s.tool for s in result.steps] == ["bash", "submit"]

@@ -307,12 +307,12 @@ def test_the_runs_sandbox_is_released_at_the_end_even_after_a_crash(crash, pool,
 def test_a_crash_inside_the_execute_subgraph_still_removes_the_run_workspace(tmp_path, monkeypatch):
     """The subgraph made the workspace, but its update never reached the parent's state: the handler finds the
     workspace by thread and run all the same, logs the run and removes it."""
-    import mtl_graph.graph.execute as execute
+    import mtl_graph.graph.build as build
 
     def broken(*args, **kwargs):
         raise ValueError("finish bug")
 
-    monkeypatch.setattr(execute, "agent_ended", broken)
+    monkeypatch.setattr(build, "agent_ended", broken)  # our agent's host reads its run back in finish
     graph = build_mtl_graph(Flaky(responses=[*FIX]), None, memory_type="none", sandbox="bwrap",
                             run_log=tmp_path / "runs.jsonl", workspace_root=tmp_path / "ws")
     with pytest.raises(ValueError, match="finish bug"):
