@@ -15,34 +15,35 @@ from mtl_graph.experience.citations import cited_ids
 from mtl_graph.core.trajectory import Trajectory, Verdict
 from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLConfig, lifecycle_of
+from mtl_graph.graph.state import RunState
 from mtl_graph.memory.dedup import of_run
 from mtl_graph.memory.pool import MemoryPool
 from mtl_graph.memory.record import Use
 
 
-def shown_ids(state: dict[str, Any]) -> list[str]:
+def shown_ids(state: RunState) -> list[str]:
     """The run's memories in the order the prompt numbered them (retrieval, then a mid-run refresh or the agent's
     own searches, which never happen in one run)."""
     from mtl_graph.graph.memory_tool import searched_ids
 
-    retrieved = [r["id"] for r in [*state.get("retrieved", []), *state.get("re_retrieved", [])]]
-    return list(dict.fromkeys([*retrieved, *searched_ids(state.get("trajectory"))]))
+    retrieved = [r["id"] for r in [*state.retrieved, *state.re_retrieved]]
+    return list(dict.fromkeys([*retrieved, *searched_ids(state.trajectory)]))
 
 
-def write_run(pool: MemoryPool, state: dict[str, Any], cfg: MTLConfig, verdict: Verdict | None,
+def write_run(pool: MemoryPool, state: RunState, cfg: MTLConfig, verdict: Verdict | None,
               served: "ServedRuns | None" = None) -> dict[str, Any]:
     """Add the run's new memories and credit the memories it was shown; the update for the run's state.
 
     With `served` (a graph with a server policy) the credit comes from what the graph's nodes recorded, never
     from the thread's state."""
-    trajectory = Trajectory.model_validate(state["trajectory"]) if state.get("trajectory") else None
+    trajectory = state.trajectory
     if served is not None:
-        record = served.take(state.get("run_id")) or {}
+        record = served.take(state.run_id) or {}
         shown, cited, verdict = record.get("shown", []), record.get("cited", []), record.get("verdict")
     else:
         shown = shown_ids(state)
         cited = cited_ids(trajectory, shown)
-    memories = of_run(state.get("distilled") or [], state.get("run_id"))
+    memories = of_run(state.distilled, state.run_id)
     if cited:
         memories = [m.model_copy(update={"sources": [s.model_copy(update={"cited": cited}) for s in m.sources]})
                     for m in memories]
@@ -58,7 +59,7 @@ def write_run(pool: MemoryPool, state: dict[str, Any], cfg: MTLConfig, verdict: 
     if re_extracted:
         events.emit("re_extracted", memories=re_extracted)
     if verdict is not None and not verdict.is_error and not verdict.is_suspect and shown:
-        report = pool.credit(state.get("run_id") or "run", [Use(i, i in cited) for i in shown],
+        report = pool.credit(state.run_id or "run", [Use(i, i in cited) for i in shown],
                              verdict.outcome, verdict.source, lifecycle=lifecycle_of(cfg))
         credit.update(credited=True, outcome=verdict.outcome.value, verdict_by=verdict.source,
                       quarantined=report.quarantined, missing=report.missing)

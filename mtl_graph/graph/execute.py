@@ -36,18 +36,20 @@ from mtl_graph.graph import events
 from mtl_graph.graph.context import MTLContext
 from mtl_graph.graph.lease import OPEN, resumable, workspace_base, workspace_path
 from mtl_graph.graph.memory_tool import SEARCH_KEY, search_factory
-from mtl_graph.graph.state import MTLState, state_subset
+from mtl_graph.graph.state import RunState, state_subset
 from mtl_graph.graph.steps import RunSteps, re_retrieved_in
 from mtl_graph.graph.support import model_name, timed
 from mtl_graph.sandbox import registry
 
+INPUT = ("task", "run_id", "memory_block", "retrieved")
+"""What the execute stage reads from the run."""
 OUTPUT = ("workspace", "messages", "trajectory", "verdict", "error", "error_kind", "re_retrieved")
 """What the execute stage hands back to the MTL graph."""
 MEMORY_KEY = "mtl_memory_block"
 """`configurable` key: the run's memory block (a wrapped graph's own prompt appends it: `with_memories`)."""
 
 ExecuteState = state_subset(
-    "ExecuteState", ("task", "run_id", "memory_block", "retrieved", *OUTPUT),
+    "ExecuteState", (*INPUT, *OUTPUT),
     "The execute subgraph's state: what it reads from the run and what the agent leaves behind.",
     exit_status=str | None, malformed=int)
 
@@ -102,7 +104,7 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
         if needs_model:
             nodes.model_for(runtime)  # a run without a usable model ends here, with the model's own message
     except Exception as exc:
-        return {"workspace": str(workspace), "error": f"{type(exc).__name__}: {exc}", "error_kind": ErrorKind.MODEL.value}
+        return {"workspace": str(workspace), **failure(ErrorKind.MODEL, f"{type(exc).__name__}: {exc}")}
     if not resumable():
         OPEN.add(workspace)
     return prepare_workspace(task, workspace, nodes.config.sandbox)
@@ -121,10 +123,10 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
     return {**update, "trajectory": trajectory.model_dump(mode="json")}
 
 
-def run_hooks(nodes: Any, state: dict[str, Any], runtime: Any, since: int = 0) -> dict[str, Any]:
+def run_hooks(nodes: Any, state: RunState, runtime: Any, since: int = 0) -> dict[str, Any]:
     """The run's hooks for its agent's tools (`configurable`), the same in every host: the step hook (the step
     events, re-retrieval after a failing test run) and the memory search."""
-    task = nodes.task(state["task"])
+    task = nodes.task(state.task)
     return {ON_STEP_KEY: RunSteps(nodes.memory_refresh(task, state, runtime), since),
             SEARCH_KEY: search_factory(nodes, state, runtime, since)}
 
@@ -159,7 +161,7 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
     graph.add_edge("finish", END)
     subgraph = graph.compile(name="execute")
 
-    def entry(state: MTLState, config: RunnableConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    def entry(state: RunState, config: RunnableConfig) -> tuple[dict[str, Any], dict[str, Any]]:
         """The subgraph's config for this entry (first or resumed), or a failure update."""
         runtime = get_runtime()
         try:
@@ -170,7 +172,7 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
             hooks = run_hooks(nodes, state, runtime)
         except ValueError as exc:  # a thread update put a task there that the server's policy refuses
             return {}, {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
-        configurable = {**(config.get("configurable") or {}), **hooks, MEMORY_KEY: state.get("memory_block") or ""}
+        configurable = {**(config.get("configurable") or {}), **hooks, MEMORY_KEY: state.memory_block}
         if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says
             configurable[WORKSPACE_BASE] = str(workspace_base(nodes.config.workspace_root))
         return {**config, "configurable": configurable, "recursion_limit": limit}, {}
@@ -178,25 +180,25 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
     def durability(config: RunnableConfig) -> Any:
         return "sync" if (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None else None
 
-    def crashed(state: MTLState, config: RunnableConfig) -> None:
+    def crashed(state: RunState, config: RunnableConfig) -> None:
         """Whatever left the agent mid-run must not leave its processes running."""
         try:
-            task = nodes.task(state["task"])
+            task = nodes.task(state.task)
         except ValueError:  # a task the run never had: no workspace was made for it
             return
-        registry.release(workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id))
+        registry.release(workspace_path(nodes.config.workspace_root, config, state.run_id, task.id))
 
     @timed("execute")
-    def execute(state: MTLState, config: RunnableConfig) -> dict[str, Any]:
+    def execute(state: RunState, config: RunnableConfig) -> dict[str, Any]:
         """Run the execute subgraph: each step checkpointed before the next (a killed run loses no step)."""
-        if state.get("error"):
+        if state.error:
             return {}
         inner, failed = entry(state, config)
         if failed:
             return failed
         try:
             with events.relayed():
-                out = subgraph.invoke(state, inner, durability=durability(config))
+                out = subgraph.invoke(state.values(*INPUT), inner, durability=durability(config))
         except GraphBubbleUp:  # paused (an interrupt): the sandbox waits for the resume
             raise
         except BaseException:
@@ -205,15 +207,15 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
         return {key: out[key] for key in OUTPUT if key in out}
 
     @timed("execute")
-    async def aexecute(state: MTLState, config: RunnableConfig) -> dict[str, Any]:
-        if state.get("error"):
+    async def aexecute(state: RunState, config: RunnableConfig) -> dict[str, Any]:
+        if state.error:
             return {}
         inner, failed = await asyncio.to_thread(entry, state, config)  # the pool and the policy block: a thread
         if failed:
             return failed
         try:
             with events.relayed():
-                out = await subgraph.ainvoke(state, inner, durability=durability(config))
+                out = await subgraph.ainvoke(state.values(*INPUT), inner, durability=durability(config))
         except GraphBubbleUp:
             raise
         except BaseException:
@@ -229,19 +231,19 @@ def single_node(nodes: Any, agent: Any) -> Any:
     same step hook."""
 
     @timed("execute")
-    def execute(state: MTLState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
-        if state.get("error"):
+    def execute(state: RunState, runtime: Runtime[MTLContext], config: RunnableConfig) -> dict[str, Any]:
+        if state.error:
             return {}
-        update = open_workspace(nodes, state, runtime, config)
+        update = open_workspace(nodes, state.values(*INPUT), runtime, config)
         if update.get("error"):
             return update
-        task, workspace = nodes.task(state["task"]), update["workspace"]
+        task, workspace = nodes.task(state.task), update["workspace"]
         steps = RunSteps(nodes.memory_refresh(task, state, runtime))
         try:
             model = nodes.model_for(runtime)
             with events.relayed():
                 result = nodes.agent_for(nodes.settings(runtime)).run(task, registry.sandbox_for(workspace), model,
-                                   memory_block=state.get("memory_block", ""), on_step=steps)
+                                   memory_block=state.memory_block, on_step=steps)
         finally:
             registry.release(workspace)
         if steps.refresh is not None and steps.refresh.hits:

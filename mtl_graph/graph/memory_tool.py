@@ -68,9 +68,9 @@ def searched_ids(trajectory: Trajectory | dict[str, Any] | None) -> list[str]:
     return [i for s in search_steps(steps) for i in s.args.get("found", [])]
 
 
-def search_trace(trajectory: dict[str, Any] | None) -> list[dict[str, Any]]:
+def search_trace(trajectory: Trajectory | None) -> list[dict[str, Any]]:
     """The run's searches for its retrieval trace: hop, query, k and the ids each showed."""
-    steps = [Step.model_validate(s) for s in (trajectory or {}).get("steps", [])]
+    steps = trajectory.steps if trajectory is not None else []
     return [{"hop": i, "query": s.args.get("query"), "k": s.args.get("k"), "found": s.args.get("found", []),
              "told": s.observation if not s.args.get("found") else None}
             for i, s in enumerate(search_steps(steps), 1)]
@@ -188,16 +188,16 @@ def without_search(tools: list[Any]) -> list[Any]:
     return [t for t in tools if (t.get("name") if isinstance(t, dict) else getattr(t, "name", None)) != SEARCH_TOOL]
 
 
-def search_factory(nodes: Any, state: dict[str, Any], runtime: Any, since: int = 0) -> Callable[..., Any] | None:
+def search_factory(nodes: Any, state: Any, runtime: Any, since: int = 0) -> Callable[..., Any] | None:
     """What `search_memories` searches with in a run of the MTL graph's nodes (every host puts it at
     `configurable["__mtl_search"]`): the run's search, made from the agent's messages (from `since` on: a
     middleware's thread keeps earlier turns); None when the run offers no search."""
     cfg = nodes.settings(runtime)
-    if not uses_tool(cfg) or not state.get("task"):
+    if not uses_tool(cfg) or not state.task:
         return None
-    served, run_id, task = nodes.served, state.get("run_id"), nodes.task(state["task"])
+    served, run_id, task = nodes.served, state.run_id, nodes.task(state.task)
     record = (lambda ids: served.searched(run_id, ids)) if served is not None else None
-    pool, retrieved = nodes.pool_of(cfg), state.get("retrieved") or []
+    pool, retrieved = nodes.pool_of(cfg), state.retrieved
     return lambda messages: RunSearch.of(pool, cfg, task, retrieved, list(messages)[since:], record)
 
 

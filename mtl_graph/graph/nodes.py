@@ -28,7 +28,7 @@ from mtl_graph.graph.services import Sealed, StageServices
 from mtl_graph.graph.memory_tool import injects, search_trace, uses_tool
 from mtl_graph.graph.lease import close_workspace, new_workspace, workspace_base, workspace_path
 from mtl_graph.graph.refresh import MemoryRefresh, exclusions, retrieved_record
-from mtl_graph.graph.state import MTLState, fresh_run_state
+from mtl_graph.graph.state import RunState, fresh_run_state
 from mtl_graph.chat import chat_model
 from mtl_graph.experience.quality import plan_problems
 from mtl_graph.experience.task_check import CheckJudge
@@ -97,9 +97,9 @@ class MTLNodes(Sealed):
         update a thread's state between two nodes)."""
         return as_task(value) if self.policy is None else self.policy.task(value)
 
-    def workspace(self, state: dict[str, Any]) -> str | None:
+    def workspace(self, state: RunState) -> str | None:
         """The run's workspace from its state; a served graph's policy accepts only one the graph made."""
-        path = state.get("workspace")
+        path = state.workspace
         if path is None or self.policy is None:
             return path
         return self.policy.workspace(path, workspace_base(self.config.workspace_root))
@@ -113,12 +113,12 @@ class MTLNodes(Sealed):
         """The run's agent settings: the agent's own (when it has an AgentConfig) with the run's knobs, once per run."""
         return self._services.agent_settings(self.settings(runtime))
 
-    def memory_refresh(self, task: Task, state: dict[str, Any], runtime: Any) -> MemoryRefresh | None:
+    def memory_refresh(self, task: Task, state: RunState, runtime: Any) -> MemoryRefresh | None:
         """This run's mid-run re-retrieval (after the first failing test run), when the run asks for it."""
         cfg = self.settings(runtime)
         if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0 or uses_tool(cfg):
             return None  # a run that offers search_memories searches for itself
-        return MemoryRefresh(self.pool_of(cfg), cfg, task, [r["id"] for r in state.get("retrieved", [])])
+        return MemoryRefresh(self.pool_of(cfg), cfg, task, [r["id"] for r in state.retrieved])
 
     def pool_of(self, cfg: MTLConfig | None = None) -> MemoryPool:
         """The pool (MTL_POOL's when the graph was built without one), in the run's namespace when its settings
@@ -148,11 +148,11 @@ class MTLNodes(Sealed):
 
     # ------------------------------------------------------------------ nodes
     @timed("plan", starts_run=True)
-    def plan(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def plan(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Reset the run state, normalise the task, write the retrieval query (a HyDE plan, or the task text)."""
         update: dict[str, Any] = {**fresh_run_state(), "run_id": uuid.uuid4().hex}
         try:
-            task = self.task(state["task"])
+            task = self.task(state.task)
         except Exception as exc:
             return {**update, **failure(ErrorKind.INVALID_TASK, str(exc))}
         update["task"] = task.model_dump(mode="json")
@@ -181,7 +181,7 @@ class MTLNodes(Sealed):
         return {**update, "query": query}
 
     @timed("retrieve")
-    def retrieve(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def retrieve(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
         cfg = self.settings(runtime)
         if self.policy is not None and cfg.namespace is not None:  # refused before the run reads or writes it
@@ -192,17 +192,17 @@ class MTLNodes(Sealed):
         if cfg.memory_type == "none" or cfg.top_k == 0 or not injects(cfg):
             return {"retrieved": [], "memory_block": ""}
         try:
-            task = self.task(state["task"])
+            task = self.task(state.task)
         except PolicyError as exc:
             return {**failure(ErrorKind.INVALID_TASK, str(exc)), "retrieved": [], "memory_block": ""}
         try:
-            found = self.pool_of(cfg).retrieve(state["query"], type=cfg.memory_type, k=cfg.top_k,
+            found = self.pool_of(cfg).retrieve(state.query or "", type=cfg.memory_type, k=cfg.top_k,
                                           lifecycle=lifecycle_of(cfg), **exclusions(task, cfg))
         except Exception as exc:
             return {**failure(ErrorKind.RETRIEVAL, str(exc)), "retrieved": [], "memory_block": ""}
         retrieved = [retrieved_record(h) for h in found.hits]
         if self.served is not None:
-            self.served.retrieved(state.get("run_id"), [r["id"] for r in retrieved])
+            self.served.retrieved(state.run_id, [r["id"] for r in retrieved])
         trace = {**found.trace(), "lifecycle": cfg.lifecycle}
         events.retrieved(retrieved)
         events.emit("retrieval", **trace)
@@ -212,18 +212,18 @@ class MTLNodes(Sealed):
         return {"retrieved": retrieved, "memory_block": block, "retrieval": trace}
 
     @timed("judge")
-    def judge(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def judge(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Tests when the task has a check (run in a clean room: the pristine task and the solution); the LLM
         judge otherwise. The agent's sandbox was closed when it ended, killing whatever it left running."""
-        if not state.get("trajectory"):
+        if state.trajectory is None:
             return {}
         try:
-            task, workspace = self.task(state["task"]), self.workspace(state)
+            task, workspace = self.task(state.task), self.workspace(state)
         except PolicyError as exc:  # a thread update named what the server does not give: nothing is judged
             refused = failure(ErrorKind.REFUSED, str(exc))
             verdict = Verdict.infrastructure_error(refused["error"])
             return {**refused, "verdict": verdict.model_dump(mode="json")}
-        trajectory = Trajectory.model_validate(state["trajectory"])
+        trajectory = state.trajectory.model_copy()  # its verdict is set below: the state's own stays as it was
         update: dict[str, Any] = {}
         if task.check and workspace:
             try:
@@ -241,7 +241,7 @@ class MTLNodes(Sealed):
         events.verdict(verdict)
         trajectory.verdict = verdict
         if self.served is not None:
-            self.served.judged(state.get("run_id"), trajectory, verdict)
+            self.served.judged(state.run_id, trajectory, verdict)
         return {**update, "verdict": verdict.model_dump(mode="json"), "trajectory": trajectory.model_dump(mode="json")}
 
     def _llm_verdict(self, trajectory: Trajectory, runtime: Runtime[MTLContext]) -> Verdict:
@@ -260,14 +260,14 @@ class MTLNodes(Sealed):
                 return Verdict(status=VerdictStatus.UNCERTAIN, source="judge", reason=f"judge failed: {exc}")
 
     @timed("distill")
-    def distill(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def distill(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Turn the run into memories (success or failure prompts by verdict); secrets redacted first. A suspect
         run (its solution reached into the test run) teaches nothing: it is distilled into no memory."""
         cfg = self.settings(runtime)
-        if not cfg.online or not state.get("trajectory") or (state.get("verdict") or {}).get("suspicions"):
+        if not cfg.online or state.trajectory is None or (state.verdict is not None and state.verdict.suspicions):
             return {"distilled": [], "distill_failures": []}
         wanted = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
-        trajectory = Trajectory.model_validate(state["trajectory"])
+        trajectory = state.trajectory
         model = None
         if formats.needs_model(wanted):
             try:
@@ -283,45 +283,45 @@ class MTLNodes(Sealed):
         return {"distilled": memories, "distill_failures": failures}
 
     @timed("write_back")
-    def write_back(self, state: MTLState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
+    def write_back(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Online mode: add memories (dedup) and credit the retrieved ones; always append the run log.
 
         An errored run writes nothing and credits or debits no memory; its verdict is `error`. A suspect run
         credits or debits none either: its verdict says nothing about what the memories were worth."""
         cfg = self.settings(runtime)
         update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary()}
-        verdict = Verdict.model_validate(state["verdict"]) if state.get("verdict") else None
-        if state.get("error") and (verdict is None or not verdict.is_error):
-            verdict = Verdict.infrastructure_error(state["error"])
+        verdict = state.verdict
+        if state.error and (verdict is None or not verdict.is_error):
+            verdict = Verdict.infrastructure_error(state.error)
             update["verdict"] = verdict.model_dump(mode="json")
-        if verdict is not None and verdict.is_error and "judge" not in state.get("timings", {}):
+        if verdict is not None and verdict.is_error and "judge" not in state.timings:
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
-            if cfg.online and not state.get("error"):
+            if cfg.online and not state.error:
                 update.update(write_run(self.pool_of(cfg), state, cfg, verdict, self.served))
         except Exception as exc:
             update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
         update["retrieved_ids"] = shown_ids(state)
-        if searched := search_trace(state.get("trajectory")):  # the agent's own searches, hop by hop
-            update["retrieval"] = {**(state.get("retrieval") or {}), "searches": searched}
-        error = update.get("error") or state.get("error")
-        kind = update.get("error_kind") if update.get("error") else state.get("error_kind")
+        if searched := search_trace(state.trajectory):  # the agent's own searches, hop by hop
+            update["retrieval"] = {**(state.retrieval or {}), "searches": searched}
+        error = update.get("error") or state.error
+        kind = update.get("error_kind") if update.get("error") else state.error_kind
         update["error_kind"] = (kind or error_kind_of(error)) if error else None
         update["outcome"] = run_outcome(verdict, error)
         self._log(state, cfg, update, verdict)
         self._cleanup(state)
         return update
 
-    def crashed(self, state: MTLState, error: NodeError, runtime: Runtime[MTLContext],
+    def crashed(self, state: RunState, error: NodeError, runtime: Runtime[MTLContext],
                 config: RunnableConfig) -> None:
         """The graph's error handler: a node raised (after its retries). Log the run, remove its workspace, and
         raise the node's exception again so the graph run fails (LangSmith and Studio show it as failed)."""
         message = f"{error.node} raised {type(error.error).__name__}: {error.error}"
-        workspace = state.get("workspace") or self._workspace_of(state, config)
-        self.abandon({**state, "workspace": workspace}, message, runtime)
+        workspace = state.workspace or self._workspace_of(state, config)
+        self.abandon(state.model_copy(update={"workspace": workspace}), message, runtime)
         raise error.error
 
-    def abandon(self, state: dict[str, Any], message: str, runtime: Any) -> None:
+    def abandon(self, state: RunState, message: str, runtime: Any) -> None:
         """A run that will not reach write back (it raised): log it with an `error` verdict, crediting and writing
         nothing, and close its workspace."""
         update: dict[str, Any] = {"new_memory_ids": [], "memories_written": AddReport().summary(), "error": message,
@@ -331,41 +331,41 @@ class MTLNodes(Sealed):
         finally:
             self._cleanup(state)
 
-    def _workspace_of(self, state: MTLState, config: RunnableConfig) -> str | None:
+    def _workspace_of(self, state: RunState, config: RunnableConfig) -> str | None:
         """The run's workspace when the state does not have it yet: a crash inside the execute subgraph happens
         before its update reaches this graph's state, yet the workspace is made (keyed by thread and run)."""
-        if not state.get("run_id") or not isinstance(state.get("task"), dict):
+        if not state.run_id or not isinstance(state.task, dict):
             return None
         try:
-            task = self.task(state["task"])
+            task = self.task(state.task)
         except ValueError:  # a task the run never had: no workspace was made for it
             return None
-        path = workspace_path(self.config.workspace_root, config, state["run_id"], task.id)
+        path = workspace_path(self.config.workspace_root, config, state.run_id, task.id)
         return str(path) if path.exists() else None
 
-    def _log(self, state: MTLState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
+    def _log(self, state: RunState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
         from mtl_graph.settings import get_settings
 
         path = cfg.run_log or Path(get_settings().run_log)
-        task = state.get("task") if isinstance(state.get("task"), dict) else {"id": str(state.get("task"))}
-        trajectory = state.get("trajectory") or {"task": {k: task.get(k) for k in ("id", "domain", "instruction")
-                                                          if task.get(k) is not None}}
+        task = state.task if isinstance(state.task, dict) else {"id": str(state.task)}
+        trajectory = state.trajectory.model_dump(mode="json") if state.trajectory is not None else {
+            "task": {k: task.get(k) for k in ("id", "domain", "instruction") if task.get(k) is not None}}
         append_run_log(path, {
-            "record": "run", **trajectory, "run_id": state.get("run_id"), "memory_type": cfg.memory_type,
+            "record": "run", **trajectory, "run_id": state.run_id, "memory_type": cfg.memory_type,
             "verdict": verdict.model_dump(mode="json") if verdict else None,
             "tests_modified": verdict.tests_modified if verdict else [],
             "dropped": verdict.dropped if verdict else [], "suspicions": verdict.suspicions if verdict else [],
-            "query": state.get("query"), "retrieved": state.get("retrieved", []),
-            "retrieval": update.get("retrieval", state.get("retrieval")), "credit": update.get("credit"),
-            "re_retrieved": state.get("re_retrieved", []),
+            "query": state.query, "retrieved": state.retrieved,
+            "retrieval": update.get("retrieval", state.retrieval), "credit": update.get("credit"),
+            "re_retrieved": state.re_retrieved,
             "new_memory_ids": update["new_memory_ids"], "memories_written": update["memories_written"],
-            "distill_failures": state.get("distill_failures", []), "reviewed": state.get("reviewed"),
-            "timings": state.get("timings", {}), "cost": state.get("cost", {}),
-            "error": update.get("error") or state.get("error"),
+            "distill_failures": state.distill_failures, "reviewed": state.reviewed,
+            "timings": state.timings, "cost": state.cost,
+            "error": update.get("error") or state.error,
             "error_kind": update.get("error_kind"),
         })
 
-    def _cleanup(self, state: MTLState) -> None:
+    def _cleanup(self, state: RunState) -> None:
         try:
             workspace = self.workspace(state)
         except PolicyError as exc:  # a thread update named a directory of the server's: it is left alone

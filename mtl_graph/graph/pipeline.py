@@ -16,7 +16,7 @@ from mtl_graph.graph.context import MTLConfig, MTLContext, SettingsError
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.review import review
 from mtl_graph.graph.services import StageServices
-from mtl_graph.graph.state import MTLInput, MTLOutput, MTLState
+from mtl_graph.graph.state import MTLInput, MTLOutput, RunState, apply_update
 from mtl_graph.run_settings import describe_error
 
 PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
@@ -62,13 +62,13 @@ def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, co
     return MTLNodes(StageServices.of(pool, model, agent, judge, distiller or default_distiller, config, policy))
 
 
-def stops_short(state: dict[str, Any]) -> bool:
+def stops_short(state: RunState) -> bool:
     """The routing rule: a stage that recorded an expected failure sends the run straight to write back."""
-    return bool(state.get("error"))
+    return bool(state.error)
 
 
-def _unless_error(target: str) -> Callable[[MTLState], str]:
-    def route(state: MTLState) -> str:
+def _unless_error(target: str) -> Callable[[RunState], str]:
+    def route(state: RunState) -> str:
         return "write_back" if stops_short(state) else target
 
     route.__name__ = f"{target}_unless_error"
@@ -76,17 +76,19 @@ def _unless_error(target: str) -> Callable[[MTLState], str]:
 
 
 def run_stages(nodes: MTLNodes, run: dict[str, Any], runtime: Any, stages: Sequence[str]) -> dict[str, Any]:
-    """Run these stages (not execute, not write back) over `run` in place, under the graph's routing rule."""
+    """Run these stages (not execute, not write back) over `run` (a host's run values, kept as a dict: the
+    middleware's) in place, each over the run's RunState, under the graph's routing rule."""
     for stage in stages:
-        if stops_short(run):
+        state = RunState.of(run)
+        if stops_short(state):
             break
-        run.update(getattr(nodes, stage)(run, runtime))
+        apply_update(run, getattr(nodes, stage)(state, runtime))
     return run
 
 
 def wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str) -> Any:
     """The compiled MTL graph: the stages in order, `execute` being the host's, review when the run asks."""
-    graph = StateGraph(MTLState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
+    graph = StateGraph(RunState, context_schema=MTLContext, input_schema=MTLInput, output_schema=MTLOutput)
     steps = {"plan": nodes.plan, "retrieve": nodes.retrieve, "execute": execute, "judge": nodes.judge,
              "distill": nodes.distill, "write_back": nodes.write_back}
     for step in PIPELINE:
@@ -98,9 +100,9 @@ def wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str
         graph.add_conditional_edges(a, _unless_error(b), [b, "write_back"])
     graph.add_node("review", review)
 
-    def review_or_write_back(state: MTLState, runtime: Runtime[MTLContext]) -> str:
+    def review_or_write_back(state: RunState, runtime: Runtime[MTLContext]) -> str:
         """A person reviews the proposed memories first when the run asks for it (`review_memories`)."""
-        wanted = nodes.settings(runtime).review_memories and state.get("distilled")
+        wanted = nodes.settings(runtime).review_memories and state.distilled
         return "review" if wanted else "write_back"
 
     graph.add_conditional_edges("distill", review_or_write_back, ["review", "write_back"])

@@ -21,6 +21,7 @@ from langgraph.constants import CONF, CONFIG_KEY_CHECKPOINTER
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from mtl_graph.graph.state import RunState
 from mtl_graph.graph import events
 from mtl_graph.memory.models import NOT_CONTENT, first_validation_error, parse_memory
 from mtl_graph.core.errors import MTLError
@@ -111,15 +112,16 @@ def apply_review(proposed: list[dict[str, Any]], resume: Any) -> tuple[list[dict
     return kept, reviewed
 
 
-def review(state: dict[str, Any]) -> dict[str, Any]:
+def review(state: RunState) -> dict[str, Any]:
     """Pause for a person to approve, edit or reject the run's proposed memories; write back writes what is kept."""
     if get_config().get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER) is None:  # interrupt() would pause for good
         raise RuntimeError("review_memories needs a checkpointer to pause and resume the run: compile the graph "
                            "with one (build_mtl_graph(..., checkpointer=...)) or serve it with LangGraph")
-    proposed = list(state.get("distilled") or [])
-    task = state.get("task") if isinstance(state.get("task"), dict) else {}
-    request = {"kind": "review_memories", "task_id": task.get("id"), "run_id": state.get("run_id"),
-               "verdict": (state.get("verdict") or {}).get("status"), "memories": proposed, "how": HOW}
+    proposed = list(state.distilled)
+    task = state.task if isinstance(state.task, dict) else {}
+    request = {"kind": "review_memories", "task_id": task.get("id"), "run_id": state.run_id,
+               "verdict": state.verdict.status.value if state.verdict is not None else None, "memories": proposed,
+               "how": HOW}
     problem: str | None = None
     while True:  # on resume the node runs again and interrupt() hands back each earlier answer in turn
         answer = interrupt({**request, "error": problem} if problem else request)

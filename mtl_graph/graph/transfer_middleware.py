@@ -35,7 +35,7 @@ from mtl_graph.graph.steps import re_retrieved_in
 from mtl_graph.agent.providers import is_transient
 from mtl_graph.sandbox.registry import release
 from mtl_graph.graph.pipeline import make_config, make_nodes, run_stages, stops_short
-from mtl_graph.graph.state import OUTPUT_FIELDS
+from mtl_graph.graph.state import OUTPUT_FIELDS, RunState, apply_update
 from mtl_graph.core.task import as_task
 from mtl_graph.graph.wrap import agent_trajectory, append_memories, prepare_workspace
 from mtl_graph.memory.pool import MemoryPool
@@ -131,7 +131,8 @@ class MemoryTransferMiddleware(AgentMiddleware):
         with self._hooks_lock:
             hooks = self._hooks.get(run.get("run_id"))
             if hooks is None:
-                hooks = run_hooks(self.nodes, run, _mtl_runtime(request.runtime), run.get("first_message") or 0)
+                since = run.get("first_message") or 0  # this turn's messages: the thread keeps earlier turns
+                hooks = run_hooks(self.nodes, RunState.of(run), _mtl_runtime(request.runtime), since)
                 self._hooks[run.get("run_id")] = hooks
         config = merge_configs(request.runtime.config, {"configurable": hooks})
         return request.override(runtime=replace(request.runtime, config=config))
@@ -151,7 +152,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
             if run.get("workspace") is not None and not is_transient(exc):
                 self._drop_hooks(run)
                 own = run.get("own_workspace")
-                self.nodes.abandon({**run, "workspace": run["workspace"] if own else None},
+                self.nodes.abandon(RunState.of({**run, "workspace": run["workspace"] if own else None}),
                                    f"the agent raised {type(exc).__name__}: {exc}", _mtl_runtime(request.runtime))
                 if not own:
                     close_workspace(run["workspace"], keep=True)
@@ -168,14 +169,15 @@ class MemoryTransferMiddleware(AgentMiddleware):
         self._drop_hooks(run)
         if hits := re_retrieved_in(state.get("messages", [])[run.get("first_message") or 0:]):
             run["re_retrieved"] = hits
-        if not stops_short(run):
+        if not stops_short(RunState.of(run)):
             task = self.nodes.task(run["task"])
             trajectory = agent_trajectory(state["messages"][run.get("first_message") or 0:], task, self.nodes.model)
             run["trajectory"] = trajectory.model_dump(mode="json")
         run_stages(self.nodes, run, ctx, ("judge", "distill"))
         own = run.get("own_workspace")
         # write back removes a workspace it is given: only ever the run's own, never the caller's directory
-        run.update(self.nodes.write_back({**run, "workspace": run.get("workspace") if own else None}, ctx))
+        apply_update(run, self.nodes.write_back(RunState.of({**run, "workspace": run.get("workspace") if own else None}),
+                                                ctx))
         if not own:  # the check has run: its clean room's source goes, the caller's files stay
             close_workspace(run.get("workspace"), keep=True)
         return {"mtl": {k: run.get(k) for k in (*RUN_FIELDS, "task")}, "mtl_task": None,  # a task is one run's
