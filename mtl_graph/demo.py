@@ -29,7 +29,7 @@ def run_demo(pool_location: str = ":memory:", sandbox: str = "auto", context: An
     namespace: the pool's (None: MTL_NAMESPACE, else the default)."""
     from mtl_graph.agent import ScriptedChatModel
     from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.run_settings import MTLContext, as_context
+    from mtl_graph.run_context import MTLContext, as_context
     from mtl_graph.graph.progress import RichProgress, stream_run
     from mtl_graph.memory.pool import MemoryPool
     from mtl_graph.core.task import Task

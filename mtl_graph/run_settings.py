@@ -1,35 +1,41 @@
-"""The run settings, defined once, and what is derived from them.
+"""The configuration, defined once: plain nested pydantic models, one group per concern.
 
-`RunSettings` is the one definition of every per-run knob (one field, one docstring each). Derived from it:
-`MTLConfig` (the graph's build-time values: RunSettings plus build-only fields), `MTLContext` (the LangGraph
-`context_schema`: every field optional, None keeps the build-time value), `effective()` (config + context),
-`agent_config()` (the agent's per-run settings), the flags of `mtl run` / `mtl demo` (`mtl_graph/cli/options.py`),
-the MTL_* environment settings (`mtl_graph/settings.py`) and the evaluation runner's context
-(`mtl_graph/bench/graph_runner.py`).
+`MTLConfig` is everything a graph is built with:
+- `model` (`ModelSettings`): which chat model the stages call, and its `init_chat_model` options;
+- `retrieval` (`RetrievalSettings`): which memories a run gets, how many, how they are ranked and shown;
+- `agent` (`AgentSettings`): the agent's limits for a run (unset: the agent's own `AgentConfig` value);
+- `retry` (`RetrySettings`): how a model call that failed transiently is tried again (the one owner of retries);
+- `sandbox` (`SandboxSettings`): where the agent's commands run and what is kept of a run's workspace;
+- `loop` (`LoopSettings`): what follows the agent: the judge, distillation, review and write back, the run log.
 
-To add a knob, add a field to `PipelineKnobs` (or its name to `AGENT_KNOBS` for an `AgentConfig` field) and read
-it in a node as `effective(config, runtime.context).<name>`; the flag, the env variable and Studio's form follow.
+The stages read it nested (`cfg.retrieval.top_k`). Each field also has one flat name, unique across the groups
+(its own, or the one its `Named` marker gives): the name a factory keyword, a run's context (Studio's form), a
+CLI flag (`--top-k`) and an environment variable (`MTL_TOP_K`) write it with. Fields marked `BUILD_ONLY` are set
+when a graph is built, never by a run. That flat layer is derived from these models in `mtl_graph/run_context.py`.
+
+To add a setting, add a field (with its docstring) to its group; the keyword, the context field, the flag, the
+variable and the settings doc follow.
 """
 
 from __future__ import annotations
 
 import types
 from dataclasses import dataclass
-from typing import Any, Annotated, Callable, Literal, Optional, TypeVar, Union, get_args, get_origin
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from mtl_graph.agent.config import AgentConfig
+from mtl_graph.agent.providers import RetrySettings
 from mtl_graph.chat import ModelOptions
-from mtl_graph.core.errors import MTLError
-from mtl_graph.memory.formats import MemoryChoice  # a registered format or "none", checked when a value arrives
-
-M = TypeVar("M", bound=BaseModel)
+from mtl_graph.memory.formats import FormatName, MemoryChoice  # registered formats, checked when a value arrives
+from mtl_graph.memory.lifecycle import LifecycleConfig
 
 
 @dataclass(frozen=True)
 class Flags:
-    """Extra CLI names of a run setting (its own name in kebab case is always a flag too)."""
+    """Extra CLI names of a setting (its flat name in kebab case is always a flag too)."""
 
     names: tuple[str, ...] = ()
     """More flags for the setting, e.g. ("--memory",); the first long one is the name errors use."""
@@ -37,68 +43,20 @@ class Flags:
     """For a settings-model field: (sub-field, flag) pairs naming its sub-fields' flags."""
 
 
-def _namespace(value: str | None) -> str | None:
-    from mtl_graph.memory.namespace import NamespaceError, check_namespace  # the one rule for namespace names
+@dataclass(frozen=True)
+class Named:
+    """The flat name of a field whose own name would be unclear outside its group (`ModelSettings.name`: model)."""
 
-    try:
-        return None if value is None else check_namespace(value)
-    except NamespaceError as exc:  # the setting's error line names the value already: keep only what is wrong
-        raise ValueError(str(exc).split(": ", 1)[-1]) from None
-
-
-class PipelineKnobs(BaseModel):
-    """Per-run settings of the pipeline's stages (the agent's own are added from AgentConfig below)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    model: Annotated[Optional[str], Flags(("-m",))] = None
-    """Chat model as provider:model (e.g. openai:gpt-5-mini), or scripted:FILE.json to replay an action script."""
-    memory_type: Annotated[MemoryChoice, Flags(("--memory",))] = "insight"
-    """Memory format retrieved into the agent's prompt ("none" = zero-shot)."""
-    top_k: Annotated[int, Field(ge=0, le=50), Flags(("--top-k", "--k", "-k"))] = 3
-    """How many memories to retrieve."""
-    retrieval: Literal["inject", "tool", "both"] = "inject"
-    """How memories reach the agent: inject (top-k in its system prompt, the paper's), tool (it calls search_memories), or both."""
-    retriever: Literal["hybrid", "dense", "bm25"] = "hybrid"
-    """How every search of the run ranks: dense + BM25 fused (hybrid), cosine only (dense), or keywords only (bm25)."""
-    search_budget: Annotated[int, Field(ge=0, le=20)] = 3
-    """Calls of search_memories a run may make (retrieval tool or both); each may follow up on what came back."""
-    namespace: Annotated[Optional[str], AfterValidator(_namespace)] = None
-    """The pool namespace (team or project) the run retrieves from and writes to (unset: the pool's own)."""
-    online: bool = True
-    """Distil each run and write the memories back into the pool."""
-    exclude_domains: Annotated[list[str], Flags(("--exclude-domain",))] = Field(default_factory=list)
-    """Never retrieve memories whose source domain is one of these."""
-    hold_one_out: bool = False
-    """Also exclude memories from the task's own domain (the research protocol's cross-domain setting)."""
-    same_domain: bool = False
-    """Retrieve only memories from the task's own domain (the same-domain baselines: ReasoningBank, AWM)."""
-    exclude_task_ids: Annotated[list[str], Flags(("--exclude-task-id",))] = Field(default_factory=list)
-    """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
-    only_ids: Annotated[Optional[list[str]], Flags(("--only-id",))] = None
-    """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
-    lifecycle: Annotated[Literal["on", "off"], Flags(("--lifecycle",))] = "on"
-    """The online loop: re-rank by utility, a relevance floor, quarantine (off, or --paper: the research's top-k)."""
-    relevance_floor: Annotated[Optional[float], Field(ge=-1.0, le=1.0)] = None
-    """Cosine similarity under which a memory is not injected (unset: calibrated from the pool; lifecycle on)."""
-    re_retrieve: bool = False
-    """Retrieve once more, matched to the error, when a test run fails mid-task (off: the paper's protocol)."""
-    judge_also: bool = False
-    """Also run the LLM judge on runs the tests decide; kept as judge_verdict to measure the judge's accuracy."""
-    review_memories: bool = False
-    """Pause before write back (LangGraph interrupt) so a person approves, edits or rejects each new memory."""
-    model_options: Annotated[ModelOptions, Flags(nested=(("timeout", "--model-timeout"),))] = Field(
-        default_factory=ModelOptions)
-    """init_chat_model settings for provider:model strings: base_url, max_tokens, temperature, timeout, max_retries."""
+    name: str
+    """The setting's name as a keyword, a context key, a flag and an MTL_* variable."""
 
 
-AGENT_KNOBS = ("action_format", "step_limit", "wall_time_limit", "token_limit", "command_timeout",
-               "max_consecutive_format_errors", "observation_cap", "retry")
-"""AgentConfig fields a run may set (unset: the agent's own value); their types and docs come from AgentConfig."""
-AGENT_FLAGS = {"wall_time_limit": Flags(("--time-limit",)),
-               "retry": Flags(nested=(("attempts", "--retry-attempts"), ("initial_delay", "--retry-initial-delay"),
-                                      ("max_delay", "--retry-max-delay")))}
-"""Extra CLI names of agent knobs."""
+@dataclass(frozen=True)
+class BuildOnly:
+    """Marks a field only a graph's build sets (a run's context, flags and MTL_* variables do not name it)."""
+
+
+BUILD_ONLY = BuildOnly()
 
 
 def non_none(annotation: Any) -> Any:
@@ -115,114 +73,170 @@ def optional_field(info: Any, description: str | None, extra: tuple = ()) -> tup
     return (Annotated[annotation, *metadata] if metadata else annotation, Field(default=None, description=description))
 
 
+def _namespace(value: str | None) -> str | None:
+    from mtl_graph.memory.namespace import NamespaceError, check_namespace  # the one rule for namespace names
+
+    try:
+        return None if value is None else check_namespace(value)
+    except NamespaceError as exc:  # the setting's error line names the value already: keep only what is wrong
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+
+
+class SettingsGroup(BaseModel):
+    """Base of the configuration's groups: unknown names refused, each field documented by its docstring."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ModelSettings(SettingsGroup):
+    """Which chat model the run's stages call (plan, agent, judge, distillers), and how."""
+
+    name: Annotated[Optional[str], Named("model"), Flags(("-m",))] = None
+    """Chat model as provider:model (e.g. openai:gpt-5-mini), or scripted:FILE.json to replay an action script."""
+    options: Annotated[ModelOptions, Named("model_options"), Flags(nested=(("timeout", "--model-timeout"),))] = \
+        Field(default_factory=ModelOptions)
+    """init_chat_model settings for provider:model strings: base_url, max_tokens, temperature, timeout, max_retries."""
+
+
+class RetrievalSettings(SettingsGroup):
+    """Which memories a run gets: the format, how many, from where, how they are ranked, filtered and shown."""
+
+    memory_type: Annotated[MemoryChoice, Flags(("--memory",))] = "insight"
+    """Memory format retrieved into the agent's prompt ("none" = zero-shot)."""
+    top_k: Annotated[int, Field(ge=0, le=50), Flags(("--top-k", "--k", "-k"))] = 3
+    """How many memories to retrieve."""
+    mode: Annotated[Literal["inject", "tool", "both"], Named("retrieval")] = "inject"
+    """How memories reach the agent: inject (top-k in its system prompt, the paper's), tool (it calls search_memories), or both."""
+    retriever: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    """How every search of the run ranks: dense + BM25 fused (hybrid), cosine only (dense), or keywords only (bm25)."""
+    search_budget: Annotated[int, Field(ge=0, le=20)] = 3
+    """Calls of search_memories a run may make (retrieval tool or both); each may follow up on what came back."""
+    namespace: Annotated[Optional[str], AfterValidator(_namespace)] = None
+    """The pool namespace (team or project) the run retrieves from and writes to (unset: the pool's own)."""
+    exclude_domains: Annotated[list[str], Flags(("--exclude-domain",))] = Field(default_factory=list)
+    """Never retrieve memories whose source domain is one of these."""
+    hold_one_out: bool = False
+    """Also exclude memories from the task's own domain (the research protocol's cross-domain setting)."""
+    same_domain: bool = False
+    """Retrieve only memories from the task's own domain (the same-domain baselines: ReasoningBank, AWM)."""
+    exclude_task_ids: Annotated[list[str], Flags(("--exclude-task-id",))] = Field(default_factory=list)
+    """Never retrieve memories made from these tasks (the task's own id is always excluded)."""
+    only_ids: Annotated[Optional[list[str]], Flags(("--only-id",))] = None
+    """Retrieve only among these memory ids (seeded pool subsets, cross-model experiments)."""
+    lifecycle: Annotated[Literal["on", "off"], Flags(("--lifecycle",))] = "on"
+    """The online loop: re-rank by utility, a relevance floor, quarantine (off, or --paper: the research's top-k)."""
+    relevance_floor: Annotated[Optional[float], Field(ge=-1.0, le=1.0)] = None
+    """Cosine similarity under which a memory is not injected (unset: calibrated from the pool; lifecycle on)."""
+    re_retrieve: bool = False
+    """Retrieve once more, matched to the error, when a test run fails mid-task (off: the paper's protocol)."""
+    lifecycle_settings: Annotated[LifecycleConfig, BUILD_ONLY] = Field(default_factory=LifecycleConfig)
+    """How the online loop ranks, floors, decays and quarantines (lifecycle on); relevance_floor overrides its floor."""
+    plan_max_chars: Annotated[int, Field(ge=100), BUILD_ONLY] = 2000
+    """Plans longer than this (untrusted model output) are cut before being used as a query."""
+    observation_chars: Annotated[int, Field(ge=20), BUILD_ONLY] = 300
+    """Trajectory memories show at most this many characters of each observation."""
+
+
+AGENT_KNOBS = ("action_format", "step_limit", "wall_time_limit", "token_limit", "command_timeout",
+               "max_consecutive_format_errors", "observation_cap")
+"""AgentConfig fields a run may set (unset: the agent's own value); their types and docs come from AgentConfig."""
+AGENT_FLAGS = {"wall_time_limit": Flags(("--time-limit",))}
+"""Extra CLI names of agent settings."""
+
+
 def _agent_fields() -> dict[str, Any]:
-    fields = {}
-    for name in AGENT_KNOBS:
+    def field(name: str) -> tuple[Any, Any]:
+        info = AgentConfig.model_fields[name]
         flags = (AGENT_FLAGS[name],) if name in AGENT_FLAGS else ()
-        fields[name] = optional_field(AgentConfig.model_fields[name],
-                                      f"{AgentConfig.model_fields[name].description} Unset: the agent's own setting.",
-                                      flags)
-    return fields
+        return optional_field(info, f"{info.description} Unset: the agent's own setting.", flags)
+
+    return {name: field(name) for name in AGENT_KNOBS}
 
 
-RunSettings = create_model("RunSettings", __base__=PipelineKnobs, __module__=__name__, **_agent_fields())
-RunSettings.__doc__ = ("Every per-run knob, defined once: the pipeline's (memory format, k, filters, online, model "
-                       "options) and the agent's (AgentConfig fields in AGENT_KNOBS).")
+# The agent's fields, their types, constraints and docstrings, are AgentConfig's: here each is optional.
+_AgentFields = create_model("_AgentFields", __base__=SettingsGroup, __module__=__name__, **_agent_fields())
 
 
-MAX_SHOWN = 80
-"""Characters of a bad value shown in its error line."""
+class AgentSettings(_AgentFields):  # type: ignore[misc,valid-type]
+    """The agent's limits for a run (each unset one: the agent's own `AgentConfig` value)."""
 
 
-class SettingsError(MTLError, ValueError):
-    """A run setting (context, flag or environment variable) has a bad value or an unknown name: one line."""
+class SandboxSettings(SettingsGroup):
+    """Where the agent's commands run, and what is kept of a run's workspace."""
+
+    kind: Annotated[str, Named("sandbox"), BUILD_ONLY] = "auto"
+    """Sandbox backend: auto, bwrap, local or docker."""
+    workspace_root: Annotated[Optional[Path], BUILD_ONLY] = None
+    """Where task workspaces are created (None: a temporary directory)."""
+    keep_workspaces: Annotated[bool, BUILD_ONLY] = False
+    """Keep each run's workspace after the run (for inspection)."""
 
 
-def describe_error(exc: ValidationError, label: Callable[[tuple], str]) -> str:
-    """One line for a validation error: the setting (named by `label(loc)`), the value given and what is wrong."""
-    errors = exc.errors()
-    first = errors[0]
-    what = label(tuple(first["loc"]))
-    if first["type"] == "extra_forbidden":
-        line = f"unknown setting {what}"
-    else:
-        message = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's tag
-        message = message[0].lower() + message[1:]
-        given = repr(first["input"])  # repr keeps it on one line; a long one is cut
-        line = f"invalid {what} {given if len(given) <= MAX_SHOWN else given[:MAX_SHOWN] + '...'}: {message}"
-    return line + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+class LoopSettings(SettingsGroup):
+    """What follows the agent: the judge, distillation, a person's review, write back and the run log."""
+
+    online: bool = True
+    """Distil each run and write the memories back into the pool."""
+    judge_also: bool = False
+    """Also run the LLM judge on runs the tests decide; kept as judge_verdict to measure the judge's accuracy."""
+    review_memories: bool = False
+    """Pause before write back (LangGraph interrupt) so a person approves, edits or rejects each new memory."""
+    distill_formats: Annotated[Optional[list[FormatName]], BUILD_ONLY] = None
+    """Formats distilled after a run (default: the retrieved format; insight when zero-shot)."""
+    run_log: Annotated[Optional[Path], BUILD_ONLY] = None
+    """JSONL file every run is appended to (None: MTL_RUN_LOG)."""
 
 
-class _Overrides(BaseModel):
-    """Base of the derived all-optional models (None: not given)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    def given(self) -> dict[str, Any]:
-        """The settings this holds a value for."""
-        return {name: getattr(self, name) for name in type(self).model_fields if getattr(self, name) is not None}
+RETRY_FLAGS = Flags(nested=(("attempts", "--retry-attempts"), ("initial_delay", "--retry-initial-delay"),
+                            ("max_delay", "--retry-max-delay")))
 
 
-def overrides_model(settings: type[BaseModel], name: str, doc: str) -> type[_Overrides]:
-    """`settings` with every field optional (None: not given), same types, constraints, descriptions and flags."""
-    fields = {field: optional_field(info, info.description) for field, info in settings.model_fields.items()}
-    model = create_model(name, __base__=_Overrides, __module__=__name__, **fields)
-    model.__doc__ = doc
-    return model
+class MTLConfig(SettingsGroup):
+    """A graph's configuration, one group per concern; a run's context overrides any run setting of it, by its
+    flat name (`{"top_k": 5}`), field by field."""
+
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    """Which chat model the stages call, and how."""
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    """Which memories a run gets, and how."""
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    """The agent's limits for a run (unset: the agent's own)."""
+    retry: Annotated[Optional[RetrySettings], RETRY_FLAGS] = None
+    """How a model call that failed transiently (429, 5xx, timeout, dropped connection) is tried again. Unset: the agent's own setting."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """Where commands run and what is kept of a workspace."""
+    loop: LoopSettings = Field(default_factory=LoopSettings)
+    """The judge, distillation, review, write back and the run log."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_names_name_their_group(cls, data: Any) -> Any:
+        """A flat name given here is an error that says where the setting lives (pydantic would only say "extra")."""
+        if isinstance(data, dict):
+            from mtl_graph.run_context import SETTINGS
+
+            for name in data:
+                if name not in cls.model_fields and name in SETTINGS:
+                    group, field = SETTINGS[name].path
+                    raise ValueError(f"{name} is in the {group} group: MTLConfig({group}={{{field!r}: ...}}), or "
+                                     f"make_config({name}=...) and the factories' keywords, which take flat names")
+        return data
 
 
-RunOverrides = overrides_model(RunSettings, "RunOverrides", "Some run settings (None: not given); raw "
-                               "validation errors, for callers that name the setting their own way (flags, env).")
+def lifecycle_of(cfg: MTLConfig) -> LifecycleConfig | None:
+    """The run's lifecycle settings; None when the lifecycle is off (the research's retrieval)."""
+    retrieval = cfg.retrieval
+    if retrieval.lifecycle == "off":
+        return None
+    if retrieval.relevance_floor is None:
+        return retrieval.lifecycle_settings
+    return retrieval.lifecycle_settings.model_copy(update={"relevance_floor": retrieval.relevance_floor})
 
 
-class MTLContext(RunOverrides):  # type: ignore[misc,valid-type]
-    """Run-time settings (LangGraph `context_schema`); None keeps the graph's build-time value."""
-
-    def __init__(self, **data: Any) -> None:
-        # LangGraph builds the context with MTLContext(**context) (Studio sends JSON): a bad value or an unknown
-        # name is one line, not pydantic's report.
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            line = describe_error(exc, lambda loc: ".".join(map(str, loc)))
-            if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
-                line += f" (known: {', '.join(type(self).model_fields)})"
-            raise SettingsError(f"run context: {line}") from None
-
-
-def as_context(context: Any) -> BaseModel | None:
-    """The run's context as an MTLContext; None stays None.
-
-    A dict reaches a node only when the graph's context schema is someone else's (an agent running
-    MemoryTransferMiddleware): its other keys are that agent's, so only ours are taken, and validated. (The MTL
-    graph's own schema is MTLContext, which LangGraph builds before any node runs: there an unknown key is an
-    error.)"""
-    if context is None or isinstance(context, MTLContext):
-        return context
-    if isinstance(context, dict):
-        return MTLContext(**{name: value for name, value in context.items() if name in MTLContext.model_fields})
-    return MTLContext(**{name: getattr(context, name) for name in MTLContext.model_fields
-                         if getattr(context, name, None) is not None})
-
-
-def merged(base: M, *overrides: BaseModel | None) -> M:
-    """`base` with the given (non-None) settings of each override applied in turn; nested settings merge by field."""
-    updates: dict[str, Any] = {}
-    for override in overrides:
-        for name, value in (override.given() if override is not None else {}).items():
-            current = updates.get(name, getattr(base, name, None))
-            if isinstance(value, BaseModel) and isinstance(current, BaseModel):
-                value = current.model_copy(update=value.model_dump(exclude_unset=True, exclude_none=True))
-            updates[name] = value
-    return base.model_copy(update=updates) if updates else base
-
-
-def agent_config(settings: BaseModel, base: AgentConfig | None = None) -> AgentConfig:
-    """The agent's config for this run: `base` (the agent's own) with the run's agent knobs that are set."""
+def agent_config(cfg: MTLConfig, base: AgentConfig | None = None) -> AgentConfig:
+    """The agent's config for a run: `base` (the agent's own) with the run's agent settings and retry that are set."""
     base = base if base is not None else AgentConfig()
-    updates = {name: getattr(settings, name) for name in AGENT_KNOBS if getattr(settings, name, None) is not None}
-    for name, value in updates.items():  # a settings model (retry) given in part keeps the agent's other fields
-        if isinstance(value, BaseModel):
-            updates[name] = getattr(base, name).model_copy(update=value.model_dump(exclude_unset=True))
+    updates: dict[str, Any] = {name: value for name in AGENT_KNOBS if (value := getattr(cfg.agent, name)) is not None}
+    if cfg.retry is not None:  # given in part, it keeps the agent's other retry fields
+        updates["retry"] = base.retry.model_copy(update=cfg.retry.model_dump(exclude_unset=True))
     return base.model_copy(update=updates) if updates else base

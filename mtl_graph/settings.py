@@ -1,7 +1,7 @@
 """Settings read from environment variables (MTL_*), with defaults that work offline.
 
 The process's own settings (pool, engine, embeddings, sandbox, run log) are written here; every run setting of
-`mtl_graph/run_settings.py` is added as an optional MTL_<NAME> variable (unset: the graph's default), so a new
+`mtl_graph/run_settings.py` is added as an optional MTL_<NAME> variable (its flat name) (unset: the graph's default), so a new
 run setting gets its variable without an edit here. Lists and model options are JSON
 (MTL_EXCLUDE_DOMAINS='["math"]', MTL_MODEL_OPTIONS='{"temperature": 0}') or, for one option,
 MTL_MODEL_OPTIONS__TEMPERATURE=0."""
@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError as SourceError
 
-from mtl_graph.run_settings import MTLContext, RunSettings, SettingsError, describe_error, optional_field
+from mtl_graph.run_context import RUN_SETTINGS, MTLContext, RunOverrides, SettingsError, describe_error
+from mtl_graph.run_settings import optional_field
 
 ENV_PREFIX = "MTL_"
 
@@ -68,8 +69,7 @@ class ProcessSettings(BaseSettings):
 
     def run_context(self) -> Any:
         """The run settings given in the environment, as a run context (unset ones stay None)."""
-        return MTLContext(**{name: getattr(self, name) for name in RunSettings.model_fields
-                             if getattr(self, name) is not None})
+        return MTLContext(**{name: getattr(self, name) for name in RUN_SETTINGS if getattr(self, name) is not None})
 
 
 def env_name(loc: tuple) -> str:
@@ -85,7 +85,7 @@ def settings_model(run_settings: type[BaseModel]) -> type[ProcessSettings]:
     return model
 
 
-Settings = settings_model(RunSettings)
+Settings = settings_model(RunOverrides)
 
 
 def get_settings() -> Any:

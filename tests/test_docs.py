@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.run_settings import RunSettings
+from mtl_graph.run_context import RUN_SETTINGS
 from mtl_graph.settings import ProcessSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,9 +30,23 @@ def missing_links(path: Path) -> list[str]:
     return [t for t in targets if not (path.parent / t.split("#")[0]).exists()]
 
 
-@pytest.mark.parametrize("name", list(RunSettings.model_fields))
+@pytest.mark.parametrize("name", RUN_SETTINGS)
 def test_every_run_setting_is_in_the_settings_doc(name: str) -> None:
     assert f"`{name}`" in SETTINGS_DOC.read_text(), f"docs/settings.md does not name the run setting {name}"
+
+
+def test_the_settings_reference_is_written_from_the_configuration() -> None:
+    from mtl_graph.cli.settings_doc import settings_reference
+
+    assert settings_reference() in SETTINGS_DOC.read_text(), (
+        "docs/settings.md is stale: run python -m mtl_graph.cli.settings_doc docs/settings.md")
+
+
+def test_the_settings_page_examples_run() -> None:
+    blocks = python_blocks(SETTINGS_DOC)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/settings.md", "exec"), {})
 
 
 @pytest.mark.parametrize("name", [n for n in ProcessSettings.model_fields])

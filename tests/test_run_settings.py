@@ -1,6 +1,7 @@
-"""The run settings are defined once: every field is a context field (with its description in Studio's schema), a
-flag of `mtl run` and `mtl demo`, an MTL_* variable and a value effective() applies; a new field gets all four.
-Bad values from any of them are one error line naming the setting as the user wrote it."""
+"""The settings are defined once, as MTLConfig's nested groups: every run setting is a context field (with its
+description in Studio's schema), a flag of `mtl run` and `mtl demo`, an MTL_* variable and a value effective()
+applies, all by its flat name; a new field in a group gets all four. Bad values from any of them are one error
+line naming the setting as the user wrote it."""
 
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ from mtl_graph.cli.options import flag_specs, parameter, parse_flags, with_run_s
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.graph.context import MTLConfig, effective
 from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.run_settings import (MTLContext, RunSettings, SettingsError, agent_config, merged, non_none,
-                                    overrides_model)
+from mtl_graph.run_context import (RUN_SETTINGS, SETTINGS, MTLContext, RunOverrides, SettingsError, configured,
+                                   make_config, merged, overrides_model, run_settings, settings_table, value_of)
+from mtl_graph.run_settings import LoopSettings, agent_config, non_none
 from mtl_graph.settings import get_settings, settings_model
 from mtl_graph.core.task import Task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
-FIELDS = list(RunSettings.model_fields)
+FIELDS = list(RUN_SETTINGS)
 runner = CliRunner()
 
 
@@ -40,7 +42,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def sample(name: str) -> tuple[Any, list[str], dict[str, str]]:
     """A valid non-default value of a field: as a context value, as flags, as environment variables."""
-    info = RunSettings.model_fields[name]
+    info = SETTINGS[name].info
     kind, flag, env = non_none(info.annotation), "--" + name.replace("_", "-"), f"MTL_{name.upper()}"
     default = info.get_default(call_default_factory=True)
     if kind is bool:
@@ -78,8 +80,8 @@ def test_every_field_is_covered_by_every_derivation() -> None:
     for name in FIELDS:
         assert schema["properties"][name]["description"], name
         assert schema["properties"][name].get("default") is None, name  # unset keeps the build-time value
-        assert f"MTL_{name.upper()}" in {f"MTL_{f.upper()}" for f in settings_model(RunSettings).model_fields}
-        assert hasattr(MTLConfig(), name)
+        assert f"MTL_{name.upper()}" in {f"MTL_{f.upper()}" for f in settings_model(RunOverrides).model_fields}
+        value_of(MTLConfig(), name)  # every flat name has its place in the nested config
     for command in ("run", "demo"):
         flags = {opt for param in commands[command].params for opt in (*param.opts, *param.secondary_opts)}
         for spec in flag_specs(MTLContext):
@@ -98,9 +100,9 @@ def test_a_setting_means_the_same_from_context_flags_and_environment(name: str) 
     by_env = runner.invoke(probe, [], env=env)
     assert by_flag.exit_code == 0 and by_env.exit_code == 0, (by_flag.output, by_env.output)
     assert json.loads(by_flag.output) == json.loads(by_env.output) == from_context
-    applied = getattr(effective(MTLConfig(), {name: value}), name)
-    expected = getattr(MTLConfig(**{name: value}), name)
-    assert applied == expected != getattr(MTLConfig(), name)
+    applied = value_of(effective(MTLConfig(), {name: value}), name)
+    expected = value_of(make_config(**{name: value}), name)
+    assert applied == expected != value_of(MTLConfig(), name)
 
 
 def test_flags_win_over_the_environment_field_by_field() -> None:
@@ -121,30 +123,74 @@ def flag_values(param: inspect.Parameter, args: list[str]) -> dict:
     return json.loads(runner.invoke(one, args).output)
 
 
-class WithReview(RunSettings):  # type: ignore[misc,valid-type]
-    """The run settings with one more field, the way a new knob is added."""
+class LoopWithPause(LoopSettings):
+    """The loop group with one more field, the way a new setting is added."""
 
-    review_memories: bool = False
-    """Ask a person to approve the memories before write back."""
+    pause_before_judge: bool = False
+    """Ask a person before the judge runs."""
+
+
+class WithPause(MTLConfig):
+    loop: LoopWithPause = LoopWithPause()  # type: ignore[assignment]
 
 
 def test_a_new_field_gets_a_context_field_a_flag_an_env_variable_and_effect(monkeypatch: pytest.MonkeyPatch) -> None:
-    context_model = overrides_model(WithReview, "Ctx", "test")
-    field = context_model.model_fields["review_memories"]
-    assert field.default is None and field.description == "Ask a person to approve the memories before write back."
-    spec = next(s for s in flag_specs(context_model) if s.path == ("review_memories",))
-    assert spec.flags == ("--review-memories",) and spec.help == field.description
-    assert flag_values(parameter(spec), ["--no-review-memories"]) == {"review_memories": False}
-    assert parse_flags([spec], {"review_memories": True}, context_model).review_memories is True
-    monkeypatch.setenv("MTL_REVIEW_MEMORIES", "true")
-    assert settings_model(WithReview)().review_memories is True
-    config = type("Config", (WithReview,), {})()
-    assert merged(config, context_model(review_memories=True)).review_memories is True
+    assert "pause_before_judge" in run_settings(WithPause) and "pause_before_judge" not in RUN_SETTINGS
+    context_model = overrides_model(run_settings(WithPause), "Ctx", "test", WithPause)
+    field = context_model.model_fields["pause_before_judge"]
+    assert field.default is None and field.description == "Ask a person before the judge runs."
+    spec = next(s for s in flag_specs(context_model) if s.path == ("pause_before_judge",))
+    assert spec.flags == ("--pause-before-judge",) and spec.help == field.description
+    assert flag_values(parameter(spec), ["--no-pause-before-judge"]) == {"pause_before_judge": False}
+    assert parse_flags([spec], {"pause_before_judge": True}, context_model).pause_before_judge is True
+    monkeypatch.setenv("MTL_PAUSE_BEFORE_JUDGE", "true")
+    assert settings_model(context_model)().pause_before_judge is True
+    applied = configured(WithPause(), context_model(pause_before_judge=True).given())
+    assert applied.loop.pause_before_judge is True and applied.loop.online is True  # the group's others kept
+    assert value_of(applied, "pause_before_judge") is True
+
+
+def test_two_fields_with_one_flat_name_are_refused() -> None:
+    class Clash(LoopSettings):
+        top_k: int = 1
+        """A second top_k."""
+
+    class Clashing(MTLConfig):
+        loop: Clash = Clash()  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match="two settings are named top_k: retrieval.top_k and loop.top_k"):
+        settings_table(Clashing)
+
+
+def test_the_config_is_nested_and_a_flat_name_in_it_says_where_it_lives() -> None:
+    cfg = MTLConfig(retrieval={"top_k": 7}, agent={"step_limit": 4}, model={"name": "openai:x"})
+    assert (cfg.retrieval.top_k, cfg.agent.step_limit, cfg.model.name) == (7, 4, "openai:x")
+    assert cfg.retrieval.memory_type == "insight"  # a group given in part keeps its other defaults
+    with pytest.raises(ValueError, match=r"top_k is in the retrieval group: MTLConfig\(retrieval=\{'top_k': ...\}\)"):
+        MTLConfig(top_k=7)
+    with pytest.raises(ValueError, match="model_options is in the model group"):
+        MTLConfig(model_options={"temperature": 0})
+    assert make_config(cfg, top_k=2, model_options={"temperature": 0}).retrieval.top_k == 2
+    assert cfg.retrieval.top_k == 7  # the caller's config is never changed
+
+
+def test_flat_names_cover_every_field_once() -> None:
+    paths = [setting.path for setting in SETTINGS.values()]
+    assert len(paths) == len(set(paths))
+    groups = {top: info for top, info in MTLConfig.model_fields.items()}
+    every = [(top, field) for top, info in groups.items()
+             for field in getattr(non_none(info.annotation), "model_fields", {}) if top != "retry"] + [("retry",)]
+    assert sorted(paths) == sorted(every)
+    build_only = {name for name, setting in SETTINGS.items() if not setting.run}
+    assert {"sandbox", "workspace_root", "run_log", "distill_formats", "lifecycle_settings"} <= build_only
+    assert not build_only & set(MTLContext.model_fields)  # a run cannot name a build's setting
+    with pytest.raises(SettingsError, match="unknown setting workspace_root"):
+        MTLContext(workspace_root="/")
 
 
 def test_a_foreign_context_dict_gives_only_our_settings() -> None:
     # an agent with MemoryTransferMiddleware has its own context: its keys are not ours to refuse, ours are checked
-    assert effective(MTLConfig(), {"user_id": 7, "top_k": 1}).top_k == 1
+    assert effective(MTLConfig(), {"user_id": 7, "top_k": 1}).retrieval.top_k == 1
     with pytest.raises(SettingsError, match="invalid top_k 'x'"):
         effective(MTLConfig(), {"user_id": 7, "top_k": "x"})
 
@@ -284,3 +330,17 @@ def test_a_remote_run_sends_only_the_settings_given_as_json() -> None:
     assert sent == {"model": "openai:x", "memory_type": "none", "online": False, "hold_one_out": False,
                     "lifecycle": "off", "step_limit": 3, "model_options": {"temperature": 0.1}}
     assert MTLContext(**sent).given() == run_context(None, shared).given()  # what the server rebuilds from it
+
+
+def test_a_context_merges_into_the_nested_config_field_by_field() -> None:
+    built = make_config(MTLConfig(retrieval={"memory_type": "workflow"}, retry={"max_delay": 5}),
+                        model_options={"temperature": 0.2}, step_limit=9)
+    run = effective(built, {"top_k": 1, "retry": {"attempts": 2}, "model_options": {"max_tokens": 64}})
+    assert (run.retrieval.top_k, run.retrieval.memory_type, run.agent.step_limit) == (1, "workflow", 9)
+    assert (run.retry.attempts, run.retry.max_delay) == (2, 5)  # a settings model given in part keeps the rest
+    assert (run.model.options.temperature, run.model.options.max_tokens) == (0.2, 64)
+    own = AgentConfig(retry={"initial_delay": 0.5})
+    per_run = agent_config(run, own)
+    assert (per_run.retry.attempts, per_run.retry.max_delay, per_run.retry.initial_delay) == (2, 5, 0.5)
+    assert per_run.step_limit == 9
+    assert built.retrieval.top_k == 3 and built.retry.attempts == 3  # the build's config is never changed

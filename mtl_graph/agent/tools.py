@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from mtl_graph.agent.config import AgentConfig
@@ -57,6 +57,22 @@ ON_STEP_KEY = "__mtl_on_step"
 search_memories) call it as `hook(step, runtime)` after each call; text it returns is shown to the model after the
 observation, and it may record what it did in the step's `args` (the artifact is taken after it). Its leading
 underscores keep it out of checkpoint metadata (a LangGraph server stores the other configurable keys there)."""
+
+SEARCH_TOOL = "search_memories"
+"""The memory tool's name (mtl_graph/graph/memory_tool.py)."""
+RECORDING_TOOLS = ("bash", "submit", SEARCH_TOOL)
+"""Our tools: each one's artifact is the Step it recorded."""
+
+
+def recorded_step(message: Any) -> dict[str, Any] | None:
+    """The step one of our tools recorded, from its tool message (the artifact), or None. Only our tools' messages
+    count: a tool of the agent's own may return any dict as its artifact (a file it read, say), and that is never
+    taken for a recorded step or for what a re-retrieval found."""
+    if not isinstance(message, ToolMessage) or message.name not in RECORDING_TOOLS:
+        return None
+    artifact = message.artifact
+    return artifact if isinstance(artifact, dict) and artifact.get("tool") == message.name else None
+
 
 WORKSPACE_BASE = "mtl_workspace_base"
 """configurable key: when set, a run's workspace must be a directory right under it. A served graph sets it (a

@@ -43,7 +43,7 @@ def run_context(scope: MemoryScope | None, base: Any = None) -> Any:
     hold_one_out stays off: the scope already lists the task's domain in exclude_domains when the condition
     holds it out, and a no-holdout condition must not get it back from the graph's default. The lifecycle is off:
     the protocol's conditions retrieve as the research does (top-k by similarity, a frozen pool)."""
-    from mtl_graph.run_settings import MTLContext, as_context, merged
+    from mtl_graph.run_context import MTLContext, as_context, merged
 
     if scope is None:
         fields: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False, "lifecycle": "off"}
@@ -113,7 +113,7 @@ class GraphRunner:
     name = "graph"
 
     def __init__(self, model: ModelSpec, context: Any = None, **settings: Any) -> None:
-        from mtl_graph.run_settings import as_context
+        from mtl_graph.run_context import as_context
 
         self.settings = GraphRunnerSettings(**settings)
         self.context = as_context(context)
@@ -161,7 +161,7 @@ class RemoteRunner:
                  timeout: float = 3600.0, context: Any = None) -> None:
         from langgraph_sdk import get_sync_client
 
-        from mtl_graph.run_settings import MTLContext, as_context, merged
+        from mtl_graph.run_context import MTLContext, as_context, merged
 
         self.url, self.graph_id = url.rstrip("/"), graph_id
         # Sent with every run; the server's graph resolves the model named here.

@@ -205,7 +205,7 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
         raise RunnerUnavailable("give --model PROVIDER:MODEL (graph runner) or --agent oracle|noop (offline)")
     import importlib
 
-    from mtl_graph.run_settings import MTLContext, as_context, merged
+    from mtl_graph.run_context import MTLContext, as_context, merged
 
     shared = merged(as_context(context) or MTLContext(), MTLContext(judge_also=True) if judge_also else None)
     module = importlib.import_module(GRAPH_RUNNER_MODULE)

@@ -1,6 +1,6 @@
-"""The run settings as command-line flags: one set, generated from `RunSettings`, shared by `mtl run` and `mtl demo`.
+"""The run settings as command-line flags: one set, generated from the configuration (`MTLConfig`), shared by `mtl run` and `mtl demo`.
 
-Each field becomes a flag named after it (plus the names in its `Flags` marker), typed after it, with its docstring
+Each run setting becomes a flag named after its flat name (plus the names in its `Flags` marker), typed after it, with its docstring
 as help; a settings model (model_options) becomes one flag per sub-field. Values are read as text and validated by
 the run context model, so a bad value is one error line naming the flag. The flags are built when the command
 line is parsed, not when this module is imported, so importing the CLI stays light."""
@@ -89,7 +89,7 @@ def parameter(spec: FlagSpec, from_env: bool = True) -> inspect.Parameter:
 
 def parse_flags(specs: list[FlagSpec], values: dict[str, Any], context_model: type[BaseModel]) -> Any:
     """The run context of the flags given (None: not given); a bad value raises one SettingsError line."""
-    from mtl_graph.run_settings import SettingsError, describe_error
+    from mtl_graph.run_context import SettingsError, describe_error
 
     data: dict[str, Any] = {}
     for spec in specs:
@@ -124,7 +124,7 @@ class RunSettingsCommand:
 
     @cached_property
     def specs(self) -> list[FlagSpec]:
-        from mtl_graph.run_settings import RunOverrides
+        from mtl_graph.run_context import RunOverrides
 
         return [spec for spec in flag_specs(RunOverrides) if spec.path[0] not in self.exclude]
 
@@ -140,7 +140,7 @@ class RunSettingsCommand:
 
     def __call__(self, **kwargs: Any) -> Any:
         from mtl_graph.cli.app import fail, settings
-        from mtl_graph.run_settings import MTLContext, RunOverrides, SettingsError, merged
+        from mtl_graph.run_context import MTLContext, RunOverrides, SettingsError, merged
 
         values = {spec.param: kwargs.pop(spec.param, None) for spec in self.specs}
         try:

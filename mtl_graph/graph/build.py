@@ -14,10 +14,10 @@ from mtl_graph.agent.config import AgentConfig
 from mtl_graph.agent.default import DefaultAgent
 from mtl_graph.agent.loop import build_agent, opening_messages, recursion_limit, result_of
 from mtl_graph.core.task import Task
-from mtl_graph.graph.context import MTLConfig, MTLContext
+from mtl_graph.graph.context import MTLConfig, MTLContext, make_config
 from mtl_graph.graph.execute import agent_ended, execute_stage, single_node
 from mtl_graph.graph.memory_tool import SearchGate, memory_tools, uses_tool
-from mtl_graph.graph.pipeline import PIPELINE, make_config, make_nodes, wire
+from mtl_graph.graph.pipeline import PIPELINE, make_nodes, wire
 from mtl_graph.graph.server_policy import ServerPolicy
 from mtl_graph.memory.pool import MemoryPool
 
@@ -66,7 +66,7 @@ class DefaultAgentHost:
 
     def agent(self) -> Any:
         offered = SearchGate(lambda runtime: uses_tool(self.nodes.settings(runtime)))
-        return build_agent(self.config, self.models, settings=self.settings, sandbox_kind=self.nodes.config.sandbox,
+        return build_agent(self.config, self.models, settings=self.settings, sandbox_kind=self.nodes.config.sandbox.kind,
                            context_schema=MTLContext, interrupt_before_tools=self.interrupt,
                            extra_tools=memory_tools(), extra_middleware=[offered])
 

@@ -47,8 +47,8 @@ def write_run(pool: MemoryPool, state: RunState, cfg: MTLConfig, verdict: Verdic
     if cited:
         memories = [m.model_copy(update={"sources": [s.model_copy(update={"cited": cited}) for s in m.sources]})
                     for m in memories]
-    settings = cfg.lifecycle_settings
-    copies = pool.near_copies(memories, shown, settings.near_copy) if cfg.lifecycle == "on" else {}
+    settings = cfg.retrieval.lifecycle_settings
+    copies = pool.near_copies(memories, shown, settings.near_copy) if cfg.retrieval.lifecycle == "on" else {}
     re_extracted = {memories[i].id: source for i, source in copies.items()}
     cited = list(dict.fromkeys([*cited, *copies.values()]))
     results = pool.add_many([m for i, m in enumerate(memories) if i not in copies])

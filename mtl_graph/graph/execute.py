@@ -99,7 +99,7 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
         task = nodes.task(state["task"])
     except ValueError as exc:  # a thread update put a task there that the server's policy refuses
         return {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
-    workspace = workspace_path(nodes.config.workspace_root, config, state.get("run_id"), task.id)
+    workspace = workspace_path(nodes.config.sandbox.workspace_root, config, state.get("run_id"), task.id)
     try:
         if needs_model:
             nodes.model_for(runtime)  # a run without a usable model ends here, with the model's own message
@@ -107,7 +107,7 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
         return {"workspace": str(workspace), **failure(ErrorKind.MODEL, f"{type(exc).__name__}: {exc}")}
     if not resumable():
         OPEN.add(workspace)
-    return prepare_workspace(task, workspace, nodes.config.sandbox)
+    return prepare_workspace(task, workspace, nodes.config.sandbox.kind)
 
 
 def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any]:
@@ -174,7 +174,7 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
             return {}, {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
         configurable = {**(config.get("configurable") or {}), **hooks, MEMORY_KEY: state.memory_block}
         if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says
-            configurable[WORKSPACE_BASE] = str(workspace_base(nodes.config.workspace_root))
+            configurable[WORKSPACE_BASE] = str(workspace_base(nodes.config.sandbox.workspace_root))
         return {**config, "configurable": configurable, "recursion_limit": limit}, {}
 
     def durability(config: RunnableConfig) -> Any:
@@ -186,7 +186,7 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
             task = nodes.task(state.task)
         except ValueError:  # a task the run never had: no workspace was made for it
             return
-        registry.release(workspace_path(nodes.config.workspace_root, config, state.run_id, task.id))
+        registry.release(workspace_path(nodes.config.sandbox.workspace_root, config, state.run_id, task.id))
 
     @timed("execute")
     def execute(state: RunState, config: RunnableConfig) -> dict[str, Any]:

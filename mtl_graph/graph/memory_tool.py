@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from mtl_graph.agent.tools import tell_step
+from mtl_graph.agent.tools import SEARCH_TOOL, recorded_step, tell_step
 from mtl_graph.core.task import Task
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.graph import events
@@ -29,7 +29,6 @@ from mtl_graph.graph.refresh import exclusions, retrieved_record
 from mtl_graph.graph.support import prompt
 from mtl_graph.memory.fence import fence_memories
 
-SEARCH_TOOL = "search_memories"
 MAX_K = 10
 """Most memories one search returns, whatever the agent asks."""
 MAX_QUERY = 2000
@@ -47,12 +46,13 @@ class SearchArgs(BaseModel):
 
 def uses_tool(cfg: MTLConfig) -> bool:
     """Whether the run offers the agent search_memories."""
-    return cfg.retrieval in ("tool", "both") and cfg.memory_type != "none" and cfg.search_budget > 0
+    retrieval = cfg.retrieval
+    return retrieval.mode in ("tool", "both") and retrieval.memory_type != "none" and retrieval.search_budget > 0
 
 
 def injects(cfg: MTLConfig) -> bool:
     """Whether the run puts its top-k memories in the agent's prompt before it starts."""
-    return cfg.retrieval in ("inject", "both")
+    return cfg.retrieval.mode in ("inject", "both")
 
 
 def search_steps(steps: Iterable[Step]) -> list[Step]:
@@ -79,9 +79,9 @@ def search_trace(trajectory: Trajectory | None) -> list[dict[str, Any]]:
 def _searches_in(messages: Iterable[BaseMessage]) -> list[Step]:
     out = []
     for m in messages:
-        if isinstance(m, ToolMessage) and m.name == SEARCH_TOOL and isinstance(m.artifact, dict):
+        if (recorded := recorded_step(m)) is not None and recorded["tool"] == SEARCH_TOOL:
             try:
-                out.append(Step.model_validate(m.artifact))
+                out.append(Step.model_validate(recorded))
             except ValueError:
                 continue
     return out
@@ -116,16 +116,16 @@ class RunSearch:
         step = Step(action=text or "(no query)", tool=SEARCH_TOOL, args={"query": text, "k": k, "found": []})
         if not text:
             return self._told(step, "search_memories needs a query: describe the problem or the error.")
-        if self.searches >= self.cfg.search_budget:
-            return self._told(step, f"No searches left: this run's {self.cfg.search_budget} are spent. Work with "
-                                    f"what you have.")
+        budget = self.cfg.retrieval.search_budget
+        if self.searches >= budget:
+            return self._told(step, f"No searches left: this run's {budget} are spent. Work with what you have.")
         try:
-            want = min(MAX_K, max(1, int(k))) if k is not None else max(1, min(MAX_K, self.cfg.top_k or 3))
+            want = min(MAX_K, max(1, int(k))) if k is not None else max(1, min(MAX_K, self.cfg.retrieval.top_k or 3))
         except (TypeError, ValueError):
             return self._told(step, f"k must be a whole number from 1 to {MAX_K}, not {str(k)[:40]!r}.")
         step.args["k"] = want
         try:
-            found = self.pool.retrieve(text, type=self.cfg.memory_type, k=want + len(self.shown),
+            found = self.pool.retrieve(text, type=self.cfg.retrieval.memory_type, k=want + len(self.shown),
                                        lifecycle=lifecycle_of(self.cfg), **exclusions(self.task, self.cfg))
         except Exception as exc:  # a search is a help: its failure is told, never the end of the run
             events.warning(f"memory search failed: {exc}")
@@ -137,7 +137,7 @@ class RunSearch:
         events.retrieved(records, refresh=False)
         events.emit("memory_search", query=text, hop=hop, found=[r["id"] for r in records],
                     floor=found.trace().get("floor"))
-        left = self.cfg.search_budget - hop
+        left = self.cfg.retrieval.search_budget - hop
         if not fresh:
             return self._told(step, f"No memory matches {text[:200]!r} (memories shown before are not repeated). "
                                     f"{left} search(es) left.")
@@ -146,7 +146,8 @@ class RunSearch:
         step.args["found"] = [r["id"] for r in records]
         if self.record is not None:
             self.record(step.args["found"])
-        fenced = fence_memories([h.memory for h in fresh], start=start, observation_chars=self.cfg.observation_chars)
+        fenced = fence_memories([h.memory for h in fresh], start=start,
+                                observation_chars=self.cfg.retrieval.observation_chars)
         numbers = f"Memory {start}" + (f" to {start + len(fresh) - 1}" if len(fresh) > 1 else "")
         body = prompt("memory_search", query=text[:200], found=numbers, first=start, boundary=fenced.boundary,
                       memories=fenced.text, searches_left=f"Searches left in this run: {left}.")

@@ -88,9 +88,9 @@ class MTLNodes(Sealed):
         # The run's context names a model per run; it wins over the graph's default.
         cfg = self.settings(runtime)
         if self.policy is not None:  # checked at every use: a resumed run may bring another context
-            self.policy.check_model(getattr(runtime, "context", None), self.config.model or self.model,
-                                    self.config.model_options.base_url)
-        return chat_model(cfg.model or self.model, cfg.model_options)
+            self.policy.check_model(getattr(runtime, "context", None), self.config.model.name or self.model,
+                                    self.config.model.options.base_url)
+        return chat_model(cfg.model.name or self.model, cfg.model.options)
 
     def task(self, value: Any) -> Task:
         """The run's task from its input or state; a served graph's policy checks it every time (a client may
@@ -102,7 +102,7 @@ class MTLNodes(Sealed):
         path = state.workspace
         if path is None or self.policy is None:
             return path
-        return self.policy.workspace(path, workspace_base(self.config.workspace_root))
+        return self.policy.workspace(path, workspace_base(self.config.sandbox.workspace_root))
 
     def agent_for(self, cfg: MTLConfig) -> Any:
         """The agent with this run's agent settings (a DefaultAgent is rebuilt only when the run changes one, once
@@ -116,7 +116,8 @@ class MTLNodes(Sealed):
     def memory_refresh(self, task: Task, state: RunState, runtime: Any) -> MemoryRefresh | None:
         """This run's mid-run re-retrieval (after the first failing test run), when the run asks for it."""
         cfg = self.settings(runtime)
-        if not cfg.re_retrieve or cfg.memory_type == "none" or cfg.top_k == 0 or uses_tool(cfg):
+        wanted = cfg.retrieval
+        if not wanted.re_retrieve or wanted.memory_type == "none" or wanted.top_k == 0 or uses_tool(cfg):
             return None  # a run that offers search_memories searches for itself
         return MemoryRefresh(self.pool_of(cfg), cfg, task, [r["id"] for r in state.retrieved])
 
@@ -124,7 +125,7 @@ class MTLNodes(Sealed):
         """The pool (MTL_POOL's when the graph was built without one), in the run's namespace when its settings
         name one (a served graph checks that its policy allows it)."""
         pool = self._services.pools.get()
-        namespace = cfg.namespace if cfg is not None else None
+        namespace = cfg.retrieval.namespace if cfg is not None else None
         if namespace is None or namespace == pool.namespace:
             return pool
         if self.policy is not None:
@@ -140,11 +141,11 @@ class MTLNodes(Sealed):
         """persistent=False for a sandbox that runs a command or two (the check): a persistent bwrap's first
         command costs ~145 ms (bwrap and its runner starting), one bwrap per command ~12 ms."""
         config = None if persistent else SandboxConfig(bwrap_persistent=False)
-        return make_sandbox(self.config.sandbox, Path(workspace), config)
+        return make_sandbox(self.config.sandbox.kind, Path(workspace), config)
 
     def new_workspace(self, task: Task) -> Path:
         """A fresh directory for one run (closed after write back, removed unless keep_workspaces)."""
-        return new_workspace(self.config.workspace_root, task.id)
+        return new_workspace(self.config.sandbox.workspace_root, task.id)
 
     # ------------------------------------------------------------------ nodes
     @timed("plan", starts_run=True)
@@ -160,10 +161,11 @@ class MTLNodes(Sealed):
         own = getattr(self.agent, "config", None)  # the default agent's: text mode cannot call a tool
         text_mode = isinstance(own, AgentConfig) and self.agent_settings(runtime).action_format != "tool_calls"
         if uses_tool(cfg) and text_mode:
-            return {**update, **failure(ErrorKind.INVALID_SETTINGS, f"retrieval {cfg.retrieval!r} needs "
+            return {**update, **failure(ErrorKind.INVALID_SETTINGS, f"retrieval {cfg.retrieval.mode!r} needs "
                                         f"action_format 'tool_calls': a text-mode agent cannot call search_memories")}
-        if not formats.uses_plan(cfg.memory_type) or cfg.top_k == 0 or not injects(cfg):  # the task text is the query
-            query = formats.query_for(cfg.memory_type, task.instruction)  # (behind the format's prefix, if any)
+        memory_type = cfg.retrieval.memory_type
+        if not formats.uses_plan(memory_type) or cfg.retrieval.top_k == 0 or not injects(cfg):  # the task is the query
+            query = formats.query_for(memory_type, task.instruction)  # (behind the format's prefix, if any)
             events.emit("plan", query=query)
             return {**update, "query": query}
         try:
@@ -176,7 +178,7 @@ class MTLNodes(Sealed):
         problems = plan_problems(plan, prompt("plan", instruction=""))
         if plan and problems:  # a model that echoes the prompt would retrieve by our own instructions
             events.warning(f"plan unusable ({'; '.join(problems)}); retrieving with the task text")
-        query = ("" if problems else plan.strip()[: cfg.plan_max_chars]) or task.instruction
+        query = ("" if problems else plan.strip()[: cfg.retrieval.plan_max_chars]) or task.instruction
         events.emit("plan", query=query)
         return {**update, "query": query}
 
@@ -184,31 +186,32 @@ class MTLNodes(Sealed):
     def retrieve(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Top-k memories of the chosen format; never from the same task, optionally not from its domain."""
         cfg = self.settings(runtime)
-        if self.policy is not None and cfg.namespace is not None:  # refused before the run reads or writes it
+        if self.policy is not None and cfg.retrieval.namespace is not None:  # refused before the run reads or writes it
             try:
                 self.pool_of(cfg)
             except PolicyError as exc:
                 return {**failure(ErrorKind.REFUSED, str(exc)), "retrieved": [], "memory_block": ""}
-        if cfg.memory_type == "none" or cfg.top_k == 0 or not injects(cfg):
+        if cfg.retrieval.memory_type == "none" or cfg.retrieval.top_k == 0 or not injects(cfg):
             return {"retrieved": [], "memory_block": ""}
         try:
             task = self.task(state.task)
         except PolicyError as exc:
             return {**failure(ErrorKind.INVALID_TASK, str(exc)), "retrieved": [], "memory_block": ""}
         try:
-            found = self.pool_of(cfg).retrieve(state.query or "", type=cfg.memory_type, k=cfg.top_k,
-                                          lifecycle=lifecycle_of(cfg), **exclusions(task, cfg))
+            found = self.pool_of(cfg).retrieve(state.query or "", type=cfg.retrieval.memory_type,
+                                               k=cfg.retrieval.top_k, lifecycle=lifecycle_of(cfg),
+                                               **exclusions(task, cfg))
         except Exception as exc:
             return {**failure(ErrorKind.RETRIEVAL, str(exc)), "retrieved": [], "memory_block": ""}
         retrieved = [retrieved_record(h) for h in found.hits]
         if self.served is not None:
             self.served.retrieved(state.run_id, [r["id"] for r in retrieved])
-        trace = {**found.trace(), "lifecycle": cfg.lifecycle}
+        trace = {**found.trace(), "lifecycle": cfg.retrieval.lifecycle}
         events.retrieved(retrieved)
         events.emit("retrieval", **trace)
         if not found.hits:
             events.emit("no_memory_applies", floor=trace["floor"], candidates=len(found.candidates))
-        block = memory_block([h.memory for h in found.hits], cfg.observation_chars) if found.hits else ""
+        block = memory_block([h.memory for h in found.hits], cfg.retrieval.observation_chars) if found.hits else ""
         return {"retrieved": retrieved, "memory_block": block, "retrieval": trace}
 
     @timed("judge")
@@ -232,7 +235,7 @@ class MTLNodes(Sealed):
             except Exception as exc:  # the check could not run: that says nothing about the agent's work
                 update.update(failure(ErrorKind.CHECK, f"{type(exc).__name__}: {exc}"))
                 verdict = Verdict.infrastructure_error(update["error"])
-            if self.settings(runtime).judge_also and not verdict.is_error:  # the model never sees the test verdict
+            if self.settings(runtime).loop.judge_also and not verdict.is_error:  # the model never sees the test verdict
                 update["judge_verdict"] = self._llm_verdict(trajectory, runtime).model_dump(mode="json")
         else:
             verdict = self._llm_verdict(trajectory, runtime)
@@ -264,9 +267,10 @@ class MTLNodes(Sealed):
         """Turn the run into memories (success or failure prompts by verdict); secrets redacted first. A suspect
         run (its solution reached into the test run) teaches nothing: it is distilled into no memory."""
         cfg = self.settings(runtime)
-        if not cfg.online or state.trajectory is None or (state.verdict is not None and state.verdict.suspicions):
+        if not cfg.loop.online or state.trajectory is None or (state.verdict is not None and state.verdict.suspicions):
             return {"distilled": [], "distill_failures": []}
-        wanted = cfg.distill_formats or ([cfg.memory_type] if cfg.memory_type != "none" else ["insight"])
+        retrieved = cfg.retrieval.memory_type
+        wanted = cfg.loop.distill_formats or ([retrieved] if retrieved != "none" else ["insight"])
         trajectory = state.trajectory
         model = None
         if formats.needs_model(wanted):
@@ -297,7 +301,7 @@ class MTLNodes(Sealed):
         if verdict is not None and verdict.is_error and "judge" not in state.timings:
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
-            if cfg.online and not state.error:
+            if cfg.loop.online and not state.error:
                 update.update(write_run(self.pool_of(cfg), state, cfg, verdict, self.served))
         except Exception as exc:
             update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
@@ -340,18 +344,18 @@ class MTLNodes(Sealed):
             task = self.task(state.task)
         except ValueError:  # a task the run never had: no workspace was made for it
             return None
-        path = workspace_path(self.config.workspace_root, config, state.run_id, task.id)
+        path = workspace_path(self.config.sandbox.workspace_root, config, state.run_id, task.id)
         return str(path) if path.exists() else None
 
     def _log(self, state: RunState, cfg: MTLConfig, update: dict[str, Any], verdict: Verdict | None) -> None:
         from mtl_graph.settings import get_settings
 
-        path = cfg.run_log or Path(get_settings().run_log)
+        path = cfg.loop.run_log or Path(get_settings().run_log)
         task = state.task if isinstance(state.task, dict) else {"id": str(state.task)}
         trajectory = state.trajectory.model_dump(mode="json") if state.trajectory is not None else {
             "task": {k: task.get(k) for k in ("id", "domain", "instruction") if task.get(k) is not None}}
         append_run_log(path, {
-            "record": "run", **trajectory, "run_id": state.run_id, "memory_type": cfg.memory_type,
+            "record": "run", **trajectory, "run_id": state.run_id, "memory_type": cfg.retrieval.memory_type,
             "verdict": verdict.model_dump(mode="json") if verdict else None,
             "tests_modified": verdict.tests_modified if verdict else [],
             "dropped": verdict.dropped if verdict else [], "suspicions": verdict.suspicions if verdict else [],
@@ -371,7 +375,7 @@ class MTLNodes(Sealed):
         except PolicyError as exc:  # a thread update named a directory of the server's: it is left alone
             events.warning(f"not removed: {exc}")
             return
-        close_workspace(workspace, keep=self.config.keep_workspaces)
+        close_workspace(workspace, keep=self.config.sandbox.keep_workspaces)
 
 
 def run_outcome(verdict: Verdict | None, error: str | None) -> str | None:

@@ -9,15 +9,13 @@ from typing import Any, Callable, Sequence
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, ValidationError
 
 from mtl_graph.chat import check_model
-from mtl_graph.graph.context import MTLConfig, MTLContext, SettingsError
+from mtl_graph.graph.context import MTLConfig, MTLContext, make_config  # noqa: F401 - the factories' config
 from mtl_graph.graph.nodes import MTLNodes
 from mtl_graph.graph.review import review
 from mtl_graph.graph.services import StageServices
 from mtl_graph.graph.state import MTLInput, MTLOutput, RunState, apply_update
-from mtl_graph.run_settings import describe_error
 
 PIPELINE = ("plan", "retrieve", "execute", "judge", "distill", "write_back")
 
@@ -26,27 +24,6 @@ def default_distiller(trajectory: Any, formats: Sequence[str], model: BaseChatMo
     from mtl_graph.experience.distill import distill
 
     return distill(trajectory, list(formats), model)
-
-
-def make_config(config: MTLConfig | None = None, **settings: Any) -> MTLConfig:
-    """The build-time configuration every factory takes: `config` (default: `MTLConfig()`) with `settings` over
-    it, nested settings (model_options, lifecycle_settings) merged field by field; None leaves a setting as it is.
-    An unknown name or a bad value is one `SettingsError` line."""
-    base = config if config is not None else MTLConfig()
-    if not isinstance(base, MTLConfig):
-        raise SettingsError(f"config must be an MTLConfig, not {type(base).__name__}")
-    data = base.model_dump()
-    for name, value in settings.items():
-        if value is None and name in MTLConfig.model_fields and MTLConfig.model_fields[name].default is not None:
-            continue  # "not given" for a setting that is never None (a list, a number)
-        if isinstance(value, BaseModel):
-            value = value.model_dump(exclude_unset=True)
-        current = data.get(name)
-        data[name] = {**current, **value} if isinstance(current, dict) and isinstance(value, dict) else value
-    try:
-        return MTLConfig.model_validate(data)
-    except ValidationError as exc:
-        raise SettingsError(f"build settings: {describe_error(exc, lambda loc: '.'.join(map(str, loc)))}") from None
 
 
 def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
@@ -58,7 +35,7 @@ def make_nodes(pool: Any, model: Any, agent: Any, judge: Any, distiller: Any, co
     A model given here is checked now (provider, package, API key, options): a factory with a model it cannot use
     raises `ModelNotConfigured` in one line instead of building a graph whose every run ends in an error."""
     if model is not None:
-        check_model(model, config.model_options)
+        check_model(model, config.model.options)
     return MTLNodes(StageServices.of(pool, model, agent, judge, distiller or default_distiller, config, policy))
 
 
@@ -102,7 +79,7 @@ def wire(nodes: MTLNodes, execute: Any, checkpointer: Any, store: Any, name: str
 
     def review_or_write_back(state: RunState, runtime: Runtime[MTLContext]) -> str:
         """A person reviews the proposed memories first when the run asks for it (`review_memories`)."""
-        wanted = nodes.settings(runtime).review_memories and state.distilled
+        wanted = nodes.settings(runtime).loop.review_memories and state.distilled
         return "review" if wanted else "write_back"
 
     graph.add_conditional_edges("distill", review_or_write_back, ["review", "write_back"])

@@ -24,17 +24,18 @@ TEST_COMMAND = re.compile(
 def exclusions(task: Task, cfg: MTLConfig) -> dict[str, Any]:
     """The retrieval filters every search of a run shares (hold-one-out or same-domain, contamination guard,
     subsets), and how it ranks. Hold-one-out with same-domain would leave nothing to retrieve: a SettingsError."""
-    if cfg.same_domain and cfg.hold_one_out:
-        from mtl_graph.run_settings import SettingsError
+    retrieval = cfg.retrieval
+    if retrieval.same_domain and retrieval.hold_one_out:
+        from mtl_graph.run_context import SettingsError
 
         raise SettingsError("same_domain and hold_one_out exclude each other: one keeps only the task's own "
                             "domain, the other leaves it out")
     return {
-        "retriever": cfg.retriever,
-        "exclude_domains": [*cfg.exclude_domains, *([task.domain] if cfg.hold_one_out else [])],
-        "exclude_task_ids": [task.id, *cfg.exclude_task_ids],
-        "only_ids": cfg.only_ids,
-        "domain": task.domain if cfg.same_domain else None,
+        "retriever": retrieval.retriever,
+        "exclude_domains": [*retrieval.exclude_domains, *([task.domain] if retrieval.hold_one_out else [])],
+        "exclude_task_ids": [task.id, *retrieval.exclude_task_ids],
+        "only_ids": retrieval.only_ids,
+        "domain": task.domain if retrieval.same_domain else None,
     }
 
 
@@ -59,16 +60,16 @@ class MemoryRefresh:
         self.used = True
         query = f"{self.task.instruction[:1500]}\n\nA test run failed with:\n{step.observation[-1000:]}"
         try:
-            found = self.pool.retrieve(query, type=self.cfg.memory_type, k=self.cfg.top_k + len(self.already),
-                                       lifecycle=lifecycle_of(self.cfg), **exclusions(self.task, self.cfg)).hits
+            found = self.pool.retrieve(query, type=self.cfg.retrieval.memory_type,
+                                       k=self.cfg.retrieval.top_k + len(self.already), lifecycle=lifecycle_of(self.cfg), **exclusions(self.task, self.cfg)).hits
         except Exception as exc:  # a refresh is a bonus: never let it end the run
             events.warning(f"re-retrieval failed: {exc}")
             return None
-        fresh = [h for h in found if h.memory.id not in self.already][: self.cfg.top_k]
+        fresh = [h for h in found if h.memory.id not in self.already][: self.cfg.retrieval.top_k]
         if not fresh:
             return None
         self.hits = [retrieved_record(h) for h in fresh]
         events.retrieved(self.hits, refresh=True)
         fenced = fence_memories([h.memory for h in fresh], start=len(self.already) + 1,
-                                observation_chars=self.cfg.observation_chars)
+                                observation_chars=self.cfg.retrieval.observation_chars)
         return prompt("memory_refresh", memories=fenced.text, boundary=fenced.boundary)

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from mtl_graph.chat import SCRIPTED_PREFIX
-from mtl_graph.run_settings import MAX_SHOWN, SettingsError, as_context
+from mtl_graph.run_context import MAX_SHOWN, SettingsError, as_context
 from mtl_graph.core.task import INSTRUCTIONS_FILE, METADATA_FILE, Task
 from mtl_graph.core.errors import MTLError
 

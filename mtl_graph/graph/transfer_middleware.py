@@ -94,7 +94,7 @@ class MemoryTransferMiddleware(AgentMiddleware):
         """The task's files in the run's workspace and its setup run in the run's sandbox (registered for the tools)."""
         own = self.workspace is None
         workspace = self.nodes.new_workspace(task) if own else self.workspace
-        return {**prepare_workspace(task, workspace, self.nodes.config.sandbox), "own_workspace": own}
+        return {**prepare_workspace(task, workspace, self.nodes.config.sandbox.kind), "own_workspace": own}
 
     async def abefore_agent(self, state: MemoryTransferState, runtime: Any) -> dict[str, Any] | None:
         # The pool, the planner and the setup block: off the event loop (a LangGraph server raises otherwise).

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 from langgraph.config import get_config
@@ -29,7 +29,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from pydantic import ValidationError
 
-from mtl_graph.agent.tools import ON_STEP_KEY
+from mtl_graph.agent.tools import ON_STEP_KEY, recorded_step
 from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.task import Task
 from mtl_graph.core.trajectory import Step, Trajectory
@@ -77,8 +77,7 @@ def _trajectory(messages: list[Any], task: Task, agent: Any) -> tuple[Trajectory
 
     trajectory = trajectory_from_messages(messages, task=task.ref())
     trajectory.model = trajectory.model or model_name(agent)
-    recorded = {m.tool_call_id: m.artifact for m in messages
-                if isinstance(m, ToolMessage) and isinstance(m.artifact, dict) and "action" in m.artifact}
+    recorded = {m.tool_call_id: step for m in messages if (step := recorded_step(m)) is not None}
     calls = [c.get("id") for m in messages if isinstance(m, AIMessage) for c in [*m.tool_calls, *m.invalid_tool_calls]]
     if len(calls) != len(trajectory.steps):  # the importer's order is not this one: keep its steps
         return trajectory, [s for s in trajectory.steps if s.tool not in ("bash", "submit", SEARCH_TOOL)]
@@ -141,14 +140,14 @@ class GraphAgentHost:
 
     def _run(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         """Invoke the wrapped graph; its interrupts go up to the caller."""
-        sandbox_for(state["workspace"], self.nodes.config.sandbox)  # a run resumed in a new process opens it here
+        sandbox_for(state["workspace"], self.nodes.config.sandbox.kind)  # a run resumed in a new process opens it here
         try:
             return self._result(self.agent_graph.invoke({"messages": state["messages"]}, self._config(state, config)))
         except Exception as exc:
             return self._failed(exc, config)
 
     async def _arun(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        await asyncio.to_thread(sandbox_for, state["workspace"], self.nodes.config.sandbox)
+        await asyncio.to_thread(sandbox_for, state["workspace"], self.nodes.config.sandbox.kind)
         try:
             result = await self.agent_graph.ainvoke({"messages": state["messages"]}, self._config(state, config))
         except Exception as exc:

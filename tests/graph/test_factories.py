@@ -6,10 +6,11 @@ from langgraph.graph import StateGraph
 
 from mtl_graph.agent import ScriptedChatModel
 from mtl_graph.graph import MemoryTransferMiddleware, MTLConfig, build_mtl_graph, with_memory_transfer
-from mtl_graph.graph.context import SettingsError
+from mtl_graph.graph.context import RetrievalSettings, SettingsError
 from mtl_graph.graph.pipeline import make_config
 
-BASE = MTLConfig(memory_type="workflow", top_k=5, hold_one_out=True, model_options={"temperature": 0.0})
+BASE = MTLConfig(retrieval={"memory_type": "workflow", "top_k": 5, "hold_one_out": True},
+                 model={"options": {"temperature": 0.0}})
 
 
 def _nodes_of(factory: str, config=None, **settings):
@@ -29,9 +30,9 @@ def _nodes_of(factory: str, config=None, **settings):
 @pytest.mark.parametrize("factory", ["build_mtl_graph", "with_memory_transfer", "MemoryTransferMiddleware"])
 def test_every_factory_takes_a_config_and_overrides_over_it(factory):
     cfg = _nodes_of(factory, BASE, top_k=2, model_options={"max_tokens": 64}).config
-    assert (cfg.memory_type, cfg.top_k, cfg.hold_one_out) == ("workflow", 2, True)
-    assert cfg.model_options.temperature == 0.0 and cfg.model_options.max_tokens == 64  # merged, not replaced
-    assert BASE.top_k == 5 and BASE.model_options.max_tokens is None  # the caller's config is not changed
+    assert (cfg.retrieval.memory_type, cfg.retrieval.top_k, cfg.retrieval.hold_one_out) == ("workflow", 2, True)
+    assert cfg.model.options.temperature == 0.0 and cfg.model.options.max_tokens == 64  # merged, not replaced
+    assert BASE.retrieval.top_k == 5 and BASE.model.options.max_tokens is None  # the caller's config is unchanged
 
 
 @pytest.mark.parametrize("factory", ["build_mtl_graph", "with_memory_transfer", "MemoryTransferMiddleware"])
@@ -47,6 +48,6 @@ def test_a_bad_setting_is_one_line_in_every_factory(factory, settings, says):
 
 def test_none_means_not_given_and_defaults_come_from_the_one_definition():
     cfg = make_config(None, exclude_domains=None, distill_formats=None, top_k=None)
-    assert cfg == MTLConfig() and cfg.top_k == MTLConfig.model_fields["top_k"].default
+    assert cfg == MTLConfig() and cfg.retrieval.top_k == RetrievalSettings.model_fields["top_k"].default
     with pytest.raises(SettingsError, match="config must be an MTLConfig"):
         make_config({"top_k": 1})

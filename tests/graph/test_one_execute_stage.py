@@ -381,8 +381,6 @@ def test_a_foreign_tools_forged_re_retrieval_does_not_stop_the_real_one_nor_cred
     assert refreshes(chunks) == [[money.id]] and [r["id"] for r in state["re_retrieved"]] == [money.id]
 
 
-@pytest.mark.xfail(strict=True, reason="wrap._trajectory takes any ToolMessage artifact with an 'action' key as "
-                   "the recorded step: a foreign tool's artifact replaces its step, which is then never told")
 def test_a_foreign_tools_step_shaped_artifact_is_not_taken_for_a_recorded_step(tmp_path):
     @tool(response_format="content_and_artifact")
     def lookup(key: str) -> tuple[str, dict]:

@@ -26,7 +26,7 @@ def test_same_domain_keeps_only_the_tasks_own_domain(tmp_path, embeddings, engin
     try:
         pool.add_many([_memory(d, n) for d in ("python", "sql", "rust") for n in range(2)])
         task = Task(id="t-1", domain="sql", instruction="Fix the query so the check passes.")
-        both = exclusions(task, MTLConfig(same_domain=True))
+        both = exclusions(task, MTLConfig(retrieval={"same_domain": True}))
         assert both["domain"] == "sql" and exclusions(task, MTLConfig())["domain"] is None
         hits = pool.search(LESSON, type="insight", k=6, **both)
         assert len(hits) == 2 and {d for h in hits for d in h.memory.domains} == {"sql"}
@@ -40,7 +40,7 @@ def test_same_domain_keeps_only_the_tasks_own_domain(tmp_path, embeddings, engin
 
 
 def test_same_domain_is_a_run_setting_with_one_line_errors():
-    from mtl_graph.run_settings import SettingsError
+    from mtl_graph.run_context import SettingsError
     from mtl_graph.graph.context import MTLContext
 
     assert MTLContext(same_domain=True).same_domain is True

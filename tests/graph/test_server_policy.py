@@ -15,7 +15,7 @@ import pytest
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.graph import build_mtl_graph
 from mtl_graph.graph.server_policy import PolicyError, ServerPolicy
-from mtl_graph.run_settings import MTLContext, SettingsError
+from mtl_graph.run_context import MTLContext, SettingsError
 from mtl_graph.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -91,7 +91,7 @@ def test_the_services_cannot_be_changed_after_the_build(pool):
         nodes.services.pools._pool = None  # the lazy pool's owner is sealed too
     with pytest.raises(AttributeError, match="cannot be changed"):
         del nodes.services.pools._views
-    assert nodes.pool is pool and nodes.pool_of() is pool and nodes.config.top_k == make_config().top_k
+    assert nodes.pool is pool and nodes.pool_of() is pool and nodes.config.retrieval.top_k == make_config().retrieval.top_k
 
 
 def test_a_served_graph_keeps_its_own_ledger(pool):
@@ -114,7 +114,7 @@ def test_every_node_of_a_run_gets_the_one_settings_object(seen, pool, tmp_path):
     [objects] = seen.by_context().values()
     assert len(objects) == 1 and len(seen.given) >= 6  # every stage asked; all got the one object
     cfg = seen.given[0][1]
-    assert cfg.top_k == 1 and cfg.memory_type == "insight"
+    assert cfg.retrieval.top_k == 1 and cfg.retrieval.memory_type == "insight"
     nodes = seen.given[0][2]
     assert nodes.agent_settings(Runtime(context=context)) is nodes.agent_settings(Runtime(context=context))
     assert seen.resolved == 1
@@ -178,7 +178,7 @@ def test_two_runs_at_once_through_one_graph_each_get_their_own_settings(seen, po
     by_context = seen.by_context()
     assert set(by_context) == {id(c) for c in contexts} and all(len(ids) == 1 for ids in by_context.values())
     for context, cfg, _ in seen.given:
-        assert cfg.memory_type == ("insight" if context is contexts[0] else "none")
+        assert cfg.retrieval.memory_type == ("insight" if context is contexts[0] else "none")
 
 
 # ---------------------------------------------------------------------- contexts of other hosts
@@ -187,11 +187,11 @@ def test_a_host_s_dict_context_is_resolved_once_per_dict(seen, pool):
     context = {"top_k": 2, "user_id": "u-1", "thread_settings": {"theme": "dark"}}  # an agent's own keys too
     runtime = Runtime(context=context)
     cfg = nodes.settings(runtime)
-    assert cfg.top_k == 2 and nodes.settings(runtime) is cfg and seen.resolved == 1
+    assert cfg.retrieval.top_k == 2 and nodes.settings(runtime) is cfg and seen.resolved == 1
     other = nodes.settings(Runtime(context=dict(context)))  # an equal dict is another run's
     assert other == cfg and other is not cfg and seen.resolved == 2
     context["top_k"] = 4
-    assert nodes.settings(runtime).top_k == 4 and seen.resolved == 3
+    assert nodes.settings(runtime).retrieval.top_k == 4 and seen.resolved == 3
     context["user_id"] = "u-2"  # not ours: the settings stay what they were
     assert nodes.settings(runtime) is nodes.settings(runtime) and seen.resolved == 3
     assert nodes.settings(None) is nodes.config and nodes.settings(Runtime(context=None)) is nodes.config

@@ -12,11 +12,11 @@ TASK = str(ROOT / "examples/tasks/slugify")
 
 def test_the_context_form_is_the_run_settings(server):  # noqa: F811
     client, _ = server
-    from mtl_graph.run_settings import RunSettings
+    from mtl_graph.run_context import RUN_SETTINGS
 
     mtl = next(a for a in client.assistants.search() if a["graph_id"] == "mtl")
     form = client.assistants.get_schemas(mtl["assistant_id"])["context_schema"]["properties"]
-    assert set(form) == set(RunSettings.model_fields)
+    assert set(form) == set(RUN_SETTINGS)
     assert all(form[name]["description"] for name in form)
     assert form["top_k"]["description"] == "How many memories to retrieve."
 

@@ -81,7 +81,7 @@ def test_a_registered_format_is_a_choice_everywhere(toy: MemoryFormat) -> None:
     from mtl_graph.graph.pool_view import PoolQuery
 
     assert formats.names() == [*BUILT_IN, "toy"] and memory_type_of(" Toy ").value == "toy" == MemoryType("toy")
-    assert MTLContext(memory_type="toy").memory_type == "toy" and MTLConfig(distill_formats=["toy"]).distill_formats
+    assert MTLContext(memory_type="toy").memory_type == "toy" and MTLConfig(loop={"distill_formats": ["toy"]}).loop.distill_formats
     assert PoolQuery(format="toy").format == "toy"
     form = build_mtl_graph(None, None).get_context_jsonschema()["properties"]["memory_type"]  # Studio's form
     assert "toy" in json.dumps(form) and "none" in json.dumps(form)
