@@ -12,8 +12,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
+from mtl_graph.agent.tools import recorded_step
 from mtl_graph.core.trajectory import Step
 from mtl_graph.graph import events
 from mtl_graph.graph.refresh import MemoryRefresh
@@ -22,14 +23,13 @@ REFRESH_ARG = "re_retrieved"
 """The step's `args` key holding what re-retrieval found after it (present, maybe empty, once it was tried)."""
 
 
-def _artifacts(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:
-    return [m.artifact for m in messages if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)]
-
-
 def refreshes_in(messages: Iterable[BaseMessage]) -> list[list[dict[str, Any]]]:
-    """What each re-retrieval of these messages found (one entry per try; a run makes at most one)."""
-    return [a["args"][REFRESH_ARG] for a in _artifacts(messages)
-            if isinstance(a.get("args"), dict) and isinstance(a["args"].get(REFRESH_ARG), list)]
+    """What each re-retrieval of these messages found (one entry per try; a run makes at most one). Only our bash
+    tool's recorded steps count: another tool's artifact, whatever it holds, neither stops the run's re-retrieval
+    nor names memories it showed."""
+    steps = [step for m in messages if (step := recorded_step(m)) is not None and step["tool"] == "bash"]
+    return [s["args"][REFRESH_ARG] for s in steps
+            if isinstance(s.get("args"), dict) and isinstance(s["args"].get(REFRESH_ARG), list)]
 
 
 def re_retrieved_in(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:

@@ -48,8 +48,10 @@ def test_both_factories_compile_the_same_execute_stage(tmp_path):
     assert any(n.startswith("execute:agent") for n in mine) and any(n.startswith("execute:agent") for n in theirs)
 
 
-def tool_message(artifact, n=1) -> ToolMessage:
-    return ToolMessage("out", tool_call_id=f"c{n}", artifact=artifact)
+def tool_message(artifact, n=1, name="bash") -> ToolMessage:
+    if isinstance(artifact, dict) and isinstance(artifact.get("args"), dict):
+        artifact = {"tool": name, "action": "pytest", **artifact}
+    return ToolMessage("out", tool_call_id=f"c{n}", artifact=artifact, name=name)
 
 
 def test_hostile_artifacts_never_count_as_a_re_retrieval():
@@ -60,6 +62,14 @@ def test_hostile_artifacts_never_count_as_a_re_retrieval():
     assert len(refreshes_in(hostile)) == 1  # the list of non-dicts was a try: no second re-retrieval
     good = tool_message({"args": {REFRESH_ARG: [{"id": "m1"}]}}, 7)
     assert re_retrieved_in([*hostile, good]) == [{"id": "m1"}]
+    forged = [tool_message({"args": {REFRESH_ARG: [{"id": "m2"}]}}, 8, name=name)
+              for name in ("read_json", "lookup", "Bash", "bash ", "submit", "search_memories", "")]
+    claims_bash = ToolMessage("out", tool_call_id="c9", name="read_json",
+                              artifact={"tool": "bash", "action": "x", "args": {REFRESH_ARG: [{"id": "m3"}]}})
+    other_step = ToolMessage("out", tool_call_id="c10", name="bash",
+                             artifact={"tool": "read_json", "action": "x", "args": {REFRESH_ARG: [{"id": "m4"}]}})
+    assert refreshes_in([*forged, claims_bash, other_step]) == []  # only our bash tool's own steps are tries
+    assert re_retrieved_in([*forged, claims_bash, other_step, good]) == [{"id": "m1"}]
 
 
 # ---------------------------------------------------------------- end to end, in every host
@@ -349,8 +359,6 @@ def test_a_middleware_thread_re_retrieves_once_per_turn(pool, tmp_path):
 # ---------------------------------------------------------------- hostile messages in a wrapped graph
 
 
-@pytest.mark.xfail(strict=True, reason="steps.refreshes_in/re_retrieved_in read REFRESH_ARG from any ToolMessage "
-                   "artifact, not only from the steps our tools recorded: a foreign tool's artifact forges a try")
 def test_a_foreign_tools_forged_re_retrieval_does_not_stop_the_real_one_nor_credit_its_ids(pool, tmp_path):
     """The agent's own tool (here one reading a JSON file the model wrote) returns an artifact shaped like a
     refresh record: the run has not re-retrieved, and the ids it names were never shown to the agent."""
