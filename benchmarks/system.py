@@ -211,7 +211,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--writes", type=int, help="new memories in the write test (default 500; quick: 100)")
     ap.add_argument("--single-adds", type=int, help="single add() calls in a row into the largest pool while it is "
                     "indexed in the background (default 8000; quick: 0 = skipped)")
-    ap.add_argument("--graph-runs", type=int, help="interleaved rounds of the 20-step task (default 5; quick: 1)")
+    ap.add_argument("--graph-runs", type=int, help="interleaved rounds of the 20-step task (default 5; quick: 3)")
     ap.add_argument("--graph-pool", type=int, default=300, help="memories in the graph benchmark's pool")
     ap.add_argument("--sandbox", default="auto", help="sandbox for the task: auto (bwrap when usable), bwrap, local")
     ap.add_argument("--markdown", help="also write the table and the machine line to this Markdown file")
@@ -222,7 +222,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.queries = args.queries or (30 if quick else 200)
     args.writes = args.writes if args.writes is not None else (100 if quick else 500)
     args.single_adds = args.single_adds if args.single_adds is not None else (0 if quick else 8000)
-    args.graph_runs = args.graph_runs or (1 if quick else 5)
+    args.graph_runs = args.graph_runs or (3 if quick else 5)
     if args.sandbox == "auto":
         from mtl_graph.sandbox.bwrap import BwrapSandbox
 

@@ -55,6 +55,7 @@ class DefaultAgentHost:
     and per command), the memories at the end of its system prompt, its run read back from its state."""
 
     needs_model = True
+    memories_in_config = False
 
     def __init__(self, nodes: Any, config: AgentConfig, interrupt_before_tools: bool = False) -> None:
         self.nodes, self.config, self.interrupt = nodes, config, interrupt_before_tools

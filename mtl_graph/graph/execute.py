@@ -60,6 +60,10 @@ class AgentHost(Protocol):
     needs_model: bool
     """Whether the agent runs on the run's chat model (checked before the workspace is made); a wrapped graph
     brings its own."""
+    memories_in_config: bool
+    """Whether the agent may read the memories from `configurable[MEMORY_KEY]` (`with_memories`): a wrapped graph.
+    Ours has them in its system prompt; the key is not set for it (a LangGraph checkpointer copies such keys into
+    every checkpoint's metadata)."""
 
     def agent(self) -> Any:
         """The agent node: a compiled graph over the execute state's `messages` (and `workspace`), or a Runnable."""
@@ -172,7 +176,9 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
             hooks = run_hooks(nodes, state, runtime)
         except ValueError as exc:  # a thread update put a task there that the server's policy refuses
             return {}, {"workspace": None, **failure(ErrorKind.INVALID_TASK, str(exc))}
-        configurable = {**(config.get("configurable") or {}), **hooks, MEMORY_KEY: state.memory_block}
+        configurable = {**(config.get("configurable") or {}), **hooks}
+        if host.memories_in_config:
+            configurable[MEMORY_KEY] = state.memory_block
         if nodes.policy is not None:  # set on every (re)entry, over whatever the client's config says
             configurable[WORKSPACE_BASE] = str(workspace_base(nodes.config.sandbox.workspace_root))
         return {**config, "configurable": configurable, "recursion_limit": limit}, {}

@@ -119,6 +119,7 @@ class GraphAgentHost:
     config plus `configurable["mtl_workspace"]`, where `sandbox_tools()` runs its commands."""
 
     needs_model = False
+    memories_in_config = True
 
     def __init__(self, agent_graph: Any, nodes: MTLNodes, memories: MemoryPlacement,
                  system_prompt: str | None) -> None:

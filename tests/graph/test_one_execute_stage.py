@@ -405,3 +405,24 @@ def test_a_foreign_tools_step_shaped_artifact_is_not_taken_for_a_recorded_step(t
     steps = last_values(chunks)["trajectory"]["steps"]
     assert [s["tool"] for s in steps] == ["bash", "lookup"]
     assert told(chunks) == recorded(steps)
+
+
+def test_our_agents_checkpoints_do_not_carry_the_memory_block(tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from mtl_graph.agent import submit_call
+    from mtl_graph.memory.pool import MemoryPool
+
+    task = Task(id="hi", domain="shell", instruction="Write hi to out.txt.", check="grep -qx hi out.txt")
+    with MemoryPool.open(":memory:") as pool:
+        advice = seeded(pool)
+        saver = InMemorySaver()
+        script = [AIMessage("Write the file, then check it."), bash_call("echo hi > out.txt"), submit_call("hi")]
+        graph = build_mtl_graph(ScriptedChatModel(responses=script), pool, memory_type="insight", online=False, checkpointer=saver,
+                                workspace_root=tmp_path / "ws", run_log=tmp_path / "runs.jsonl")
+        config = {"configurable": {"thread_id": "t-1"}}
+        state = graph.invoke({"task": task}, config)
+        assert state["verdict"]["status"] == "pass" and [r["id"] for r in state["retrieved"]] == [advice.id]
+        saved = list(saver.list(None))
+        assert len(saved) > 5
+        assert not [c for c in saved if advice.content in repr(c.metadata)]  # the block is in the prompt only
