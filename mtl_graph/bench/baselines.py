@@ -367,7 +367,7 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m mtl_graph.bench.baselines ...`: the same command as `mtl eval-baselines`."""
-    from mtl_graph.bench.commands import eval_baselines_cmd, standalone
+    from mtl_graph.cli.evaluation import eval_baselines_cmd, standalone
 
     return standalone(eval_baselines_cmd, "mtl eval-baselines", argv)
 

@@ -280,7 +280,7 @@ def run_and_report(sequences: Sequence[str], out: Path, tasks: int = 30, seed: i
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m mtl_graph.bench.learning ...`: the same command as `mtl eval-learning`."""
-    from mtl_graph.bench.commands import eval_learning_cmd, standalone
+    from mtl_graph.cli.evaluation import eval_learning_cmd, standalone
 
     return standalone(eval_learning_cmd, "mtl eval-learning", argv)
 

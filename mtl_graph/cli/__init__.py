@@ -1,8 +1,9 @@
 """The `mtl` command. Heavy imports happen inside commands so `mtl --help` stays fast.
 
-`app.py` holds the Typer app and what commands share; `run.py` has `mtl run` / `mtl demo` (their run-setting flags
-come from `options.py`); `memories.py` has `mtl memories ...`; `mtl ingest`, `mtl pool`, `mtl eval` and
-`mtl report` live with their pipeline stage."""
+Every command is here. `app.py` holds the Typer app and what commands share (`fail`: every error's one line);
+`run.py` has `mtl run` / `mtl demo` (their run-setting flags come from `options.py`); `memories.py` has
+`mtl memories ...`; `ingest.py` has `mtl ingest`; `pool.py` (with `pool_snapshot.py`, `pool_consolidate.py`) has
+`mtl pool ...`; `evaluation.py` has `mtl eval`, `mtl report`, `mtl eval-learning` and `mtl eval-baselines`."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ __all__ = ["MAX_ERROR_LINES", "app", "fail", "main", "memories_app", "open_pool"
 
 
 def _register_optional() -> None:
-    """Commands that live with their pipeline stage (their modules import only typer at the top)."""
-    from mtl_graph.bench.commands import (PROTOCOL_SETTINGS, eval_baselines_cmd, eval_cmd, eval_learning_cmd,
+    """The commands whose modules import only typer at the top (their work is imported when they run)."""
+    from mtl_graph.cli.evaluation import (PROTOCOL_SETTINGS, eval_baselines_cmd, eval_cmd, eval_learning_cmd,
                                           report_cmd)
     from mtl_graph.cli.options import with_run_settings
-    from mtl_graph.experience.commands import ingest
-    from mtl_graph.memory.commands import pool_app
+    from mtl_graph.cli.ingest import ingest
+    from mtl_graph.cli.pool import pool_app
 
     app.command("ingest")(ingest)
     app.add_typer(pool_app, name="pool")

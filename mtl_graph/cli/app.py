@@ -7,7 +7,7 @@ from typing import Annotated, Any, Iterator, NoReturn
 
 import typer
 
-from mtl_graph.memory.pool_options import NamespaceOption, PoolOption  # noqa: F401 - defined once, shared from here
+from mtl_graph.cli.pool_options import NamespaceOption, PoolOption  # noqa: F401 - defined once, shared from here
 
 app = typer.Typer(
     help="Memory transfer for coding agents: a shared memory pool, runs, ingestion and evaluation.",
@@ -18,8 +18,12 @@ app = typer.Typer(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
 
+USAGE = 2
+"""The exit code of a command given what it cannot use (click's, for a bad option); 1 is for a failure."""
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
-    """One clear line on stderr, then exit."""
+    """One clear line on stderr, then exit: every command's errors end here."""
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
 

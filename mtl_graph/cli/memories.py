@@ -11,7 +11,7 @@ import typer
 
 from mtl_graph.cli.app import JsonOption, NamespaceOption, PoolOption, app, console, fail, open_pool
 from mtl_graph.cli.tables import print_records
-from mtl_graph.memory.formats._cli import formats_option
+from mtl_graph.cli.format_options import formats_option
 
 memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
                                 "flagged, quarantined, release, screen.",

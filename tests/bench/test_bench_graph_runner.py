@@ -19,7 +19,7 @@ import typer
 from typer.testing import CliRunner
 
 from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.bench.commands import eval_cmd
+from mtl_graph.cli.evaluation import eval_cmd
 from mtl_graph.bench.graph_runner import (GraphRunner, PoolDistiller, RemoteRunner, agent_task, make_distiller,
                                           run_context)
 from mtl_graph.bench.harness import run_eval

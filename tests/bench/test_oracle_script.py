@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mtl_graph.bench.commands import eval_cmd
+from mtl_graph.cli.evaluation import eval_cmd
 from mtl_graph.bench.models import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import load_suite, terminalbench

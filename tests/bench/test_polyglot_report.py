@@ -111,7 +111,7 @@ def test_cli_languages_option_filters_exercism_and_is_part_of_the_configuration(
     import typer
     from typer.testing import CliRunner
 
-    from mtl_graph.bench.commands import eval_cmd
+    from mtl_graph.cli.evaluation import eval_cmd
 
     app = typer.Typer()
     app.command("eval")(eval_cmd)

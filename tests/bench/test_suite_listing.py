@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mtl_graph.bench.commands import eval_cmd
+from mtl_graph.cli.evaluation import eval_cmd
 from mtl_graph.bench.suites import SUITE_INFO, SUITES
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -14,7 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 import mtl_graph.experience.importers as package
-from mtl_graph.experience.commands import ingest as ingest_command
+from mtl_graph.cli.ingest import ingest as ingest_command
 from mtl_graph.experience.importers import (FORMATS, FileImport, Importer, RegistrationError, detect_format,
                                             format_names, get_importer, import_file, importers, register, unregister)
 from mtl_graph.experience.importers import registry

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mtl_graph.experience.commands import ingest as ingest_command
+from mtl_graph.cli.ingest import ingest as ingest_command
 from mtl_graph.experience.ingest import LEDGER_FILE, IngestConfig, IngestInterrupted, Ledger, ingest
 from mtl_graph.experience.testing import RoutedChatModel
 from mtl_graph.memory.models import MemoryType, Outcome, SummaryMemory

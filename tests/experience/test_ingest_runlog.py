@@ -17,7 +17,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mtl_graph.experience.commands import ingest as ingest_command
+from mtl_graph.cli.ingest import ingest as ingest_command
 from mtl_graph.experience.importers import import_file
 from mtl_graph.experience.ingest import IngestConfig, Ledger, ingest
 from mtl_graph.experience.testing import RoutedChatModel

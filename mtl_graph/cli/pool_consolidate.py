@@ -9,8 +9,8 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
-from mtl_graph.memory.formats._cli import formats_option
-from mtl_graph.memory.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
+from mtl_graph.cli.format_options import formats_option
+from mtl_graph.cli.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 ApplyOpt = Annotated[bool, typer.Option("--apply", help="Write the changes (without it: a dry run that changes "

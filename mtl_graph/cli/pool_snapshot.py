@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mtl_graph.memory.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
+from mtl_graph.cli.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
 
 snapshot_app = typer.Typer(help="Snapshots of a pool: create one, list them, restore one exactly (undoable).",
                            no_args_is_help=True)

@@ -8,8 +8,9 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.models import OptionInfo
 
-from mtl_graph.memory.pool_options import NamespaceOption
-from mtl_graph.memory.formats._cli import formats_option
+from mtl_graph.cli.app import USAGE, fail
+from mtl_graph.cli.pool_options import NamespaceOption
+from mtl_graph.cli.format_options import formats_option
 
 _FORMATS_HELP = "Comma-separated memory formats: {formats_and}."
 
@@ -64,10 +65,6 @@ def ingest(
 
     console = Console(stderr=True)
 
-    def fail(message: str) -> None:
-        console.print(f"[red]error:[/red] {message}")
-        raise typer.Exit(2)
-
     settings = get_settings()
     try:
         kinds = list(dict.fromkeys(memory_type_of(f) for f in formats.split(",") if f.strip()))
@@ -76,19 +73,19 @@ def ingest(
         config = IngestConfig(formats=kinds, domain=domain, log_format=log_format, judge=judge,
                               skip_uncertain=skip_uncertain, concurrency=concurrency, dry_run=dry_run)
     except (ValueError, ValidationError) as exc:
-        fail(f"invalid option: {first_validation_error(exc)}" if isinstance(exc, ValidationError) else str(exc))
+        fail(f"invalid option: {first_validation_error(exc)}" if isinstance(exc, ValidationError) else str(exc), USAGE)
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        fail(f"no such file or directory: {', '.join(missing)}")
+        fail(f"no such file or directory: {', '.join(missing)}", USAGE)
     if next(iter_log_files(paths), None) is None:
-        fail(f"no log files in {', '.join(map(str, paths))}")
+        fail(f"no log files in {', '.join(map(str, paths))}", USAGE)
     model = model or settings.model
     location = pool or settings.pool
     namespace = namespace or settings.namespace or "default"  # MTL_NAMESPACE, the run setting
     from mtl_graph.experience.ingest import IngestInterrupted
 
     try:
-        report = _run(paths, location, model, config, Ledger.for_pool(location, ledger, namespace), console, fail,
+        report = _run(paths, location, model, config, Ledger.for_pool(location, ledger, namespace), console,
                       namespace)
     except IngestInterrupted as stop:  # Ctrl-C: what finished is in the pool and the ledger
         _print_report(stop.report, Console())
@@ -104,7 +101,7 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _run(paths, location, model, config, ledger, console, fail, namespace):  # type: ignore[no-untyped-def]
+def _run(paths, location, model, config, ledger, console, namespace):  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mtl_graph.experience.ingest import ingest as run_ingest
@@ -116,11 +113,11 @@ def _run(paths, location, model, config, ledger, console, fail, namespace):  # t
         try:
             chat = resolve_model(model)
         except Exception as exc:  # init_chat_model raises ValueError/ImportError for unknown providers
-            fail(f"cannot use model {model!r}: {exc}")
+            fail(f"cannot use model {model!r}: {exc}", USAGE)
     elif not config.dry_run and (config.judge or registry.needs_model(config.formats)):
         fail(f"--model is required to judge or to distil {registry.listed(registry.model_written(registry.names()))}"
-             " memories")
-    opened = None if config.dry_run else _open_pool(location, namespace, fail)
+             " memories", USAGE)
+    opened = None if config.dry_run else _open_pool(location, namespace)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
@@ -134,14 +131,14 @@ def _run(paths, location, model, config, ledger, console, fail, namespace):  # t
     return report
 
 
-def _open_pool(location: str, namespace: str, fail):  # type: ignore[no-untyped-def]
+def _open_pool(location: str, namespace: str) -> Any:
     from mtl_graph.memory.embeddings import EmbeddingError
     from mtl_graph.memory.pool import MemoryPool, PoolError
 
     try:
         return MemoryPool.open(location, namespace=namespace)
     except (PoolError, EmbeddingError, OSError) as exc:
-        fail(f"cannot open pool {location}: {exc}")
+        fail(f"cannot open pool {location}: {exc}", USAGE)
 
 
 def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,5 @@
-"""The --pool and --namespace options of every command that opens a pool, defined once. Only typer loads here, and
-nothing of `mtl_graph.cli`, so the command modules that live with their pipeline stage (pool, ingest, eval) can
-import them while the CLI package imports those modules."""
+"""The --pool and --namespace options of every command that opens a pool, defined once. Only typer loads here
+(`app.py` imports them: `fail` is imported when a bad namespace is checked)."""
 
 from __future__ import annotations
 

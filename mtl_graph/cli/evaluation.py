@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import typer
 
-from mtl_graph.memory.pool_options import NamespaceOption
+from mtl_graph.cli.app import USAGE, fail
+from mtl_graph.cli.pool_options import NamespaceOption
 
 ALL = "all"
 LIST = "list"
@@ -15,11 +16,6 @@ PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains
                      "only_ids", "judge_also", "namespace")
 """Run settings the evaluation sets itself, per condition; the CLI gives `mtl eval` the others as flags, and
 eval_cmd receives them as `run`."""
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=2)
 
 
 def standalone(command: Any, prog_name: str, argv: Any = None) -> int:
@@ -102,14 +98,14 @@ def eval_cmd(
         list_suites()
         return
     if out is None:
-        raise _fail("--out is required: the results directory")
+        fail("--out is required: the results directory", USAGE)
     if model and not agent:  # a bad model string is one line now, not after the suites are loaded and sampled
         from mtl_graph.chat import ModelNotConfigured, check_model
 
         try:
             check_model(model, getattr(run, "model_options", None))
         except ModelNotConfigured as exc:
-            raise _fail(str(exc)) from None
+            fail(str(exc), USAGE)
     try:
         specs = filter_languages(_split(suites), _split(languages)) if languages is not None else _split(suites)
         config = EvalConfig(
@@ -128,11 +124,11 @@ def eval_cmd(
         finally:
             getattr(runner, "close", lambda: None)()  # the graph runner's pool handle
     except (RunnerUnavailable, SuiteError, StoreError, PoolError) as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc), USAGE)
     except ValidationError as exc:
-        raise _fail("invalid options: " + "; ".join(e["msg"] for e in exc.errors())) from None
+        fail("invalid options: " + "; ".join(e["msg"] for e in exc.errors()), USAGE)
     except ValueError as exc:  # malformed numbers or format names in comma lists
-        raise _fail(str(exc)) from None
+        fail(str(exc), USAGE)
     except KeyboardInterrupt:
         typer.echo(f"interrupted; rerun the same command to resume from {out}", err=True)
         raise typer.Exit(code=130) from None
@@ -169,7 +165,7 @@ def report_cmd(out: Path = typer.Argument(..., help="Results directory of `mtl e
     try:
         paths = render_report(out)
     except StoreError as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc), USAGE)
     typer.echo(f"report: {paths['md']}")
 
 
@@ -189,7 +185,7 @@ def eval_learning_cmd(
     try:
         paths = run_and_report(names, out, tasks, seed, sandbox, min_cited)
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc), USAGE)
     typer.echo(paths["md"].read_text(encoding="utf-8").rstrip())
     typer.echo(f"report: {paths['md']} (plot: {paths['png']})")
 
@@ -219,6 +215,6 @@ def eval_baselines_cmd(
         paths = run_and_report(out, condition, suites=suite, model=model, pool=pool, tasks=tasks,
                                attempts=attempts, top_k=top_k, sandbox=sandbox, start=start)
     except ValueError as exc:  # an unknown condition, a suite that cannot run, no usable model: one line
-        raise _fail(str(exc)) from None
+        fail(str(exc), USAGE)
     typer.echo(paths["md"].read_text(encoding="utf-8").rstrip())
     typer.echo(f"report: {paths['md']} (plot: {paths['png']})")

@@ -7,17 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from mtl_graph.cli.app import fail
+
 SHOWN = 20
 """Unreadable points listed in the text output."""
 
 pool_app = typer.Typer(help="Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it, "
                        "list its namespaces.",
                        no_args_is_help=True)
-
-
-def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(1)
 
 
 @pool_app.command("check")
@@ -34,11 +31,11 @@ def check(
 
     location = location or get_settings().pool
     if location == ":memory:" or location.startswith(("http://", "https://")):
-        _fail(f"{location}: `mtl pool check` checks an embedded pool directory (a server checks its own storage)")
+        fail(f"{location}: `mtl pool check` checks an embedded pool directory (a server checks its own storage)")
     try:
         report = check_pool(location, repair=repair)
     except (PoolError, EmbeddingError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if json_out:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -73,9 +70,9 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
         typer.echo("ok" + (": nothing to repair" if repair else ""))
 
 
-# The other `mtl pool` commands live beside what they maintain (their modules import only typer at the top).
-from mtl_graph.memory.consolidate_commands import JsonOpt, PoolOpt, consolidate_cmd, prune_cmd  # noqa: E402
-from mtl_graph.memory.snapshot_commands import diff_cmd, snapshot_app  # noqa: E402
+# The other `mtl pool` commands (their modules import only typer at the top).
+from mtl_graph.cli.pool_consolidate import JsonOpt, PoolOpt, consolidate_cmd, prune_cmd  # noqa: E402
+from mtl_graph.cli.pool_snapshot import diff_cmd, snapshot_app  # noqa: E402
 
 pool_app.add_typer(snapshot_app, name="snapshot")
 pool_app.command("diff")(diff_cmd)
