@@ -226,7 +226,9 @@ def test_the_agent_runs_with_the_runs_step_limit(tmp_path: Path) -> None:
     ({"step_limit": 0}, "invalid step_limit 0"), ({"model_options": {"temperature": 9}}, "model_options.temperature"),
     ({"model_options": {"base_urll": "x"}}, "unknown setting model_options.base_urll"),
     ({"exclude_domains": "math"}, "invalid exclude_domains 'math'"), ({"online": "perhaps"}, "invalid online"),
-    ({"memory_type": "poem"}, "invalid memory_type 'poem'"),
+    ({"memory_type": "poem"}, "invalid memory_type 'poem'"), ({"retry": {"attempts": 10**9}}, "invalid retry.attempts"),
+    ({"retry": {"attempts": 2, "jitter": 1}}, "unknown setting retry.jitter"), ({"agent": {"step_limit": 1}},
+                                                                                 "unknown setting agent (known:"),
     ({"top_k": "x\n" * 5000}, "invalid top_k 'x\\nx"), ({"top_k": "9\n9"}, "invalid top_k '9\\n9'")])
 def test_a_bad_context_is_one_line(context: dict, says: str, tmp_path: Path) -> None:
     with MemoryPool.open(":memory:") as pool, pytest.raises(SettingsError) as error:
@@ -344,3 +346,22 @@ def test_a_context_merges_into_the_nested_config_field_by_field() -> None:
     assert (per_run.retry.attempts, per_run.retry.max_delay, per_run.retry.initial_delay) == (2, 5, 0.5)
     assert per_run.step_limit == 9
     assert built.retrieval.top_k == 3 and built.retry.attempts == 3  # the build's config is never changed
+
+
+BUILD_ONLY_VALUES = {"sandbox": "local", "workspace_root": "/", "keep_workspaces": True, "run_log": "/etc/x.jsonl",
+                     "distill_formats": ["insight"], "observation_chars": 10_000, "plan_max_chars": 100_000,
+                     "lifecycle_settings": {"relevance_floor": -1.0}}
+
+
+def test_every_build_only_setting_is_listed_here() -> None:
+    assert set(BUILD_ONLY_VALUES) == {name for name, setting in SETTINGS.items() if not setting.run}
+
+
+@pytest.mark.parametrize("name", sorted(BUILD_ONLY_VALUES))
+def test_a_run_cannot_set_what_only_the_build_chooses(name: str, tmp_path: Path) -> None:
+    # a client of a served graph must not pick the sandbox, where workspaces go or what is logged where
+    with MemoryPool.open(":memory:") as pool, pytest.raises(SettingsError, match=f"unknown setting {name} "):
+        scripted_graph(pool, run_log=tmp_path / "runs.jsonl").invoke({"task": str(EXAMPLES / "slugify")},
+                                                                    context={name: BUILD_ONLY_VALUES[name]})
+    assert not (tmp_path / "runs.jsonl").exists()
+    assert value_of(make_config(**{name: BUILD_ONLY_VALUES[name]}), name) is not None  # the build may
