@@ -1,7 +1,8 @@
-"""The run settings as command-line flags: one set, generated from the configuration (`MTLConfig`), shared by `mtl run` and `mtl demo`.
+"""The run settings as command-line flags: one set, generated from the configuration (`MTLConfig`), shared by
+`mtl run` and `mtl demo`.
 
-Each run setting becomes a flag named after its flat name (plus the names in its `Flags` marker), typed after it, with its docstring
-as help; a settings model (model_options) becomes one flag per sub-field. Values are read as text and validated by
+Each run setting becomes a flag named after its flat name (plus the names in its `Flags` marker), typed after it,
+with its docstring as help; a settings model (model_options) becomes one flag per sub-field. Values are read as text and validated by
 the run context model, so a bad value is one error line naming the flag. The flags are built when the command
 line is parsed, not when this module is imported, so importing the CLI stays light."""
 

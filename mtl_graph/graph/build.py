@@ -67,7 +67,8 @@ class DefaultAgentHost:
 
     def agent(self) -> Any:
         offered = SearchGate(lambda runtime: uses_tool(self.nodes.settings(runtime)))
-        return build_agent(self.config, self.models, settings=self.settings, sandbox_kind=self.nodes.config.sandbox.kind,
+        return build_agent(self.config, self.models, settings=self.settings,
+                           sandbox_kind=self.nodes.config.sandbox.kind,
                            context_schema=MTLContext, interrupt_before_tools=self.interrupt,
                            extra_tools=memory_tools(), extra_middleware=[offered])
 

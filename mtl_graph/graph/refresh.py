@@ -61,7 +61,8 @@ class MemoryRefresh:
         query = f"{self.task.instruction[:1500]}\n\nA test run failed with:\n{step.observation[-1000:]}"
         try:
             found = self.pool.retrieve(query, type=self.cfg.retrieval.memory_type,
-                                       k=self.cfg.retrieval.top_k + len(self.already), lifecycle=lifecycle_of(self.cfg), **exclusions(self.task, self.cfg)).hits
+                                       k=self.cfg.retrieval.top_k + len(self.already), lifecycle=lifecycle_of(self.cfg),
+                                       **exclusions(self.task, self.cfg)).hits
         except Exception as exc:  # a refresh is a bonus: never let it end the run
             events.warning(f"re-retrieval failed: {exc}")
             return None
