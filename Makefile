@@ -30,7 +30,7 @@ test: $(STAMP)
 # first, or point QDRANT_URL at yours; QDRANT_API_KEY when it asks for one). `make test` never needs a server.
 QDRANT_URL ?= http://localhost:6333
 test-server: $(STAMP)
-	QDRANT_URL=$(QDRANT_URL) $(PY) -m pytest -q -k server tests/memory/test_namespaces.py tests/memory/test_namespaces_server.py
+	QDRANT_URL=$(QDRANT_URL) $(PY) -m pytest -q -k server tests/memory/engine/test_namespaces.py tests/memory/engine/test_namespaces_server.py
 
 # The whole system side by side, one table (under 15 min on 2 cores); bench-quick: small sizes (under 2 min).
 BENCH_STAMP := $(VENV)/.bench-installed

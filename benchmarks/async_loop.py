@@ -19,11 +19,11 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
-from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.graph import build_mtl_graph
-from mtl_graph.memory.embeddings import local_embeddings
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.pipeline import build_mtl_graph
+from mtl_graph.memory.engine.embeddings import local_embeddings
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 
 STEPS = 20

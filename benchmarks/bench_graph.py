@@ -22,12 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
 
-from mtl_graph.agent import DefaultAgent, ScriptedChatModel, bash_call, submit_call  # noqa: E402
-from mtl_graph.experience.task_check import run_setup  # noqa: E402
-from mtl_graph.graph import build_mtl_graph  # noqa: E402
-from mtl_graph.graph.support import memory_block  # noqa: E402
-from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
-from mtl_graph.memory.pool import MemoryPool  # noqa: E402
+from mtl_graph.agent import DefaultAgent
+
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call  # noqa: E402
+from mtl_graph.judging.ground_truth import run_setup  # noqa: E402
+from mtl_graph.pipeline import build_mtl_graph  # noqa: E402
+from mtl_graph.pipeline.support import memory_block  # noqa: E402
+from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
+from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
 from mtl_graph.sandbox.factory import make_sandbox  # noqa: E402
 from mtl_graph.core.task import Task  # noqa: E402
 

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import retrieval as rb  # noqa: E402  (the retrieval benchmark's corpus, baselines and timing helpers)
 
-from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
-from mtl_graph.memory.pool import MemoryPool  # noqa: E402
-from mtl_graph.memory.search import ranked_search  # noqa: E402
-from mtl_graph.memory.storage import QuerySpec  # noqa: E402
+from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
+from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
+from mtl_graph.memory.pool.search import ranked_search  # noqa: E402
+from mtl_graph.memory.engine.storage import QuerySpec  # noqa: E402
 
 K, PREFETCH = 3, 20
 
@@ -196,13 +196,13 @@ def single_adds(data: rb.Data, pool_dir: Path, count: int, pace_s: float = 0.02)
 # Peak RSS from /proc (VmHWM): ru_maxrss survives exec, so a child of this large process would report its parent.
 RSS_PROBE = """
 import json, sys, time
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.pool.pool import MemoryPool
 queries = json.loads(sys.argv[2])
 t = time.perf_counter()
 pool = MemoryPool.open(sys.argv[1]) if sys.argv[1] != "-" else None
 opened = time.perf_counter() - t
 if pool is None:
-    from mtl_graph.memory.embeddings import local_embeddings
+    from mtl_graph.memory.engine.embeddings import local_embeddings
     local_embeddings().embed_query("warm up")
 for q in queries:
     if pool is not None:

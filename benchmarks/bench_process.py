@@ -52,7 +52,7 @@ def _medians_ms(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, float
 def _raw_bwrap(sandbox: Any) -> Callable[[], None]:
     """The argv a per-command bwrap sandbox builds for `true`, run directly (the seccomp filter from an fd)."""
     from mtl_graph.sandbox.process import scrubbed_env
-    from mtl_graph.sandbox.reaper import with_fds
+    from mtl_graph.sandbox.supervisor.server import with_fds
 
     files = sandbox.passed_files()
     fds = [os.open(f, os.O_RDONLY) for f in files]

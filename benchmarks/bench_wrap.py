@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
 
-from mtl_graph.agent import ScriptedChatModel, bash_call  # noqa: E402
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call  # noqa: E402
 from mtl_graph.agent.tools import sandbox_tools  # noqa: E402
-from mtl_graph.graph import MemoryTransferMiddleware, with_memory_transfer  # noqa: E402
-from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
-from mtl_graph.memory.pool import MemoryPool  # noqa: E402
+from mtl_graph.pipeline import MemoryTransferMiddleware, with_memory_transfer  # noqa: E402
+from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
+from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
 from mtl_graph.sandbox.factory import make_sandbox  # noqa: E402
 from mtl_graph.core.task import Task  # noqa: E402
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from cheat_battery import Cheat, Target, attempt, battery  # noqa: E402
+from helpers.cheat_battery import Cheat, Target, attempt, battery  # noqa: E402
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite  # noqa: E402
 from mtl_graph.core.task import Task  # noqa: E402
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from mtl_graph.memory.models import InsightMemory, Memory, Provenance, SummaryMemory, WorkflowMemory
+from mtl_graph.memory.base import InsightMemory, Memory, Provenance, SummaryMemory, WorkflowMemory
 
 GENERATOR_VERSION = 1
 

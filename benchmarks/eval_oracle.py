@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from mtl_graph.bench.harness import run_eval
-from mtl_graph.bench.models import EvalConfig
+from mtl_graph.bench.records import EvalConfig
 from mtl_graph.bench.passk import aggregate
 from mtl_graph.bench.report import render_report
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
-from mtl_graph.bench.store import ResultStore
+from mtl_graph.bench.results import ResultStore
 
 
 def main() -> int:

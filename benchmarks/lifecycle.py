@@ -29,11 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import retrieval as rb  # noqa: E402
 
-from mtl_graph.memory.embeddings import local_embeddings  # noqa: E402
-from mtl_graph.memory.lifecycle import LifecycleConfig  # noqa: E402
-from mtl_graph.memory.models import Outcome  # noqa: E402
-from mtl_graph.memory.pool import MemoryPool  # noqa: E402
-from mtl_graph.memory.record import Use  # noqa: E402
+from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig  # noqa: E402
+from mtl_graph.memory.base import Outcome  # noqa: E402
+from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
+from mtl_graph.memory.usage import Use  # noqa: E402
 
 K = 3
 

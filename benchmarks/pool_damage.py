@@ -65,8 +65,8 @@ CLIENT: dict[str, Callable[[Path], None]] = {
 
 
 def build(path: Path, engine: str, embeddings) -> None:  # type: ignore[no-untyped-def]
-    from mtl_graph.memory.models import InsightMemory
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.base import InsightMemory
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     memories = [InsightMemory(title=f"Lesson {i} on topic {i * 7}", description=f"Check case {i} after each edit.",
                               content=f"Case {i}.") for i in range(30)]
@@ -76,8 +76,8 @@ def build(path: Path, engine: str, embeddings) -> None:  # type: ignore[no-untyp
 
 
 def row(base: Path, engine: str, name: str, damage: Callable[[Path], None], embeddings) -> list[str]:  # type: ignore[no-untyped-def]
-    from mtl_graph.memory.pool_check import check_pool, copy_tree_sparse
-    from mtl_graph.memory.pool import MemoryPool, PoolError
+    from mtl_graph.memory.engine.check import check_pool, copy_tree_sparse
+    from mtl_graph.memory.pool.pool import MemoryPool, PoolError
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pool"
@@ -102,7 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", type=Path, help="Also write the table to this file.")
     args = parser.parse_args()
-    from mtl_graph.memory.embeddings import local_embeddings
+    from mtl_graph.memory.engine.embeddings import local_embeddings
 
     embeddings = local_embeddings()
     header = ["engine", "damage", "open (with the other engine asked for)",

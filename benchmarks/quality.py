@@ -82,7 +82,7 @@ def query_latency_ms(embed_one: Callable[[str], object], data: LabelledSet, roun
 
 # ----------------------------------------------------------------------------------------- models
 def minilm_l6() -> tuple[str, Callable[[list[str]], np.ndarray], Callable[[str], object]]:
-    from mtl_graph.memory.embeddings import local_embeddings
+    from mtl_graph.memory.engine.embeddings import local_embeddings
 
     emb = local_embeddings()
     return "all-MiniLM-L6-v2 int8 (default)", emb.embed_array, emb.embed_query
@@ -97,7 +97,7 @@ def minilm_l3():
     onnx = next((f.locate() for f in files if str(f).endswith(".onnx")), None)
     if onnx is None:
         return None
-    from mtl_graph.memory.embeddings import LocalEmbeddings
+    from mtl_graph.memory.engine.embeddings import LocalEmbeddings
 
     emb = LocalEmbeddings(onnx=Path(onnx))  # same tokenizer and mean pooling, other weights
     return "paraphrase-MiniLM-L3-v2 fp32", emb.embed_array, emb.embed_query
@@ -149,9 +149,9 @@ def bm25_rankings(data: LabelledSet) -> list[list[int]]:
 @contextmanager
 def _pool_of(data: LabelledSet) -> Iterator[tuple[object, dict[str, int]]]:
     """A pool of the set's memories (default model) and memory id -> index in the set."""
-    from mtl_graph.memory.embeddings import local_embeddings
-    from mtl_graph.memory.models import InsightMemory, Provenance
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.engine.embeddings import local_embeddings
+    from mtl_graph.memory.base import InsightMemory, Provenance
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     index = {}
     with MemoryPool.open(":memory:", local_embeddings()) as pool:
@@ -184,8 +184,8 @@ Lists = tuple[list[tuple[int, float]], list[tuple[int, float]], str]
 
 def pool_lists(data: LabelledSet, prefetch: int = 40) -> list[Lists]:
     """Per query the pool's dense and BM25 lists (memory index, score), exactly as MemoryPool.search(k=10) asks."""
-    from mtl_graph.memory.pool_points import search_conditions
-    from mtl_graph.memory.storage import QuerySpec
+    from mtl_graph.memory.pool.points import search_conditions
+    from mtl_graph.memory.engine.storage import QuerySpec
 
     out = []
     with _pool_of(data) as (pool, index):
@@ -200,7 +200,7 @@ def pool_lists(data: LabelledSet, prefetch: int = 40) -> list[Lists]:
 
 def fusion_candidates() -> dict[str, Callable[[Lists], list[int]]]:
     """Name -> ranking of a query's two lists. The first four are references, the last is MemoryPool.search's."""
-    from mtl_graph.memory.search import fuse, names_identifier, rrf
+    from mtl_graph.memory.pool.search import fuse, names_identifier, rrf
 
     def ids(pairs):
         return [str(i) for i, _ in pairs]

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from agent_log import agent_log  # noqa: E402
-from secret_corpus import secret_cases  # noqa: E402
-from secret_look_alikes import look_alikes  # noqa: E402
+from helpers.agent_log import agent_log  # noqa: E402
+from helpers.secret_corpus import secret_cases  # noqa: E402
+from helpers.secret_look_alikes import look_alikes  # noqa: E402
 
-from mtl_graph.experience.redact import Redactor, redact  # noqa: E402
+from mtl_graph.redaction.redact import Redactor, redact  # noqa: E402
 from mtl_graph.core.trajectory import Step, Trajectory  # noqa: E402
 from mtl_graph.core.task import TaskRef  # noqa: E402
 

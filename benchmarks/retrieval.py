@@ -42,10 +42,10 @@ from vectors import embed_cached, synthesize  # noqa: E402
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
-from mtl_graph.memory.embeddings import embeddings_name, local_embeddings  # noqa: E402
-from mtl_graph.memory.pool import MemoryPool  # noqa: E402
-from mtl_graph.memory.pool_points import payload_of  # noqa: E402
-from mtl_graph.memory.storage import Conditions, QuerySpec, StoredPoint  # noqa: E402
+from mtl_graph.memory.engine.embeddings import embeddings_name, local_embeddings  # noqa: E402
+from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
+from mtl_graph.memory.pool.points import payload_of  # noqa: E402
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec, StoredPoint  # noqa: E402
 
 DEFAULT_ENGINE = "edge"
 ENGINES = ("edge", "client")

@@ -12,8 +12,8 @@ import tempfile
 import time
 from typing import Callable
 
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
 
 QUERY = "topic 5 fails"
 

@@ -15,12 +15,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from mtl_graph.experience.importers import load_many
-from mtl_graph.experience.ingest import IngestConfig, ingest
+from mtl_graph.importers import load_many
+from mtl_graph.importers.ingest import IngestConfig, ingest
 from mtl_graph.memory.dedup import normalize
-from mtl_graph.memory.models import MemoryType
-from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.memory.screen import screen_text
+from mtl_graph.memory.base import MemoryType
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.screening.screen import screen_text
 
 
 def main() -> int:

@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from screen_benign import benign_texts  # noqa: E402
-from screen_corpus import hostile_cases  # noqa: E402
+from helpers.screen_benign import benign_texts  # noqa: E402
+from helpers.screen_corpus import hostile_cases  # noqa: E402
 
-from mtl_graph.experience.importers import load_many  # noqa: E402
-from mtl_graph.memory.screen import RULES, screen_text  # noqa: E402
-from mtl_graph.memory.screen_rules import Lines  # noqa: E402
+from mtl_graph.importers import load_many  # noqa: E402
+from mtl_graph.memory.screening.screen import RULES, screen_text  # noqa: E402
+from mtl_graph.memory.screening.rules import Lines  # noqa: E402
 
 
 def run_texts(paths: list[Path]) -> list[str]:

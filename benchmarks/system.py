@@ -31,7 +31,7 @@ import lifecycle  # noqa: E402
 import quality  # noqa: E402
 from retrieval import machine  # noqa: E402
 
-from mtl_graph.memory.storage import HNSW_EF  # noqa: E402
+from mtl_graph.memory.engine.storage import HNSW_EF  # noqa: E402
 
 HEADER = ["figure", "measured (1k → 10k → 100k where it grows)", "baseline in the same run", "ratio", "target"]
 
@@ -162,7 +162,7 @@ def embed_figures(n: int) -> dict[str, float]:
     import numpy as np
 
     import corpus
-    from mtl_graph.memory.embeddings import local_embeddings
+    from mtl_graph.memory.engine.embeddings import local_embeddings
 
     emb = local_embeddings()
     texts = [q.text for q in corpus.queries(n, seed=99)]

@@ -45,10 +45,10 @@ def by_mapping():
         elif parts[0] == "Rss:":
             out[name] += int(parts[1])
     return {k: v // 1024 for k, v in out.most_common(10)}
-from mtl_graph.memory.embeddings import local_embeddings
+from mtl_graph.memory.engine.embeddings import local_embeddings
 local_embeddings().embed_query("warm up")
 model = status()
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.pool.pool import MemoryPool
 t = time.perf_counter()
 pool = MemoryPool.open(sys.argv[1])
 opened = time.perf_counter() - t
@@ -78,8 +78,8 @@ def _ms(fn, items) -> tuple[float, float]:
 def query_parts(size: int) -> dict[str, tuple[float, float]]:
     import retrieval as rb
     from bench_pool import _grow_pool
-    from mtl_graph.memory.embeddings import local_embeddings
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.engine.embeddings import local_embeddings
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     emb = local_embeddings()
     data = rb.load_data(size, 200, 0, emb, real_max=10_000)

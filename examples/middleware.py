@@ -15,8 +15,8 @@ from langchain_core.messages import HumanMessage
 from mtl_graph import ScriptedChatModel
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.core import Task
-from mtl_graph.graph import MemoryTransferMiddleware
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.pipeline import MemoryTransferMiddleware
+from mtl_graph.memory.pool.pool import MemoryPool
 
 with MemoryPool.open(":memory:") as pool:
     for name in ("primes", "csv-totals"):

@@ -12,8 +12,8 @@ import os
 
 from mtl_graph import ScriptedChatModel
 from mtl_graph.core import Task
-from mtl_graph.graph import MTLContext, build_mtl_graph
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.pipeline import MTLContext, build_mtl_graph
+from mtl_graph.memory.pool.pool import MemoryPool
 
 with MemoryPool.open(":memory:") as pool:  # or a directory (".mtl/pool"), or "http://localhost:6333"
     for name in ("primes", "csv-totals"):

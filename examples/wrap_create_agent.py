@@ -14,9 +14,9 @@ from langchain.agents import create_agent
 from mtl_graph import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.core import Task
-from mtl_graph.graph import with_memory_transfer
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.pipeline import with_memory_transfer
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
 
 task = Task(id="greet", domain="python", instruction="Create greet.py printing 'hello'.",
             check="python3 greet.py | grep -qx hello")

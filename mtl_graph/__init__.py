@@ -7,7 +7,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-_WHERE = {"ScriptedChatModel": "mtl_graph.agent", "bash_call": "mtl_graph.agent", "submit_call": "mtl_graph.agent"}
+_WHERE = {"ScriptedChatModel": "mtl_graph.llm.scripted", "bash_call": "mtl_graph.llm.scripted", "submit_call": "mtl_graph.llm.scripted"}
 
 __all__ = sorted(_WHERE)
 

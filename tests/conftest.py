@@ -10,7 +10,7 @@ os.environ.setdefault("LANGGRAPH_CLI_NO_ANALYTICS", "1")
 
 @pytest.fixture(scope="session")
 def embeddings():
-    from mtl_graph.memory.embeddings import local_embeddings
+    from mtl_graph.memory.engine.embeddings import local_embeddings
 
     return local_embeddings()
 
@@ -27,7 +27,7 @@ def studio_server(tmp_path_factory):
 @pytest.fixture
 def pool(embeddings, tmp_path):
     """An empty pool in the test's directory (a test module may define its own, seeded, `pool`)."""
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     with MemoryPool.open(tmp_path / "pool", embeddings) as p:
         yield p

@@ -35,12 +35,12 @@ def options(server: LocalModelServer) -> dict:
 @pytest.mark.parametrize("action_format", ["tool_calls", "text"])
 def test_a_task_through_the_graph(server: LocalModelServer, action_format: str, tmp_path: Path) -> None:
     from mtl_graph.agent import AgentConfig, DefaultAgent
-    from mtl_graph.experience.quality import junk_reasons
-    from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.distill.quality import junk_reasons
+    from mtl_graph.pipeline import build_mtl_graph
+    from mtl_graph.memory.pool.pool import MemoryPool
     from mtl_graph.core.task import Task
 
-    from mtl_graph.graph.progress import stream_run
+    from mtl_graph.cli.progress import stream_run
 
     events: list[dict] = []
     with MemoryPool.open(":memory:") as pool:
@@ -62,8 +62,8 @@ def test_a_task_through_the_graph(server: LocalModelServer, action_format: str, 
 
 
 def test_the_llm_judge_answers_with_a_verdict(server: LocalModelServer) -> None:
-    from mtl_graph.chat import chat_model
-    from mtl_graph.experience.judge import LLMJudge
+    from mtl_graph.llm.chat import chat_model
+    from mtl_graph.judging.judges import LLMJudge
     from mtl_graph.core.trajectory import Step, Trajectory
     from mtl_graph.core.task import TaskRef
 

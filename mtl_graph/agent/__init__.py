@@ -1,5 +1,4 @@
-"""The default coding agent (bash-centred; tool-call or text actions; `create_agent` + middleware) and a scripted
-model for offline runs.
+"""The default coding agent (bash-centred; tool-call or text actions; `create_agent` + middleware).
 
 Names are imported on first use: `mtl_graph.agent.config` (the settings the CLI's flags are made from) must not
 pull in LangChain."""
@@ -10,9 +9,8 @@ from importlib import import_module
 from typing import Any
 
 _WHERE = {
-    "Agent": "base", "AgentResult": "base", "AgentConfig": "config", "DefaultAgent": "default", "TOOLS": "formats",
-    "build_agent": "loop", "ScriptedChatModel": "scripted", "bash_call": "scripted",
-    "load_action_script": "scripted", "submit_call": "scripted", "text_action": "scripted",
+    "Agent": "base", "AgentResult": "base", "AgentConfig": "config", "DefaultAgent": "default", "TOOLS": "actions",
+    "build_agent": "loop",
 }
 
 __all__ = sorted(_WHERE)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mtl_graph.agent.providers import RetrySettings
+from mtl_graph.llm.retry import RetrySettings
 
 
 class AgentConfig(BaseModel):

@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatResult
 
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.config import AgentConfig
-from mtl_graph.agent.guards import (ActionFormat, ModelOf, ProviderErrors, ProviderRetry, RunLimits, Settings,
+from mtl_graph.agent.middleware import (ActionFormat, ModelOf, ProviderErrors, ProviderRetry, RunLimits, Settings,
                                         StepObserver, tokens_of, transcript)
 from mtl_graph.agent.templates import render
 from mtl_graph.agent.tools import sandbox_tools, submit_tool

@@ -2,6 +2,6 @@
 
 from functools import partial
 
-from mtl_graph.templates import render_template
+from mtl_graph.core.templates import render_template
 
 render = partial(render_template, "mtl_graph.agent")

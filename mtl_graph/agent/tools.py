@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from mtl_graph.agent.config import AgentConfig
-from mtl_graph.agent.formats import FORMATS, BashArgs, SubmitArgs
+from mtl_graph.agent.actions import FORMATS, BashArgs, SubmitArgs
 from mtl_graph.agent.templates import render
 from mtl_graph.core.trajectory import Step
 from mtl_graph.sandbox.base import Sandbox, SandboxError
@@ -59,7 +59,7 @@ observation, and it may record what it did in the step's `args` (the artifact is
 underscores keep it out of checkpoint metadata (a LangGraph server stores the other configurable keys there)."""
 
 SEARCH_TOOL = "search_memories"
-"""The memory tool's name (mtl_graph/graph/memory_tool.py)."""
+"""The memory tool's name (mtl_graph/pipeline/memory_tool.py)."""
 RECORDING_TOOLS = ("bash", "submit", SEARCH_TOOL)
 """Our tools: each one's artifact is the Step it recorded."""
 

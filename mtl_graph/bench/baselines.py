@@ -34,8 +34,8 @@ from mtl_graph.bench.learning import AgentFactory, ConditionResult, PoolFactory,
 from mtl_graph.bench.passk import pass_at_k
 from mtl_graph.core.task import Task
 from mtl_graph.core.cost import AGENT_STAGE, extra
-from mtl_graph.memory.lifecycle import LifecycleConfig
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig
+from mtl_graph.memory.pool.pool import MemoryPool
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,9 @@ def check_conditions(names: Sequence[str]) -> list[str]:
 
 def successes_only(trajectory: Any, formats: Sequence[str], model: Any) -> Any:
     """A distiller that learns from successful runs only (AWM); any other run yields nothing."""
-    from mtl_graph.experience.distill import DistillResult
-    from mtl_graph.graph.pipeline import default_distiller
-    from mtl_graph.memory.models import Outcome
+    from mtl_graph.distill.distillers import DistillResult
+    from mtl_graph.pipeline.stages import default_distiller
+    from mtl_graph.memory.base import Outcome
 
     outcome = trajectory.verdict.outcome if trajectory.verdict else Outcome.UNKNOWN
     if outcome != Outcome.SUCCESS:
@@ -96,7 +96,7 @@ def run_baseline(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentFa
                  top_k: int = 3, sandbox: str = "auto", lifecycle: LifecycleConfig | None = None,
                  run_log: Path | None = None) -> ConditionResult:
     """The sequence, in order, through the MTL graph over `pool` under one baseline condition."""
-    from mtl_graph.graph import build_mtl_graph
+    from mtl_graph.pipeline import build_mtl_graph
 
     spec = CONDITIONS[check_conditions([condition])[0]]
     runs = []
@@ -334,7 +334,7 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
                    top_k: int = 3, sandbox: str = "auto", start: str = "positive") -> dict[str, Path]:
     """The scripted sequence, or the suites' tasks with `model`, under each condition (default: all), reported in
     `out` (what `mtl eval-baselines` runs). Bad input is a ValueError before anything is written."""
-    from mtl_graph.chat import ModelNotConfigured, check_model
+    from mtl_graph.llm.chat import ModelNotConfigured, check_model
 
     names = check_conditions(list(conditions) or list(DEFAULT_CONDITIONS))
     if attempts < 1:

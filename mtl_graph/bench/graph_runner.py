@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
-from mtl_graph.bench.models import Condition, MemoryRef, MemoryScope, Pool, RunOutcome, TaskResult
+from mtl_graph.bench.records import Condition, MemoryRef, MemoryScope, Pool, RunOutcome, TaskResult
 from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import RunnerUnavailable, outcome_from_state
 from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_SCRIPT_KEY
 from mtl_graph.memory import formats as registry
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 from mtl_graph.core.task import Task
 
 if TYPE_CHECKING:
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def run_context(scope: MemoryScope | None, base: Any = None) -> Any:
     hold_one_out stays off: the scope already lists the task's domain in exclude_domains when the condition
     holds it out, and a no-holdout condition must not get it back from the graph's default. The lifecycle is off:
     the protocol's conditions retrieve as the research does (top-k by similarity, a frozen pool)."""
-    from mtl_graph.run_context import MTLContext, as_context, merged
+    from mtl_graph.config.names import MTLContext, as_context, merged
 
     if scope is None:
         fields: dict[str, Any] = {"memory_type": "none", "online": False, "hold_one_out": False, "lifecycle": "off"}
@@ -81,14 +81,14 @@ class GraphRunnerSettings(BaseModel):
 
 
 def _pool_location(location: str | None) -> str:
-    from mtl_graph.settings import get_settings
+    from mtl_graph.config.environment import get_settings
 
     return str(location) if location is not None else get_settings().pool
 
 
 def _model_factory(model: ModelSpec) -> ModelFactory:
     """One chat model per run: replays and factories start fresh for every task; a real model is shared."""
-    from mtl_graph.chat import ModelNotConfigured, chat_model
+    from mtl_graph.llm.chat import ModelNotConfigured, chat_model
 
     if not isinstance(model, (str, BaseChatModel)):
         if callable(model):
@@ -113,7 +113,7 @@ class GraphRunner:
     name = "graph"
 
     def __init__(self, model: ModelSpec, context: Any = None, **settings: Any) -> None:
-        from mtl_graph.run_context import as_context
+        from mtl_graph.config.names import as_context
 
         self.settings = GraphRunnerSettings(**settings)
         self.context = as_context(context)
@@ -125,7 +125,7 @@ class GraphRunner:
         """The shared pool handle (opened once)."""
         with self._pool_lock:
             if self._pool is None:
-                from mtl_graph.memory.pool import MemoryPool
+                from mtl_graph.memory.pool.pool import MemoryPool
 
                 self._pool = MemoryPool.open(_pool_location(self.settings.pool_location),
                                              namespace=self.settings.pool_namespace)
@@ -139,7 +139,7 @@ class GraphRunner:
                 self._pool = None
 
     def run(self, task: Task, condition: Condition, attempt: int, scope: MemoryScope | None) -> RunOutcome:
-        from mtl_graph.graph import build_mtl_graph
+        from mtl_graph.pipeline import build_mtl_graph
 
         start = time.monotonic()
         # Compiling the six-node graph per run is cheap, and lets a factory hand every task its own model.
@@ -161,7 +161,7 @@ class RemoteRunner:
                  timeout: float = 3600.0, context: Any = None) -> None:
         from langgraph_sdk import get_sync_client
 
-        from mtl_graph.run_context import MTLContext, as_context, merged
+        from mtl_graph.config.names import MTLContext, as_context, merged
 
         self.url, self.graph_id = url.rstrip("/"), graph_id
         # Sent with every run; the server's graph resolves the model named here.
@@ -229,7 +229,7 @@ class PoolDistiller:
         """The distilling model, loaded now so a missing key fails before phase 1, not after it."""
         if not registry.needs_model(self.formats) or self.model is None:
             return None  # trajectories are built without a model; no model means recorded failures instead
-        from mtl_graph.chat import ModelNotConfigured, chat_model
+        from mtl_graph.llm.chat import ModelNotConfigured, chat_model
 
         try:
             return chat_model(self.model, self.model_options)
@@ -237,7 +237,7 @@ class PoolDistiller:
             raise RunnerUnavailable(f"phase 2 distils here, in this process: {exc}") from None
 
     def _distill(self, result: TaskResult, chat: BaseChatModel | None) -> tuple[list[Any], list[str]]:
-        from mtl_graph.experience.distill import distill
+        from mtl_graph.distill.distillers import distill
 
         where = f"{result.task_id} #{result.attempt}"
         if result.trajectory is None:
@@ -254,7 +254,7 @@ class PoolDistiller:
         return made.memories, [f"{where}: {f.format.value}: {f.reason}" for f in made.failures]
 
     def __call__(self, results: list[TaskResult]) -> Pool:
-        from mtl_graph.memory.pool import MemoryPool
+        from mtl_graph.memory.pool.pool import MemoryPool
 
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="mtl-distill") as executor:
             made = list(executor.map(lambda r: self._distill(r, self.chat), results))

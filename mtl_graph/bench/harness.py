@@ -9,10 +9,10 @@ from typing import Callable, Iterable
 
 from pydantic import BaseModel, Field
 
-from mtl_graph.bench.models import Condition, EvalConfig, MemoryScope, Pool, RunOutcome, TaskResult
+from mtl_graph.bench.records import Condition, EvalConfig, MemoryScope, Pool, RunOutcome, TaskResult
 from mtl_graph.bench.passk import is_error
 from mtl_graph.bench.runners import Runner
-from mtl_graph.bench.store import SUITES_FILE, ResultStore
+from mtl_graph.bench.results import SUITES_FILE, ResultStore
 from mtl_graph.bench.suites import Suite, SuiteError, load_suite, normalize_spec
 from mtl_graph.core.task import Task
 

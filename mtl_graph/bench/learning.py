@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from mtl_graph.memory.lifecycle import LifecycleConfig
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig
+from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 
 CONDITIONS = ("static", "learning")
@@ -143,7 +143,7 @@ def run_condition(tasks: Sequence[Task], pool: MemoryPool, agent_factory: AgentF
                   lifecycle: LifecycleConfig | None = None, run_log: Path | None = None) -> ConditionResult:
     """The sequence, in order, through the MTL graph over `pool` under one condition (the pool changes only in
     the learning condition)."""
-    from mtl_graph.graph import build_mtl_graph
+    from mtl_graph.pipeline import build_mtl_graph
 
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition {condition!r}; choose one of {', '.join(CONDITIONS)}")

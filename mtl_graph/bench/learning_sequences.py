@@ -28,10 +28,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from mtl_graph.agent.scripted import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.memory.record import Use
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.usage import Use
 from mtl_graph.core.task import Task
 
 SEQUENCES = ("negative", "positive")
@@ -115,7 +115,7 @@ def foreign_lessons() -> list[Any]:
     """The rerun lesson in the insight, workflow and reasoningbank formats, learnt in another domain: a pool
     holding them helps only a condition that retrieves across domains."""
     from mtl_graph.memory.formats.reasoningbank import ReasoningBankMemory
-    from mtl_graph.memory.models import WorkflowMemory
+    from mtl_graph.memory.base import WorkflowMemory
 
     source = [Provenance(domain=FOREIGN_DOMAIN, source_task_id="sql-past")]
     item = {"title": RERUN.title, "description": RERUN.description, "content": RERUN.content}

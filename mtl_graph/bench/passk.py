@@ -11,7 +11,7 @@ from typing import Iterable
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mtl_graph.bench.models import TaskResult
+from mtl_graph.bench.records import TaskResult
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

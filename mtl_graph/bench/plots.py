@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.bench.models import ZERO_SHOT
+from mtl_graph.bench.records import ZERO_SHOT
 
 
 def _pyplot():

@@ -7,9 +7,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mtl_graph.bench.models import ZERO_SHOT, EvalConfig, Pool, TaskResult
+from mtl_graph.bench.records import ZERO_SHOT, EvalConfig, Pool, TaskResult
 from mtl_graph.bench.passk import aggregate, error_counts, is_error, task_scores
-from mtl_graph.bench.store import SUITES_FILE, ResultStore
+from mtl_graph.bench.results import SUITES_FILE, ResultStore
 
 MD_LIST_CAP = 100
 

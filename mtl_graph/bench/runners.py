@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Protocol, runtime_checkable
 
-from mtl_graph.experience.task_check import run_check, run_setup
-from mtl_graph.experience.clean_room import discard_snapshot, take_snapshot
+from mtl_graph.judging.ground_truth import run_check, run_setup
+from mtl_graph.judging.clean_room import discard_snapshot, take_snapshot
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
-from mtl_graph.bench.models import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
+from mtl_graph.bench.records import Condition, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.suites.base import REFERENCE_KEY, REFERENCE_SCRIPT_KEY, REFERENCE_UNAVAILABLE_KEY
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 from mtl_graph.core.task import Task
 from mtl_graph.core.errors import MTLError
 
@@ -205,7 +205,7 @@ def make_runner(agent: str | None = None, model: str | None = None, server: str 
         raise RunnerUnavailable("give --model PROVIDER:MODEL (graph runner) or --agent oracle|noop (offline)")
     import importlib
 
-    from mtl_graph.run_context import MTLContext, as_context, merged
+    from mtl_graph.config.names import MTLContext, as_context, merged
 
     shared = merged(as_context(context) or MTLContext(), MTLContext(judge_also=True) if judge_also else None)
     module = importlib.import_module(GRAPH_RUNNER_MODULE)

@@ -31,7 +31,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def check_model(spec: Any, options: Any = None) -> None:
     """A model that cannot be made (unknown provider, package not installed, API key not set, script not found)
     ends the command with one line before anything runs, rather than after planning and retrieval."""
-    from mtl_graph.chat import ModelNotConfigured, check_model as check
+    from mtl_graph.llm.chat import ModelNotConfigured, check_model as check
 
     try:
         check(spec, options)
@@ -41,7 +41,7 @@ def check_model(spec: Any, options: Any = None) -> None:
 
 def settings() -> Any:
     """The MTL_* environment settings; a bad value ends the command with one line naming the variable."""
-    from mtl_graph.settings import SettingsError, get_settings
+    from mtl_graph.config.environment import SettingsError, get_settings
 
     try:
         return get_settings()
@@ -53,8 +53,8 @@ def settings() -> Any:
 def open_pool(location: str | None, namespace: str | None = None) -> Iterator[Any]:
     """The pool named by --pool or MTL_POOL, in the namespace of --namespace or MTL_NAMESPACE; known failures,
     opening or using it, become one-line errors."""
-    from mtl_graph.memory.embeddings import EmbeddingError
-    from mtl_graph.memory.pool import MemoryPool, PoolError
+    from mtl_graph.memory.engine.embeddings import EmbeddingError
+    from mtl_graph.memory.pool.pool import MemoryPool, PoolError
 
     try:
         pool = MemoryPool.open(location or settings().pool, namespace=namespace)

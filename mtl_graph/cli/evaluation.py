@@ -34,7 +34,7 @@ def _split(value: str | None) -> list[str]:
 
 
 def _formats(value: str) -> list:
-    from mtl_graph.memory.models import MemoryType, memory_type_of
+    from mtl_graph.memory.base import MemoryType, memory_type_of
 
     if value.strip().lower() == ALL:
         return list(MemoryType)
@@ -87,12 +87,12 @@ def eval_cmd(
     from pydantic import ValidationError
 
     from mtl_graph.bench.harness import run_eval
-    from mtl_graph.bench.models import EvalConfig
+    from mtl_graph.bench.records import EvalConfig
     from mtl_graph.bench.report import render_report
     from mtl_graph.bench.runners import RunnerUnavailable, make_runner
-    from mtl_graph.bench.store import StoreError
+    from mtl_graph.bench.results import StoreError
     from mtl_graph.bench.suites import SuiteError, filter_languages
-    from mtl_graph.memory.location import PoolError
+    from mtl_graph.memory.engine.location import PoolError
 
     if suites.strip().lower() == LIST:
         list_suites()
@@ -100,7 +100,7 @@ def eval_cmd(
     if out is None:
         fail("--out is required: the results directory", USAGE)
     if model and not agent:  # a bad model string is one line now, not after the suites are loaded and sampled
-        from mtl_graph.chat import ModelNotConfigured, check_model
+        from mtl_graph.llm.chat import ModelNotConfigured, check_model
 
         try:
             check_model(model, getattr(run, "model_options", None))
@@ -160,7 +160,7 @@ def list_suites() -> None:
 def report_cmd(out: Path = typer.Argument(..., help="Results directory of `mtl eval`.")) -> None:
     """Re-render report.md, report.json and the plots of a results directory."""
     from mtl_graph.bench.report import render_report
-    from mtl_graph.bench.store import StoreError
+    from mtl_graph.bench.results import StoreError
 
     try:
         paths = render_report(out)

@@ -71,7 +71,7 @@ class MemoryReviewer:
         """The memory as a person reads it; one that is not a valid memory is shown as it came, to be judged too."""
         from pydantic import ValidationError
 
-        from mtl_graph.memory.models import parse_memory
+        from mtl_graph.memory.base import parse_memory
 
         try:
             memory = parse_memory(raw)
@@ -109,7 +109,7 @@ def drive(graph: Any, graph_input: dict[str, Any], stream: Callable[..., dict[st
     and resume, until the run ends. Returns the run's output."""
     from langgraph.types import Command
 
-    from mtl_graph.graph.approval import decline, pending_calls
+    from mtl_graph.pipeline.approval import decline, pending_calls
 
     config = {"configurable": {"thread_id": f"mtl-run-{uuid.uuid4().hex}"}}
     payload: Any = graph_input

@@ -21,7 +21,7 @@ class _LogFormatsHelp(OptionInfo):
 
     @property  # type: ignore[override]
     def help(self) -> str:
-        from mtl_graph.experience.importers import importers
+        from mtl_graph.importers import importers
 
         return ("Force the log format (default: detect it from the content): "
                 + "; ".join(f"{imp.name}" + (f" ({imp.summary})" if imp.summary else "") for imp in importers()) + ".")
@@ -58,10 +58,10 @@ def ingest(
     from pydantic import ValidationError
     from rich.console import Console
 
-    from mtl_graph.experience.importers import format_names, iter_log_files
-    from mtl_graph.experience.ingest import IngestConfig, Ledger
-    from mtl_graph.memory.models import first_validation_error, memory_type_of
-    from mtl_graph.settings import get_settings
+    from mtl_graph.importers import format_names, iter_log_files
+    from mtl_graph.importers.ingest import IngestConfig, Ledger
+    from mtl_graph.memory.base import first_validation_error, memory_type_of
+    from mtl_graph.config.environment import get_settings
 
     console = Console(stderr=True)
 
@@ -82,7 +82,7 @@ def ingest(
     model = model or settings.model
     location = pool or settings.pool
     namespace = namespace or settings.namespace or "default"  # MTL_NAMESPACE, the run setting
-    from mtl_graph.experience.ingest import IngestInterrupted
+    from mtl_graph.importers.ingest import IngestInterrupted
 
     try:
         report = _run(paths, location, model, config, Ledger.for_pool(location, ledger, namespace), console,
@@ -104,8 +104,8 @@ def ingest(
 def _run(paths, location, model, config, ledger, console, namespace):  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mtl_graph.experience.ingest import ingest as run_ingest
-    from mtl_graph.experience.structured import resolve_model
+    from mtl_graph.importers.ingest import ingest as run_ingest
+    from mtl_graph.llm.structured import resolve_model
     from mtl_graph.memory import formats as registry
 
     chat = None
@@ -132,8 +132,8 @@ def _run(paths, location, model, config, ledger, console, namespace):  # type: i
 
 
 def _open_pool(location: str, namespace: str) -> Any:
-    from mtl_graph.memory.embeddings import EmbeddingError
-    from mtl_graph.memory.pool import MemoryPool, PoolError
+    from mtl_graph.memory.engine.embeddings import EmbeddingError
+    from mtl_graph.memory.pool.pool import MemoryPool, PoolError
 
     try:
         return MemoryPool.open(location, namespace=namespace)

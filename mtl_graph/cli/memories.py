@@ -40,7 +40,7 @@ def _status_of(value: str | None) -> str | None:
 
 
 def _type_of(value: str | None) -> str | None:
-    from mtl_graph.memory.models import memory_type_of
+    from mtl_graph.memory.base import memory_type_of
 
     try:
         return None if value is None else memory_type_of(value).value
@@ -68,7 +68,7 @@ MAX_ERROR_LINES = 20
 
 def _jsonl_files(path: Path) -> list[Path]:
     """The file, or the *.jsonl files directly inside a directory (name order); a clear error otherwise."""
-    from mtl_graph.memory.location import META_FILE
+    from mtl_graph.memory.engine.location import META_FILE
 
     if path.is_dir():
         if (path / META_FILE).is_file():
@@ -115,7 +115,7 @@ def _print_import_errors(errors: list[str], files: list[Path], nothing_imported:
 
 def _hint_agent_logs(files: list[Path]) -> None:
     """Point to `mtl ingest` when the files given are agent logs rather than memories."""
-    from mtl_graph.experience.importers import MAX_FILE_BYTES, detect_format
+    from mtl_graph.importers import MAX_FILE_BYTES, detect_format
 
     for path in files:
         if path.stat().st_size <= MAX_FILE_BYTES:

@@ -22,7 +22,7 @@ HISTORY_ROWS = 20
 
 def explain(opened, memory) -> dict[str, Any]:
     """What `show` reports beside the memory itself: status, utility against the base rate, evidence, history."""
-    from mtl_graph.memory.lifecycle import LifecycleConfig, evidence, utility
+    from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 
     cfg, rate = LifecycleConfig(), opened.base_rate()
     return {"status": memory.status, "utility": round(utility(memory.stats, rate.rate, cfg), 4),

@@ -44,7 +44,7 @@ def _kebab(name: str) -> str:
 
 def flag_specs(context_model: type[BaseModel]) -> list[FlagSpec]:
     """The flags of every field of a run-context model (nested settings models: one flag per sub-field)."""
-    from mtl_graph.run_settings import Flags, non_none
+    from mtl_graph.config.schema import Flags, non_none
 
     specs = []
     for name, info in context_model.model_fields.items():
@@ -90,7 +90,7 @@ def parameter(spec: FlagSpec, from_env: bool = True) -> inspect.Parameter:
 
 def parse_flags(specs: list[FlagSpec], values: dict[str, Any], context_model: type[BaseModel]) -> Any:
     """The run context of the flags given (None: not given); a bad value raises one SettingsError line."""
-    from mtl_graph.run_context import SettingsError, describe_error
+    from mtl_graph.config.names import SettingsError, describe_error
 
     data: dict[str, Any] = {}
     for spec in specs:
@@ -125,7 +125,7 @@ class RunSettingsCommand:
 
     @cached_property
     def specs(self) -> list[FlagSpec]:
-        from mtl_graph.run_context import RunOverrides
+        from mtl_graph.config.names import RunOverrides
 
         return [spec for spec in flag_specs(RunOverrides) if spec.path[0] not in self.exclude]
 
@@ -141,7 +141,7 @@ class RunSettingsCommand:
 
     def __call__(self, **kwargs: Any) -> Any:
         from mtl_graph.cli.app import fail, settings
-        from mtl_graph.run_context import MTLContext, RunOverrides, SettingsError, merged
+        from mtl_graph.config.names import MTLContext, RunOverrides, SettingsError, merged
 
         values = {spec.param: kwargs.pop(spec.param, None) for spec in self.specs}
         try:

@@ -24,10 +24,10 @@ def check(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of text.")] = False,
 ) -> None:
     """Read every memory without changing the pool, compare counts, list what is unreadable (exit 1 if damaged)."""
-    from mtl_graph.memory.pool_check import check_pool
-    from mtl_graph.memory.embeddings import EmbeddingError
+    from mtl_graph.memory.engine.check import check_pool
+    from mtl_graph.memory.engine.embeddings import EmbeddingError
     from mtl_graph.memory.errors import PoolError
-    from mtl_graph.settings import get_settings
+    from mtl_graph.config.environment import get_settings
 
     location = location or get_settings().pool
     if location == ":memory:" or location.startswith(("http://", "https://")):
@@ -71,8 +71,8 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
 
 
 # The other `mtl pool` commands (their modules import only typer at the top).
-from mtl_graph.cli.pool_consolidate import JsonOpt, PoolOpt, consolidate_cmd, prune_cmd  # noqa: E402
-from mtl_graph.cli.pool_snapshot import diff_cmd, snapshot_app  # noqa: E402
+from mtl_graph.cli.consolidate import JsonOpt, PoolOpt, consolidate_cmd, prune_cmd  # noqa: E402
+from mtl_graph.cli.snapshots import diff_cmd, snapshot_app  # noqa: E402
 
 pool_app.add_typer(snapshot_app, name="snapshot")
 pool_app.command("diff")(diff_cmd)

@@ -13,7 +13,7 @@ def _checked_namespace(value: Optional[str]) -> Optional[str]:
     if value is None:
         return None
     from mtl_graph.cli.app import fail
-    from mtl_graph.memory.namespace import NamespaceError, check_namespace
+    from mtl_graph.memory.engine.namespace import NamespaceError, check_namespace
 
     try:
         return check_namespace(value)

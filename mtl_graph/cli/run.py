@@ -36,7 +36,7 @@ def run_task(
     if paper:
         run = run.model_copy(update={"lifecycle": "off"})
     if not run.model:
-        from mtl_graph.chat import NO_MODEL
+        from mtl_graph.llm.chat import NO_MODEL
 
         fail(NO_MODEL)
     from mtl_graph.cli import human
@@ -54,8 +54,8 @@ def run_task(
     check_model(run.model, run.model_options)
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.graph.progress import RichProgress, stream_run
+    from mtl_graph.pipeline import build_mtl_graph
+    from mtl_graph.cli.progress import RichProgress, stream_run
 
     # Answers are waited for with the run's state in an in-memory checkpointer, on the run's own thread.
     paused = {"checkpointer": InMemorySaver(), "interrupt_before_tools": approve_commands} if asks else {}
@@ -69,7 +69,7 @@ def run_task(
         else:
             state = stream_run(graph, {"task": loaded}, render, context=run)
     if json_out:
-        from mtl_graph.graph.state import OUTPUT_FIELDS  # what a run hands back, less its transcript
+        from mtl_graph.pipeline.state import OUTPUT_FIELDS  # what a run hands back, less its transcript
 
         result = {key: state.get(key) for key in OUTPUT_FIELDS if key != "trajectory"}
         typer.echo(json.dumps(result, indent=2, default=str))
@@ -94,9 +94,9 @@ def demo(
         fail("--review-memories asks questions: use it with `mtl run` (the demo runs unattended)")
     if run.model:
         check_model(run.model, run.model_options)
-    from mtl_graph.demo import run_demo
-    from mtl_graph.memory.embeddings import EmbeddingError
-    from mtl_graph.memory.pool import PoolError
+    from mtl_graph.cli.demo import run_demo
+    from mtl_graph.memory.engine.embeddings import EmbeddingError
+    from mtl_graph.memory.pool.pool import PoolError
 
     try:
         rows = run_demo(pool_location=pool, sandbox=sandbox or "auto", context=run, namespace=run.namespace)

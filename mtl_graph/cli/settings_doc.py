@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mtl_graph.cli.options import flag_specs
-from mtl_graph.run_context import SETTINGS, MTLContext, value_of
-from mtl_graph.run_settings import MTLConfig, SettingsGroup, non_none
+from mtl_graph.config.names import SETTINGS, MTLContext, value_of
+from mtl_graph.config.schema import MTLConfig, SettingsGroup, non_none
 
 START, END = "<!-- settings: start -->", "<!-- settings: end -->"
 

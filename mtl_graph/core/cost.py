@@ -1,5 +1,5 @@
 """A run's cost, read: the model calls, tokens and tool calls its stages made (the graph's `cost`, counted by
-graph/cost.py), split into the agent's own and the memory method's extra. It imports nothing else of ours: reports
+pipeline/metering.py), split into the agent's own and the memory method's extra. It imports nothing else of ours: reports
 read it without loading the graph."""
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ def speed(server: LocalModelServer, max_tokens: int = 64) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace, console: Console) -> list[dict[str, Any]]:
-    from mtl_graph.demo import run_demo
-    from mtl_graph.run_context import MTLContext
+    from mtl_graph.cli.demo import run_demo
+    from mtl_graph.config.names import MTLContext
 
     log = Path(args.log)
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
-from mtl_graph.memory.models import COUNTS, Memory, Provenance, UsageStats, parse_memory
-from mtl_graph.memory.record import stored_stats
-from mtl_graph.memory.screen import screen
+from mtl_graph.memory.base import COUNTS, Memory, Provenance, UsageStats, parse_memory
+from mtl_graph.memory.usage import stored_stats
+from mtl_graph.memory.screening.screen import screen
 
 Status = Literal["added", "merged", "identical"]
 

@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from mtl_graph.memory.models import Memory
+from mtl_graph.memory.base import Memory
 
 QUOTE = "│ "
 """Prefix of every line of memory text (box-drawing bar: not markdown, not a role, not a heading)."""

@@ -32,16 +32,16 @@ from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
 from mtl_graph.sandbox.persistent import RunnerNotStarted, SandboxRunner
 from mtl_graph.sandbox.process import SHELL, scrubbed_env
-from mtl_graph.sandbox.reaper import FD_TOKEN, with_fds
+from mtl_graph.sandbox.supervisor.server import FD_TOKEN, with_fds
 from mtl_graph.sandbox.seccomp import filter_file
-from mtl_graph.sandbox.supervisor import REAPER, Channel, Supervisor
+from mtl_graph.sandbox.supervisor.client import REAPER, Channel, Supervisor
 from mtl_graph.sandbox.workspace import hand_over
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _MIB = 1024 * 1024
 _OWN_MOUNTS = ("/", "/tmp", "/dev", "/dev/shm", "/proc")  # modes set by bwrap's options, never chmod'ed
-RUNNER_PATH = "/run/mtl/reaper.py"
-"""Where reaper.py is bound read-only in a persistent sandbox, to run as its runner (its checkout is not bound)."""
+RUNNER_PATH = "/run/mtl/supervisor.py"
+"""Where the supervisor (supervisor/server.py) is bound read-only in a persistent sandbox, to run as its runner (its checkout is not bound)."""
 
 
 def _existing(paths: list[Path]) -> list[Path]:
@@ -145,7 +145,7 @@ def privilege_drop(config: SandboxConfig) -> list[str]:
 
 def bwrap_argv(workspace: Path, env: dict[str, str], config: SandboxConfig, runner: bool = False) -> list[str]:
     """bwrap options confining a process to workspace (order matters: later mounts cover earlier ones); runner:
-    for the persistent sandbox's runner (pid 1 itself, reaper.py bound at RUNNER_PATH)."""
+    for the persistent sandbox's runner (pid 1 itself, the supervisor (supervisor/server.py) bound at RUNNER_PATH)."""
     ws = str(workspace)
     tmp_size = str(config.tmp_size_mb * _MIB)
     if os.geteuid() == 0:
@@ -191,7 +191,7 @@ def seccomp_files() -> list[str]:
 
 
 def runner_launch(workspace: Path, env: dict[str, str], config: SandboxConfig) -> dict:
-    """The host supervisor's request starting a persistent sandbox: bwrap, then reaper.py inside as pid 1,
+    """The host supervisor's request starting a persistent sandbox: bwrap, then the supervisor (supervisor/server.py) inside as pid 1,
     unprivileged, on the socket and the lifeline passed after the files (SandboxRunner.ensure_started)."""
     files = seccomp_files()
     runner = [sys.executable, "-I", "-S", RUNNER_PATH, f"{FD_TOKEN}{len(files)}", f"{FD_TOKEN}{len(files) + 1}",

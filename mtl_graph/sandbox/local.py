@@ -1,7 +1,7 @@
 """The local backend: a subprocess on the host with resource limits and a scrubbed environment.
 
 It does not isolate the filesystem or the network; prefer the bubblewrap backend where it works. What it does:
-every process a command starts is killed when the command ends (a supervising subreaper, see reaper.py), and
+every process a command starts is killed when the command ends (a supervising subreaper, see supervisor/server.py), and
 as root, commands run as an unprivileged uid: started by a runner of that uid, forked once by the root
 supervisor (persistent.py), as a uid switch per command would cost a fork of the supervisor instead of a vfork.
 That runner wears bwrap's seccomp filter (seccomp.py: no new user namespace) and no_new_privs, which every
@@ -21,7 +21,7 @@ from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
 from mtl_graph.sandbox.persistent import SandboxRunner
 from mtl_graph.sandbox.seccomp import filter_program
-from mtl_graph.sandbox.supervisor import Channel, Supervisor
+from mtl_graph.sandbox.supervisor.client import Channel, Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
 
 

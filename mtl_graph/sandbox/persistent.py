@@ -1,15 +1,15 @@
 """A sandbox's long-lived runner: started once, at the first command, it starts all of them.
 
-The runner is reaper.py (the same supervisor as on the host, so the same guarantees per command: every process a
+The runner is supervisor/server.py (the same supervisor as on the host, so the same guarantees per command: every process a
 command leaves killed when it ends or is killed, limits, exit codes) with the commands' uid, so it starts each one
 without a uid switch, on the vfork path. The host talks to it directly over a socket; a supervisor on the host
-holds it (process tree: host → reaper.py on the host → [bwrap →] runner → commands), so closing the sandbox, the
+holds it (process tree: host → supervisor/server.py on the host → [bwrap →] runner → commands), so closing the sandbox, the
 host's death or a runner that stops answering (``kill_grace_s`` after a kill) kills it all from outside. Should
 the runner die, the command fails ("the sandbox supervisor was killed") and the next one gets a new runner.
 
 - bwrap (bwrap.runner_launch): building the namespaces and mounts costs bwrap more (6-8 ms) than most commands
   take, so it is paid once. The runner is pid 1 of the sandbox's pid namespace (``--as-pid-1``), without
-  capabilities: the commands can neither signal, stop nor trace it (reaper.confine_runner). What a user sees
+  capabilities: the commands can neither signal, stop nor trace it (server.confine_runner). What a user sees
   change: /tmp and /dev/shm (size-limited tmpfs) persist between the commands of one sandbox, like a container's;
   a new sandbox (the judge's, another run's) starts with empty ones.
 - local as root (local.LocalSandbox): the root supervisor forks the runner and switches it to the unprivileged
@@ -24,7 +24,7 @@ import select
 import socket
 
 from mtl_graph.sandbox.base import SandboxError
-from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, Supervisor, SupervisorGone
+from mtl_graph.sandbox.supervisor.client import Channel, CommandNotStarted, Supervisor, SupervisorGone
 
 _LOG_BYTES = 4096
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from mtl_graph.sandbox.base import CommandResult
 from mtl_graph.sandbox.config import SandboxConfig
-from mtl_graph.sandbox.supervisor import Channel, CommandNotStarted, SupervisorGone
+from mtl_graph.sandbox.supervisor.client import Channel, CommandNotStarted, SupervisorGone
 
 TIMEOUT_EXIT_CODE = 124
 CUT_MARKER = "\n... [{n} characters cut] ...\n"
@@ -91,7 +91,7 @@ _PRLIMIT_OPTIONS = {resource.RLIMIT_AS: "--as", resource.RLIMIT_CPU: "--cpu", re
 
 def limit_wrapper(limits: Sequence[tuple[int, int]]) -> list[str] | None:
     """An argv prefix setting the limits with util-linux ``prlimit`` before exec, or None when the supervisor sets
-    them itself: as root it wears them and the command inherits them (reaper.can_wear, no extra exec), and
+    them itself: as root it wears them and the command inherits them (server.can_wear, no extra exec), and
     without prlimit it falls back to a preexec function.
 
     One exec costs less than a preexec function, which makes the supervisor run Python in every forked child.

@@ -8,8 +8,10 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
-from mtl_graph.agent.providers import RetrySettings
+from mtl_graph.agent import AgentConfig, DefaultAgent
+
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call, text_action
+from mtl_graph.llm.retry import RetrySettings
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
 from mtl_graph.core.task import Task
 

@@ -9,7 +9,9 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from mtl_graph.agent import TOOLS, ScriptedChatModel, bash_call, load_action_script, submit_call
+from mtl_graph.agent import TOOLS
+
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, load_action_script, submit_call
 
 
 def test_replays_in_order_then_submits_instead_of_cycling():

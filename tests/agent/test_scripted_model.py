@@ -17,8 +17,8 @@ from mtl_graph import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.agent import TOOLS
 from mtl_graph.cli import app
 from mtl_graph.core.task import Task
-from mtl_graph.experience.distill import InsightDraft
-from mtl_graph.graph import build_mtl_graph
+from mtl_graph.distill.distillers import InsightDraft
+from mtl_graph.pipeline import build_mtl_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIMES = ROOT / "examples" / "tasks" / "primes"

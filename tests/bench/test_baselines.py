@@ -20,7 +20,7 @@ def _specs():
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory, embeddings):
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     root, made = tmp_path_factory.mktemp("baselines"), iter(range(100))
     specs = _specs()
@@ -128,7 +128,7 @@ def test_mtl_eval_baselines_runs_the_scripted_sequence_and_writes_the_report(tmp
 def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings, capsys):
     from pathlib import Path
 
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
     script = json.loads((examples / "primes" / "demo_script.json").read_text())
@@ -167,7 +167,7 @@ def test_a_suite_needs_a_model_and_a_usable_suite(tmp_path, capsys):
 
 
 def test_a_run_that_errors_is_counted_beside_the_pass_rate_not_as_a_failure(tmp_path, embeddings):
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     spec = next(s for s in ls.make_tasks(12, prefix="err") if s.second_fix is None)  # passes however it goes
     broken = spec.task.model_copy(update={"id": "err-broken", "setup": "exit 3"})  # its setup fails: no fair try
@@ -185,8 +185,8 @@ def test_mtl_with_memory_as_a_tool_counts_the_agents_searches_as_shown_and_as_co
     is counted beside the pass rate."""
     from langchain_core.messages import AIMessage
 
-    from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     specs = _specs()[:2]
     by_id = {s.task.id: s for s in specs}

@@ -4,12 +4,12 @@ its average pass@k."""
 
 import json
 
-from mtl_graph.bench.models import Condition, EvalConfig, TaskResult
+from mtl_graph.bench.records import Condition, EvalConfig, TaskResult
 from mtl_graph.bench.report import render_report
 from mtl_graph.bench.runners import outcome_from_state
-from mtl_graph.bench.store import ResultStore
+from mtl_graph.bench.results import ResultStore
 from mtl_graph.core.trajectory import Verdict, VerdictStatus
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 
 PLANNED = {"plan": {"calls": 1, "input_tokens": 120, "output_tokens": 60},
            "execute": {"calls": 5, "input_tokens": 4000, "output_tokens": 300,

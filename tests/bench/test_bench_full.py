@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from mtl_graph.bench.harness import run_eval
-from mtl_graph.bench.models import EvalConfig
+from mtl_graph.bench.records import EvalConfig
 from mtl_graph.bench.passk import aggregate
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
-from mtl_graph.bench.store import ResultStore
+from mtl_graph.bench.results import ResultStore
 
 
 @pytest.mark.slow

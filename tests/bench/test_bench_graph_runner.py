@@ -18,20 +18,20 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.cli.evaluation import eval_cmd
 from mtl_graph.bench.graph_runner import (GraphRunner, PoolDistiller, RemoteRunner, agent_task, make_distiller,
                                           run_context)
 from mtl_graph.bench.harness import run_eval
-from mtl_graph.bench.models import Condition, EvalConfig, MemoryScope, TaskResult
+from mtl_graph.bench.records import Condition, EvalConfig, MemoryScope, TaskResult
 from mtl_graph.bench.passk import aggregate
 from mtl_graph.bench.runners import RunnerUnavailable, make_runner
-from mtl_graph.bench.store import ResultStore
+from mtl_graph.bench.results import ResultStore
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite
 from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.memory.models import MemoryType
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.base import MemoryType
+from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,7 +199,7 @@ def server(tmp_path):
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
     (tmp_path / "langgraph.json").write_text(json.dumps(
-        {"dependencies": [str(ROOT)], "graphs": {"mtl": f"{ROOT}/studio/mtl.py:graph"}}))
+        {"dependencies": [str(ROOT)], "graphs": {"mtl": f"{ROOT}/graphs/mtl.py:graph"}}))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.bench.harness import Harness, build_scope, run_eval
-from mtl_graph.bench.models import Condition, EvalConfig, MemoryRef, MemoryScope, Pool, RetrievedMemory, RunOutcome
+from mtl_graph.bench.records import Condition, EvalConfig, MemoryRef, MemoryScope, Pool, RetrievedMemory, RunOutcome
 from mtl_graph.bench.passk import aggregate
 from mtl_graph.bench.runners import NoopRunner, OracleRunner, ScriptedRunner, eligible
-from mtl_graph.bench.store import RESULTS_FILE, ResultStore, StoreError
+from mtl_graph.bench.results import RESULTS_FILE, ResultStore, StoreError
 from mtl_graph.bench.suites import load_suite
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 from mtl_graph.core.task import Task
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "bench"

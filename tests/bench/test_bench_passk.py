@@ -6,10 +6,10 @@ from math import comb
 
 import pytest
 
-from mtl_graph.bench.models import Condition, TaskResult
+from mtl_graph.bench.records import Condition, TaskResult
 from mtl_graph.bench.passk import aggregate, pass_at_k
 from mtl_graph.core.trajectory import Verdict, VerdictStatus
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 
 
 @pytest.mark.parametrize("n, c, k, expected", [

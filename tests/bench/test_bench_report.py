@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from mtl_graph.bench.models import Condition, EvalConfig, RetrievedMemory, TaskResult
+from mtl_graph.bench.records import Condition, EvalConfig, RetrievedMemory, TaskResult
 from mtl_graph.bench.report import render_report
-from mtl_graph.bench.store import ResultStore, StoreError
+from mtl_graph.bench.results import ResultStore, StoreError
 from mtl_graph.core.trajectory import TokenUsage, Verdict, VerdictStatus
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 
 INSIGHT, TRAJ = MemoryType.INSIGHT, MemoryType.TRAJECTORY
 

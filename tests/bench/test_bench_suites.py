@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.bench.models import Condition
+from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
 from mtl_graph.bench.suites import base as suite_base
@@ -57,7 +57,7 @@ def test_exercism_python_exercises_load_and_check(monkeypatch):
 
 def test_exercism_workspace_hides_the_example(tmp_path):
     task = load_suite(f"exercism:{EXERCISM}?languages=python").tasks[0]
-    from mtl_graph.experience.task_check import run_setup
+    from mtl_graph.judging.ground_truth import run_setup
     from mtl_graph.sandbox import make_sandbox
 
     sandbox = make_sandbox("local", task.materialize(tmp_path / "ws"))

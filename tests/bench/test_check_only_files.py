@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from mtl_graph.bench.models import Condition
+from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, load_suite
 from mtl_graph.bench.suites.hidden import CHECK_ONLY_DIR, PAYLOAD_FILE
 from mtl_graph.core.task import Task
-from mtl_graph.experience.clean_room import RoomError, build_room, discard_snapshot, pristine_path, take_snapshot
+from mtl_graph.judging.clean_room import RoomError, build_room, discard_snapshot, pristine_path, take_snapshot
 from mtl_graph.sandbox import make_sandbox
 from mtl_graph.sandbox.bwrap import BwrapSandbox
 

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from mtl_graph.cli.evaluation import eval_cmd
-from mtl_graph.bench.models import Condition
+from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import load_suite, terminalbench
 from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY

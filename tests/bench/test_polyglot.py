@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.bench.models import Condition
+from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import SuiteError, filter_languages, load_suite, normalize_spec
 from mtl_graph.bench.suites.exercism import read_exercise
 from mtl_graph.bench.suites.exercism import languages as langs
-from mtl_graph.experience.task_check import run_setup
+from mtl_graph.judging.ground_truth import run_setup
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
 
 POLYGLOT = Path(__file__).parent.parent / "fixtures" / "polyglot"
@@ -66,7 +66,7 @@ def test_cpp_check_builds_whatever_the_workspace_is_called(tmp_path):
     if reason := langs.LANGUAGES["cpp"].unavailable():
         pytest.skip(reason)
     task = _suite("cpp").tasks[0]
-    from mtl_graph.experience.task_check import run_check
+    from mtl_graph.judging.ground_truth import run_check
 
     # CMake takes its file names from the folder: built in place, "workspace_test.cpp" would be missing.
     workspace = task.materialize(tmp_path / "workspace")
@@ -190,7 +190,7 @@ def test_setup_with_network_runs_in_a_networked_twin(tmp_path):
 
 
 def test_setup_needing_network_in_a_sandbox_that_cannot_grant_it_fails_clearly(tmp_path):
-    from mtl_graph.experience.task_check import SetupFailed
+    from mtl_graph.judging.ground_truth import SetupFailed
 
     class Plain:  # a Sandbox of someone else's making: no kind, no config
         workspace = tmp_path

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.bench.harness import run_eval
-from mtl_graph.bench.models import Condition, EvalConfig, MemoryRef, Pool, TaskResult
+from mtl_graph.bench.records import Condition, EvalConfig, MemoryRef, Pool, TaskResult
 from mtl_graph.bench.report import build_report, render_markdown, render_report
 from mtl_graph.bench.runners import OracleRunner, ScriptedRunner
-from mtl_graph.bench.store import CONFIG_FILE, StoreError
+from mtl_graph.bench.results import CONFIG_FILE, StoreError
 from mtl_graph.bench.suites import SuiteError
 from mtl_graph.core.trajectory import Verdict, VerdictStatus
-from mtl_graph.memory.models import MemoryType
+from mtl_graph.memory.base import MemoryType
 
 POLYGLOT = Path(__file__).parent.parent / "fixtures" / "polyglot"
 PYTHON_ONLY = f"exercism:{POLYGLOT}?languages=python"

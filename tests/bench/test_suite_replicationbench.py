@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mtl_graph.bench.models import Condition
+from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
 from mtl_graph.bench.suites.hidden import gpu_reason

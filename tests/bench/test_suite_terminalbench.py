@@ -12,9 +12,9 @@ import pytest
 from mtl_graph.bench.suites import SuiteError, load_suite
 from mtl_graph.bench.suites import terminalbench
 from mtl_graph.bench.suites.terminalbench import REFERENCE_SCRIPT_KEY, relative_to_workdir
-from mtl_graph.experience.clean_room import take_snapshot
+from mtl_graph.judging.clean_room import take_snapshot
 from mtl_graph.core.trajectory import VerdictStatus
-from mtl_graph.experience.task_check import run_check
+from mtl_graph.judging.ground_truth import run_check
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.bwrap import BwrapSandbox
 

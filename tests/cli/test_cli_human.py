@@ -143,7 +143,7 @@ def test_commands_with_markup_are_shown_as_typed(terminal):
 
 
 def memories(n: int) -> list[dict]:
-    from mtl_graph.memory.models import parse_memory
+    from mtl_graph.memory.base import parse_memory
 
     return [parse_memory({"type": "insight", "outcome": "success", "title": f"Lesson {i}",
                           "description": f"When {i}.", "content": f"Do thing {i} [/] first."}).model_dump(mode="json")
@@ -161,7 +161,7 @@ def test_each_proposed_memory_gets_its_own_answer(monkeypatch, answers, expected
 
     from rich.console import Console
 
-    from mtl_graph.graph.review import apply_review
+    from mtl_graph.pipeline.review import apply_review
 
     monkeypatch.setattr("sys.stdin", io.StringIO(answers))
     out = io.StringIO()

@@ -6,10 +6,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.lifecycle import LifecycleConfig, utility
-from mtl_graph.memory.models import InsightMemory, Provenance, UsageStats, WorkflowMemory
-from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.memory.record import Use
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig, utility
+from mtl_graph.memory.base import InsightMemory, Provenance, UsageStats, WorkflowMemory
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.usage import Use
 
 runner = CliRunner()
 STRICT = LifecycleConfig(quarantine_min_cited=2)

@@ -7,7 +7,7 @@ import sys
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.models import InsightMemory, Provenance, WorkflowMemory
+from mtl_graph.memory.base import InsightMemory, Provenance, WorkflowMemory
 
 runner = CliRunner()
 
@@ -96,8 +96,8 @@ def test_help_is_fast_and_imports_nothing_heavy():
 
 
 def test_a_corrupt_pool_is_one_clear_line(tmp_path):
-    from mtl_graph.memory.pool import MemoryPool
-    from mtl_graph.memory.storage import StoredPoint
+    from mtl_graph.memory.pool.pool import MemoryPool
+    from mtl_graph.memory.engine.storage import StoredPoint
 
     location = tmp_path / "pool"
     with MemoryPool.open(location) as pool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mtl_graph.chat import (MissingCredentials, ModelNotConfigured, ProviderPackageMissing, UnknownModelProvider,
+from mtl_graph.llm.chat import (MissingCredentials, ModelNotConfigured, ProviderPackageMissing, UnknownModelProvider,
                             check_model, chat_model)
 from mtl_graph.cli import app
 
@@ -103,8 +103,8 @@ def test_the_cli_stops_with_one_line_before_the_run(command: list[str], code: in
 def test_the_factories_refuse_a_model_they_cannot_use_before_any_run(factory, spec, says, monkeypatch):
     from langgraph.graph import StateGraph
 
-    import mtl_graph.graph as api
-    from mtl_graph.chat import ModelNotConfigured
+    import mtl_graph.pipeline as api
+    from mtl_graph.llm.chat import ModelNotConfigured
     from mtl_graph.core import MTLError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -28,7 +28,7 @@ def test_run_with_a_scripted_model_and_json_output(tmp_path):
     assert result.exit_code == 0, result.output
     state = json.loads(result.output)
     assert state["verdict"]["status"] == "pass" and len(state["new_memory_ids"]) == 1 and state["error"] is None
-    from mtl_graph.graph.state import OUTPUT_FIELDS  # everything a run hands back but its transcript
+    from mtl_graph.pipeline.state import OUTPUT_FIELDS  # everything a run hands back but its transcript
 
     assert set(state) == set(OUTPUT_FIELDS) - {"trajectory"} and state["outcome"] == "success"
 

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.models import InsightMemory, Provenance
+from mtl_graph.memory.base import InsightMemory, Provenance
 
 runner = CliRunner()
 WIDTH = 80
@@ -89,7 +89,7 @@ LONG = ("Check the column widths of every table against the narrowest terminal a
 
 @pytest.fixture(scope="module")
 def pool_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     location = tmp_path_factory.mktemp("narrow") / "pool"
     with MemoryPool.open(location) as pool:

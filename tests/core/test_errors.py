@@ -10,16 +10,16 @@ import httpx
 import openai
 import pytest
 
-from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.bench.graph_runner import GraphRunner
 from mtl_graph.bench.harness import run_eval
-from mtl_graph.bench.models import Condition, EvalConfig, TaskResult
+from mtl_graph.bench.records import Condition, EvalConfig, TaskResult
 from mtl_graph.bench.passk import aggregate, task_scores
 from mtl_graph.bench.report import render_report
 from mtl_graph.core.trajectory import Verdict
-from mtl_graph.graph import build_mtl_graph
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.pipeline import build_mtl_graph
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 
 
@@ -140,7 +140,7 @@ def test_the_eval_counts_a_storm_as_an_error_and_lists_tampered_runs(tmp_path):
 
 
 def test_an_errored_run_is_never_distilled_even_when_imported_from_a_log():
-    from mtl_graph.experience.distill import distill
+    from mtl_graph.distill.distillers import distill
     from mtl_graph.core.trajectory import Step, Trajectory
 
     run = Trajectory(task=TASK.ref(), steps=[Step(action="ls", observation="f.py")], exit_status="model_error",
@@ -166,7 +166,7 @@ def test_a_suite_whose_runs_all_errored_shows_no_score_only_its_errors():
 def test_a_wrapped_agent_ended_by_its_provider_is_an_error_too(embeddings, tmp_path):
     from langchain.agents import create_agent
 
-    from mtl_graph.graph import with_memory_transfer
+    from mtl_graph.pipeline import with_memory_transfer
 
     memory = InsightMemory(title="Read the failing assertion", description="Tests fail with an unclear message.",
                            content="Read it first.", sources=[Provenance(domain="other", source_task_id="o1")])

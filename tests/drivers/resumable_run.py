@@ -16,8 +16,10 @@ import sys
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from mtl_graph.agent import AgentConfig, DefaultAgent, ScriptedChatModel, bash_call, submit_call, text_action
-from mtl_graph.graph import build_mtl_graph
+from mtl_graph.agent import AgentConfig, DefaultAgent
+
+from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call, text_action
+from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.core.task import Task
 
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from mtl_graph.agent import ScriptedChatModel, load_action_script
-from mtl_graph.experience.ingest import IngestConfig, ingest
-from mtl_graph.experience.testing import RoutedChatModel
-from mtl_graph.graph import build_mtl_graph
+from mtl_graph.llm.scripted import ScriptedChatModel, load_action_script
+from mtl_graph.importers.ingest import IngestConfig, ingest
+from helpers.fake_models import RoutedChatModel
+from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.memory.dedup import dedup_key, normalize
-from mtl_graph.memory.models import (InsightMemory, MemoryType, Provenance, TrajectoryMemory, TrajectoryStep,
+from mtl_graph.memory.base import (InsightMemory, MemoryType, Provenance, TrajectoryMemory, TrajectoryStep,
                                      UsageStats)
-from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.memory.storage import StoredPoint
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.engine.storage import StoredPoint
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 ADVICE = ("Check leap-year rules against the tests", "When a date rule has exceptions.",
@@ -260,7 +260,7 @@ def test_graph_write_back_reports_what_it_wrote_per_run(embeddings, tmp_path, ch
 def test_eval_phase_two_keeps_every_attempt_as_a_run(tmp_path, embeddings):
     """pass@k: the same deterministic run three times, judged pass, pass, fail (a flaky test)."""
     from mtl_graph.bench.graph_runner import make_distiller
-    from mtl_graph.bench.models import Condition, TaskResult
+    from mtl_graph.bench.records import Condition, TaskResult
     from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
     from mtl_graph.core.task import Task
 

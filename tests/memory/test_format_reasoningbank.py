@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from mtl_graph.agent.scripted import ScriptedChatModel
+from mtl_graph.llm.scripted import ScriptedChatModel
 from mtl_graph.core.task import TaskRef
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.experience.distill import DISTILLERS, distill
+from mtl_graph.distill.distillers import DISTILLERS, distill
 from mtl_graph.memory import formats
 from mtl_graph.memory.formats.reasoningbank import ReasoningBankMemory
-from mtl_graph.memory.models import Outcome, parse_memory
+from mtl_graph.memory.base import Outcome, parse_memory
 
 TASK = "The function total() in mod_total.py adds where it should subtract. Fix it so the check passes."
 ITEM = {"title": "Rerun the check after the last edit",
@@ -65,7 +65,7 @@ def test_success_and_failure_runs_get_their_own_prompt():
 
 
 def _config():
-    from mtl_graph.experience.distill import DistillConfig
+    from mtl_graph.distill.distillers import DistillConfig
 
     return DistillConfig()
 

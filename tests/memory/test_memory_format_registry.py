@@ -12,13 +12,13 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 from typer.testing import CliRunner
 
-from mtl_graph.agent.scripted import ScriptedChatModel
+from mtl_graph.llm.scripted import ScriptedChatModel
 from mtl_graph.core.task import TaskRef
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.experience.distill import DISTILLERS, DistillResult, ModelDistiller, distill
+from mtl_graph.distill.distillers import DISTILLERS, DistillResult, ModelDistiller, distill
 from mtl_graph.memory import formats
 from mtl_graph.memory.formats import FormatError, MemoryFormat, registered
-from mtl_graph.memory.models import (MEMORY_CLASSES, InsightMemory, MemoryBase, MemoryType, Outcome, Text,
+from mtl_graph.memory.base import (MEMORY_CLASSES, InsightMemory, MemoryBase, MemoryType, Outcome, Text,
                                      memory_type_of, parse_memory)
 
 PAPER = ["trajectory", "workflow", "summary", "insight"]
@@ -82,9 +82,9 @@ def test_the_built_in_formats_are_discovered_one_module_each() -> None:
 
 def test_a_registered_format_is_a_choice_everywhere(toy: MemoryFormat) -> None:
     from mtl_graph.cli import app
-    from mtl_graph.graph.build import build_mtl_graph
-    from mtl_graph.graph.context import MTLConfig, MTLContext
-    from mtl_graph.graph.pool_view import PoolQuery
+    from mtl_graph.pipeline.build import build_mtl_graph
+    from mtl_graph.config import MTLConfig, MTLContext
+    from mtl_graph.pipeline.pool_browser import PoolQuery
 
     assert built_in(formats.names()) == BUILT_IN and formats.names()[-1] == "toy" and memory_type_of(" Toy ").value == "toy" == MemoryType("toy")
     assert MTLContext(memory_type="toy").memory_type == "toy" and MTLConfig(loop={"distill_formats": ["toy"]}).loop.distill_formats
@@ -100,7 +100,7 @@ def test_a_registered_format_is_a_choice_everywhere(toy: MemoryFormat) -> None:
 
 
 def test_a_registered_format_is_distilled_stored_and_retrieved(toy: MemoryFormat, pool) -> None:
-    from mtl_graph.memory.consolidate import Cluster, propose
+    from mtl_graph.memory.lifecycle.consolidate import Cluster, propose
     from mtl_graph.memory.fence import fence_memories
 
     model = ScriptedChatModel(answers={"ToyDraft": {"tip": TIP}})
@@ -134,7 +134,7 @@ def test_a_failed_run_gets_the_failure_prompt_and_a_model_is_required(toy: Memor
 
 
 def test_an_unregistered_format_is_gone_everywhere() -> None:
-    from mtl_graph.graph.context import MTLContext, SettingsError
+    from mtl_graph.config import MTLContext, SettingsError
 
     with registered(TOY):
         stored = ToyMemory(tip=TIP).model_dump(mode="json")

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from mtl_graph.memory.models import (
+from mtl_graph.memory.base import (
     InsightMemory,
     Provenance,
     SummaryMemory,

@@ -5,9 +5,9 @@ import threading
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.memory.query_cache import QueryCacheConfig, QueryVectorCache
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.pool.query_cache import QueryCacheConfig, QueryVectorCache
 
 
 class CountingEmbeddings(DeterministicFakeEmbedding):

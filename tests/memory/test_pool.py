@@ -7,9 +7,9 @@ import sys
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from mtl_graph.memory.embeddings import EmbeddingError
-from mtl_graph.memory.models import InsightMemory, Provenance, SummaryMemory, WorkflowMemory
-from mtl_graph.memory.pool import EmbeddingMismatchError, MemoryPool, PoolError
+from mtl_graph.memory.engine.embeddings import EmbeddingError
+from mtl_graph.memory.base import InsightMemory, Provenance, SummaryMemory, WorkflowMemory
+from mtl_graph.memory.pool.pool import EmbeddingMismatchError, MemoryPool, PoolError
 
 ENGINES = ["edge", "client"]
 
@@ -151,7 +151,7 @@ def test_same_directory_in_one_process_is_one_pool(tmp_path, embeddings):
 def test_other_process_gets_a_clear_lock_error(tmp_path, embeddings):
     with MemoryPool.open(tmp_path / "p", embeddings):
         code = (
-            "import sys\nfrom mtl_graph.memory.pool import MemoryPool, PoolLockedError\n"
+            "import sys\nfrom mtl_graph.memory.pool.pool import MemoryPool, PoolLockedError\n"
             f"try:\n    MemoryPool.open({str(tmp_path / 'p')!r})\nexcept PoolLockedError as e:\n"
             "    print(e); sys.exit(3)\n"
         )
@@ -229,7 +229,7 @@ def test_import_survives_non_utf8_lines_and_directories(tmp_path, pool):
 
 
 def test_a_corrupt_point_in_the_pool_is_a_clear_error(pool):
-    from mtl_graph.memory.storage import StoredPoint
+    from mtl_graph.memory.engine.storage import StoredPoint
 
     pool.add(TESTING)
     vector = pool._embed(["Verify changes with the test suite"])[0]

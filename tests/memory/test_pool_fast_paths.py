@@ -2,9 +2,9 @@
 
 import pytest
 
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
-from mtl_graph.memory.storage import Conditions, QuerySpec
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 
 TEXTS = [
     ("Run the tests after every edit", "Verification catches regressions before submitting."),
@@ -27,7 +27,7 @@ TEXTS += [(f"Login trouble {i}", f"{s} are unable to log into their accounts bec
 TEXTS.insert(0, ("Numeric parsing", "The parser in check_id_42 expected an int but got a string."))  # domain d0
 QUERIES = ["cannot sign in: error in check_id_42", "how do I verify my change works", "file names with spaces break my script", "check_output exact format",
            "totals are wrong after a join", "csv split on commas", "daylight saving bug in timestamps",
-           # BM25 weighs in for queries that name an identifier (memory/search.py): this one's memory is BM25-only
+           # BM25 weighs in for queries that name an identifier (memory/pool/search.py): this one's memory is BM25-only
            "users are unable to log into their accounts: check_id_42"]
 
 
@@ -100,9 +100,9 @@ def test_the_shards_tally_counts_exactly_through_overwrites_deletes_indexing_and
     """The unfiltered count comes from Edge's own tally, not an exact count request: it must stay exact."""
     import numpy as np
 
-    from mtl_graph.memory.edge_indexing import EdgeIndexConfig
-    from mtl_graph.memory.edge_store import EdgeStore
-    from mtl_graph.memory.storage import StoredPoint
+    from mtl_graph.memory.engine.edge.indexing import EdgeIndexConfig
+    from mtl_graph.memory.engine.edge.store import EdgeStore
+    from mtl_graph.memory.engine.storage import StoredPoint
 
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((900, 8)).astype(np.float32).tolist()

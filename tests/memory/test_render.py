@@ -8,12 +8,12 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
-from mtl_graph.agent import ScriptedChatModel, load_action_script
-from mtl_graph.graph import build_mtl_graph
-from mtl_graph.graph.support import prompt
+from mtl_graph.llm.scripted import ScriptedChatModel, load_action_script
+from mtl_graph.pipeline import build_mtl_graph
+from mtl_graph.pipeline.support import prompt
 from mtl_graph.memory.fence import QUOTE, fence_memories, quote
-from mtl_graph.memory.models import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep, WorkflowMemory
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.base import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep, WorkflowMemory
+from mtl_graph.memory.pool.pool import MemoryPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 GUESSED = "0123456789abcdef"

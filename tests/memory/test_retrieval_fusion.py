@@ -1,4 +1,4 @@
-"""The hybrid fusion (memory/search.py): its properties, exact identifiers, and MemoryPool.search's default order."""
+"""The hybrid fusion (memory/pool/search.py): its properties, exact identifiers, and MemoryPool.search's default order."""
 
 import json
 from pathlib import Path
@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtl_graph.memory.models import InsightMemory
-from mtl_graph.memory.search import fuse, names_identifier, rrf
-from mtl_graph.memory.pool_points import search_conditions
-from mtl_graph.memory.storage import QuerySpec
+from mtl_graph.memory.base import InsightMemory
+from mtl_graph.memory.pool.search import fuse, names_identifier, rrf
+from mtl_graph.memory.pool.points import search_conditions
+from mtl_graph.memory.engine.storage import QuerySpec
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "identifier_cases.json")
                    .read_text(encoding="utf-8"))

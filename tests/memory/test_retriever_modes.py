@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtl_graph.memory.models import InsightMemory, Provenance
-from mtl_graph.memory.pool import MemoryPool
+from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.pool.pool import MemoryPool
 
 MEMORIES = [
     ("Rotate the zq7 ledger before replaying it", "When a replay of the zq7 ledger fails halfway.",
@@ -53,10 +53,10 @@ def test_an_unknown_retriever_is_one_clear_error(pool):
 
 
 def test_the_run_setting_reaches_every_search_of_the_run(tmp_path):
-    from mtl_graph.agent import ScriptedChatModel, submit_call
+    from mtl_graph.llm.scripted import ScriptedChatModel, submit_call
     from mtl_graph.core.task import Task
-    from mtl_graph.graph import build_mtl_graph
-    from mtl_graph.graph.context import SettingsError
+    from mtl_graph.pipeline import build_mtl_graph
+    from mtl_graph.config import SettingsError
 
     task = Task(id="ledger-1", domain="infra", instruction="The zq7 ledger replay fails: make it replay cleanly.")
     with MemoryPool.open(":memory:") as pool:

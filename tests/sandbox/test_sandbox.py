@@ -20,7 +20,7 @@ from mtl_graph.sandbox import (
     make_sandbox,
 )
 from mtl_graph.sandbox.docker import docker_available
-from sandbox_attack_kit import needs_bwrap, wait_gone
+from helpers.sandbox_attack_kit import needs_bwrap, wait_gone
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 
@@ -282,7 +282,7 @@ def test_limits_too_tight_for_the_supervisor_still_bind_the_command(kind, tmp_pa
 
 def test_the_supervisor_is_replaced_after_its_quota_of_commands(tmp_path, monkeypatch):
     """As root it wears the commands' CPU limit itself: it is replaced before its own CPU time could reach it."""
-    import mtl_graph.sandbox.supervisor as supervisor_module
+    import mtl_graph.sandbox.supervisor.client as supervisor_module
 
     monkeypatch.setattr(supervisor_module, "SUPERVISOR_COMMANDS", 2)
     with LocalSandbox(tmp_path, SandboxConfig(cpu_seconds=120)) as sb:

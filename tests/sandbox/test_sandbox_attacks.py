@@ -20,7 +20,7 @@ import pytest
 
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.workspace import disk_usage
-from sandbox_attack_kit import (
+from helpers.sandbox_attack_kit import (
     needs_bwrap,
     NOBODY,
     kill_leftovers,

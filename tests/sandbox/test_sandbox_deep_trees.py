@@ -15,7 +15,7 @@ import pytest
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.tree import KEEP_OPEN, remove_tree, walk
 from mtl_graph.sandbox.workspace import disk_usage, hand_over
-from sandbox_attack_kit import NOBODY, needs_bwrap, nobody_workspace, run_unprivileged, unprivileged_python
+from helpers.sandbox_attack_kit import NOBODY, needs_bwrap, nobody_workspace, run_unprivileged, unprivileged_python
 
 # Run inside the sandbox: a chain of directories, names cycling through a plain one, one that is not UTF-8 and
 # one of 255 bytes; every so often links out (absolute, to its parent, to /), a fifo and a file; on the way back
@@ -158,7 +158,7 @@ def test_a_host_made_deep_tree_is_handed_over_whole(tmp_path):
 def deep_run(embeddings, tmp_path_factory):
     """One run of the graph whose agent makes a 1,500-deep tree, then hello.txt: (its final state, its workspace
     root, its directory); the tests below read it, none changes it."""
-    from mtl_graph.memory.pool import MemoryPool
+    from mtl_graph.memory.pool.pool import MemoryPool
 
     tmp_path = tmp_path_factory.mktemp("deep-run")
     with pytest.MonkeyPatch.context() as env:  # as the per-test settings have it: no MTL_ variable steers the run
@@ -174,8 +174,8 @@ def deep_run(embeddings, tmp_path_factory):
 def run_deep(pool, tmp_path, depth: int):
     from langchain_core.messages import AIMessage
 
-    from mtl_graph.agent import ScriptedChatModel, bash_call, submit_call
-    from mtl_graph.graph import build_mtl_graph
+    from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
+    from mtl_graph.pipeline import build_mtl_graph
     from mtl_graph.core.task import Task
 
     task = Task(id="deep", domain="shell", instruction="Create hello.txt containing hi.",

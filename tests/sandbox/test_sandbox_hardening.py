@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_attack_kit import needs_bwrap
+from helpers.sandbox_attack_kit import needs_bwrap
 
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.docker import docker_exec_argv, docker_run_argv

@@ -19,7 +19,7 @@ import pytest
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.seccomp import CLONE_NEWUSER, filter_program
 from mtl_graph.sandbox.tree import remove_tree
-from sandbox_attack_kit import public_tmp
+from helpers.sandbox_attack_kit import public_tmp
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:local sandbox"),

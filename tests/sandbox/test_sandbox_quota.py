@@ -17,7 +17,7 @@ from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.local import QUOTA_REFUSED_EXIT_CODE
 from mtl_graph.sandbox.tree import remove_tree
 from mtl_graph.sandbox.workspace import SHRINK_ONLY_SLACK
-from sandbox_attack_kit import needs_bwrap, nobody_workspace, public_tmp, run_unprivileged, unprivileged_python
+from helpers.sandbox_attack_kit import needs_bwrap, nobody_workspace, public_tmp, run_unprivileged, unprivileged_python
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 MIB = 2**20

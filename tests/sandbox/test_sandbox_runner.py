@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.sandbox import BwrapSandbox, SandboxConfig, make_sandbox
-from sandbox_attack_kit import (
+from helpers.sandbox_attack_kit import (
     needs_bwrap,
     kill_leftovers,
     marker,
@@ -51,7 +51,7 @@ def runner_pid(sb: BwrapSandbox) -> int:
     pid = sb.supervisor.pid
     for _ in range(2):
         (pid,) = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    assert "reaper.py" in Path(f"/proc/{pid}/cmdline").read_text()
+    assert "server.py" in Path(f"/proc/{pid}/cmdline").read_text()
     return pid
 
 
@@ -111,7 +111,7 @@ def test_commands_cannot_signal_stop_or_trace_the_runner(mode, tmp_path):
         "cat /tmp/mark",
     ], timeout=5)  # fmt: skip
     first, signalled, everyone, traced, proc, last = results
-    assert "/run/mtl/reaper.py" in first["output"]  # pid 1 is the runner
+    assert "/run/mtl/supervisor.py" in first["output"]  # pid 1 is the runner
     assert signalled["exit_code"] == 0 and signalled["output"] == "sent\n", signalled
     assert everyone["exit_code"] == 0 and everyone["output"] == "survived\n", everyone
     assert traced["output"].count("-1 Operation not permitted") == 2, traced["output"]

@@ -80,12 +80,12 @@ def yaml_problem(exc: Exception) -> str:
 
 def script(name: str) -> str:
     """The text of a stdlib-only check script shipped beside the suites."""
-    return resources.files("mtl_graph.bench.suites").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("mtl_graph.bench.suites.checks").joinpath(name).read_text(encoding="utf-8")
 
 
 @functools.cache
 def _sandbox_python() -> str | None:
-    from mtl_graph.experience.check_env import trusted_python
+    from mtl_graph.judging.check_env import trusted_python
 
     return trusted_python()
 

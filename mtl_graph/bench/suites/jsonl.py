@@ -68,7 +68,7 @@ def problem_to_task(item: dict, domain: str, where: str) -> Task:
     if pid is None or not isinstance(statement, str):
         raise SuiteError(f"{where}: a problem needs an id and a statement")
     fn, starter, cases = _func_name(item), item.get("starter_code") or "", _cases(item, where)
-    runner = resources.files("mtl_graph.bench.suites").joinpath("cases_runner.py").read_text(encoding="utf-8")
+    runner = resources.files("mtl_graph.bench.suites.checks").joinpath("cases_runner.py").read_text(encoding="utf-8")
     call = f"main({cases!r}, {SOLUTION_FILE!r}, {fn!r}, {float(item.get('timeout', 10.0))!r})"
     check, check_files = hidden_python_check(f"{runner}\n\n{call}\n")
     note = (_CALL_NOTE.format(fn=fn, file=SOLUTION_FILE) if fn else _STDIN_NOTE.format(file=SOLUTION_FILE))

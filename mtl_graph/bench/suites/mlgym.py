@@ -3,7 +3,7 @@
 Spec: ``mlgym:PATH``, PATH the checkout's root. A task config names its starter code (copied into the workspace
 root, as MLGym does), its datasets (a local ``data_path`` copied into ``data/``), its evaluation script and its
 baseline scores. MLGym tasks are open-ended; here a run passes when the evaluation's first baseline metric beats
-the baseline (mlgym_check.py). A task runs where its evaluation can: a GPU for GPU tasks, the Python packages its
+the baseline (checks/mlgym.py). A task runs where its evaluation can: a GPU for GPU tasks, the Python packages its
 scripts import (MLGym's Docker image installs them), a local copy of its data; else it is skipped with the reason.
 """
 
@@ -144,7 +144,7 @@ def task_of(path: Path, root: Path) -> Task:
                                                        direction="lower" if lower else "higher"),
         domain=DOMAIN,
         files=files,
-        **packed_check(script("mlgym_check.py"), None, call).task_fields(),
+        **packed_check(script("mlgym.py"), None, call).task_fields(),
         test_files=[*scripts, *(rel for rel in files if rel.startswith("data/"))],
         check_timeout=timeout + 120.0,
         metadata={"suite": DOMAIN, "name": cfg["name"], "entrypoint": entry, "metric": metric,

@@ -114,7 +114,7 @@ def task_of(paper: dict, path: Path, text: str, data: Path | None) -> Task:
         domain=DOMAIN,
         files={PAPER_FILE: text},
         source_dir=data,
-        **packed_check(script("replicationbench_check.py"), payload, f"main({tid!r}, PAYLOAD)").task_fields(),
+        **packed_check(script("replicationbench.py"), payload, f"main({tid!r}, PAYLOAD)").task_fields(),
         solution_files=[SUBMISSION_FILE],
         check_timeout=60.0,
         metadata={"suite": DOMAIN, "paper": paper["paper_id"], "difficulty": item.get("difficulty"),

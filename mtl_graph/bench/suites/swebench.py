@@ -2,7 +2,7 @@
 
 Setup (with network) clones the repository at the instance's base commit; the agent then works without
 network; the check turns its diff into a prediction and lets the harness run the instance's tests in the
-instance's image (see swebench_check.py).
+instance's image (see checks/swebench.py).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def instance_task(row: dict, dataset: str) -> Task:
         iid, repo, base, statement = row["instance_id"], row["repo"], row["base_commit"], row["problem_statement"]
     except (KeyError, TypeError) as exc:
         raise SuiteError(f"{dataset}: instance lacks {exc}") from None
-    script = resources.files("mtl_graph.bench.suites").joinpath("swebench_check.py").read_text(encoding="utf-8")
+    script = resources.files("mtl_graph.bench.suites.checks").joinpath("swebench.py").read_text(encoding="utf-8")
     call = f"main({sys.executable!r}, {dataset!r}, {SPLIT!r}, {iid!r}, {base!r}, {EVAL_TIMEOUT_S})"
     check, check_files = hidden_python_check(f"{script}\n\n{call}\n")
     return Task(

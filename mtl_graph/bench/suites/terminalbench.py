@@ -208,7 +208,7 @@ def bwrap_task(task: TaskFiles, base: dict[str, Any]) -> Task:
         raise TaskSkip("no tests/ directory holding its tests")
     if reason := python_reason(["pytest"], "the tests run with pytest"):
         raise TaskSkip(reason)
-    check = packed_check(script("terminalbench_check.py"), packed, f"bwrap(PAYLOAD, {args!r})")
+    check = packed_check(script("terminalbench.py"), packed, f"bwrap(PAYLOAD, {args!r})")
     instruction = relative_to_workdir(base["instruction"], task.workdir) + "\n\n" + _NOTE.format(workdir=task.workdir)
     return Task(**{**base, "instruction": instruction, "metadata": {**base["metadata"], "mode": "bwrap"}},
                 files=files, **check.task_fields())
@@ -226,7 +226,7 @@ def docker_task(task: TaskFiles, base: dict[str, Any], why: str) -> Task:
     except TaskSkip:
         files = {}  # the image has them; the agent's workspace starts empty
     call = f"docker({str(task.path.resolve())!r}, {task.dockerfile!r}, {task.workdir!r}, {base['check_timeout']!r})"
-    check = packed_check(script("terminalbench_check.py"), None, call)
+    check = packed_check(script("terminalbench.py"), None, call)
     return Task(**{**base, "metadata": {**base["metadata"], "mode": "docker"}}, files=files, **check.task_fields())
 
 

@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from pydantic_core import CoreSchema
 
     from mtl_graph.core.trajectory import Outcome, Trajectory
-    from mtl_graph.memory.models import MemoryBase, Provenance
+    from mtl_graph.memory.base import MemoryBase, Provenance
 
-DISTILL_PROMPTS = "mtl_graph.experience"
+DISTILL_PROMPTS = "mtl_graph.distill"
 """The package whose prompts/ folder holds the distill templates (`prompt_dir` overrides it per format)."""
-CONSOLIDATE_PROMPTS = "mtl_graph.memory"
+CONSOLIDATE_PROMPTS = "mtl_graph.memory.lifecycle"
 """The package whose prompts/ folder holds the merge (consolidation) templates."""
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
 
@@ -97,7 +97,7 @@ class MemoryFormat:
             raise FormatError(f"{where}: {self.memory.__name__}.type must default to {self.name!r}")
         if self.build is None and (self.draft is None or self.prompts is None):
             raise FormatError(f"{where}: a format without build needs a draft schema and its two prompts")
-        from mtl_graph.templates import load_template
+        from mtl_graph.core.templates import load_template
 
         templates = [(DISTILL_PROMPTS, name) for name in (*(self.prompts or ()), self.query_template) if name]
         if self.consolidate_prompt:
@@ -230,7 +230,7 @@ def query_for(choice: str, task_text: str) -> str:
     fmt = find(str(choice))
     if fmt is None or fmt.query_template is None:
         return task_text
-    from mtl_graph.templates import render_template
+    from mtl_graph.core.templates import render_template
 
     return render_template(DISTILL_PROMPTS, fmt.query_template, fmt.prompt_dir, task=task_text)
 

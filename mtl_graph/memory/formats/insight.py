@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from mtl_graph.memory.formats import MemoryFormat, register
 from mtl_graph.memory.formats._drafts import DRAFT_CONFIG, at_most, text
-from mtl_graph.memory.models import MemoryBase, ShortText, Text
+from mtl_graph.memory.base import MemoryBase, ShortText, Text
 
 
 class InsightMemory(MemoryBase):

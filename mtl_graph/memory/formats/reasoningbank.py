@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from mtl_graph.memory.formats import MemoryFormat, register
 from mtl_graph.memory.formats._drafts import DRAFT_CONFIG, at_most, text
-from mtl_graph.memory.models import LongText, MemoryBase, ShortText, Text
+from mtl_graph.memory.base import LongText, MemoryBase, ShortText, Text
 
 MAX_ITEMS = 3
 """Items a run yields at most."""

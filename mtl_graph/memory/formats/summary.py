@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from mtl_graph.memory.formats import MemoryFormat, register
 from mtl_graph.memory.formats._drafts import DRAFT_CONFIG, at_most, one_paragraph, text
-from mtl_graph.memory.models import MemoryBase, Text
+from mtl_graph.memory.base import MemoryBase, Text
 
 
 class SummaryMemory(MemoryBase):

@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mtl_graph.core.trajectory import Outcome, Trajectory
-from mtl_graph.experience.prompting import clip_middle
+from mtl_graph.core.rendering import clip_middle
 from mtl_graph.memory.formats import MemoryFormat, register
-from mtl_graph.memory.models import MAX_LONG, MAX_STEPS, LongText, MemoryBase, Provenance
+from mtl_graph.memory.base import MAX_LONG, MAX_STEPS, LongText, MemoryBase, Provenance
 
 
 class TrajectoryStep(BaseModel):

@@ -1,0 +1,1 @@
+"""Qdrant Edge: the in-process shard, its HNSW index and the background rebuild."""

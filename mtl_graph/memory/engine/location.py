@@ -1,0 +1,232 @@
+"""Turning a pool location (":memory:", a directory, a URL) into an open Qdrant store."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from mtl_graph.memory.engine.embeddings import EmbeddingError, embeddings_name
+from mtl_graph.memory.errors import EmbeddingMismatchError, PoolError, PoolLockedError
+from mtl_graph.memory.engine.integrity import (
+    ENGINE_MARKERS,
+    GuardedStore,
+    PointLedger,
+    check_hint,
+    engine_errors,
+    probe,
+    refuse_interrupted_repair,
+    refuse_missing_data,
+    refuse_unrecorded_data,
+    write_json_atomically,
+)
+from mtl_graph.memory.engine.edge.rebuild import recover_interrupted_swap
+from mtl_graph.memory.engine.storage import Store
+
+__all__ = ["PoolError", "PoolLockedError", "EmbeddingMismatchError", "OpenedStore", "open_directory", "open_server"]
+
+META_FILE = "pool.json"
+LOCK_FILE = ".lock"
+COLLECTION = "mtl_memories"
+FORMAT_VERSION = 1
+TEMP_PREFIX = "mtl-pool-"
+
+
+@dataclass
+class OpenedStore:
+    store: Store
+    dim: int
+    engine: str
+    cleanup: Path | None = None
+    lock_fd: int | None = None
+
+    def release(self) -> None:
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+        if self.cleanup is not None:
+            shutil.rmtree(self.cleanup, ignore_errors=True)
+
+
+def lock_directory(path: Path) -> int:
+    # flock gives one clear error for both engines (each has its own, less helpful, lock failure).
+    try:
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise PoolError(f"cannot open pool {path}: {exc.strerror} ({path / LOCK_FILE})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise PoolLockedError(
+            f"pool {path} is in use by another process: an embedded pool serves one process at a time "
+            "(share it inside one process, or run a Qdrant server and use --pool http://...)"
+        ) from None
+    return fd
+
+
+def _read_meta(meta_path: Path) -> dict[str, Any]:
+    if not meta_path.exists():
+        return {}
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PoolError(f"{meta_path} is corrupt ({exc}); restore it, or run `mtl pool check --repair "
+                        f"{meta_path.parent}` to rebuild the pool") from None
+    if not isinstance(meta, dict) or "dim" not in meta:
+        raise PoolError(f"{meta_path} is corrupt (expected a JSON object with 'embeddings' and 'dim')")
+    return meta
+
+
+def check_dimension(meta: dict[str, Any], emb: Embeddings, where: str) -> int:
+    """The pool's vector size; a pool built with other embeddings is refused."""
+    name = embeddings_name(emb)
+    if meta:
+        if meta.get("embeddings") != name:
+            raise EmbeddingMismatchError(
+                f"pool {where} was built with embeddings {meta.get('embeddings')!r} (dim {meta.get('dim')}), "
+                f"not {name!r}: open it with the same embeddings (MTL_EMBEDDINGS) or build a new pool"
+            )
+        return int(meta["dim"])
+    try:
+        return len(emb.embed_query("dimension probe"))
+    except Exception as exc:
+        raise EmbeddingError(f"embeddings {name!r} failed: {exc}") from exc
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _held(directory: Path) -> bool:
+    """Whether a process holds the pool lock of `directory` (works across pid namespaces sharing /tmp)."""
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor drops the probe lock too
+    return False
+
+
+def remove_orphaned_temp_pools(root: Path | None = None) -> list[Path]:
+    """Temporary (":memory:") pools left by processes that died without cleaning up (SIGKILL, OOM kill).
+
+    Their directories are named with the owning pid; one is removed only when that pid is gone and nobody holds
+    its lock (a reused pid or another pid namespace keeps it, which errs on the safe side)."""
+    removed = []
+    for entry in Path(root or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
+        pid = entry.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not entry.is_dir() or _alive(int(pid)) or _held(entry):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _engine_store(path: Path, engine: str, dim: int) -> Store:
+    if engine == "edge":
+        from mtl_graph.memory.engine.edge.store import EdgeStore
+
+        (path / engine).mkdir(exist_ok=True)
+        return EdgeStore(str(path / engine), dim)
+    from qdrant_client import QdrantClient
+
+    from mtl_graph.memory.engine.storage import ClientStore
+
+    return ClientStore(QdrantClient(path=str(path / engine)), COLLECTION, dim, local=True)
+
+
+def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedStore:
+    """An embedded pool in a directory (a temporary one for ":memory:"), locked for this process.
+
+    Never starts an empty pool over data it did not record, and never opens one that lost points (see
+    `mtl_graph.memory.engine.integrity`); engine failures are PoolErrors naming the directory."""
+    cleanup = None
+    if path is None:
+        remove_orphaned_temp_pools()
+        path = cleanup = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+    if path.exists() and not path.is_dir():
+        raise PoolError(f"pool location {path} exists and is not a directory")
+    refuse_interrupted_repair(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PoolError(f"cannot create pool {path}: {exc.strerror or exc}") from None
+    opened = OpenedStore(store=None, dim=0, engine=engine, cleanup=cleanup, lock_fd=lock_directory(path))  # type: ignore[arg-type]
+    try:
+        meta_path = path / META_FILE
+        meta = _read_meta(meta_path)
+        ledger = PointLedger.read(path)
+        if not meta:
+            refuse_unrecorded_data(path)
+        opened.engine = engine = meta.get("engine", engine)  # the recorded engine wins over MTL_ENGINE
+        if engine not in ENGINE_MARKERS:
+            raise PoolError(f"unknown engine {engine!r} (expected 'edge' or 'client')")
+        opened.dim = check_dimension(meta, emb, str(path))
+        if meta:
+            if engine == "edge":
+                recover_interrupted_swap(path / engine)  # a process killed while it swapped in a new index
+            refuse_missing_data(path, engine, ledger)
+        else:  # ledger first, pool.json next, engine data last: an interrupted creation never looks like damage
+            ledger.record(0)
+            write_json_atomically(meta_path, {"engine": engine, "embeddings": embeddings_name(emb),
+                                              "dim": opened.dim, "format_version": FORMAT_VERSION})
+        hint = check_hint(path)
+        with engine_errors(str(path), "opening it", hint):
+            store = _engine_store(path, engine, opened.dim)
+        opened.store = GuardedStore(store, str(path), hint, ledger if cleanup is None else None)
+        found = opened.store.count()
+        ledger.verify(found, path)
+        if found:
+            probe(opened.store, opened.dim, path)
+    except BaseException as exc:
+        if opened.store is not None:  # opened, then refused: the engine lets go of the directory first
+            with contextlib.suppress(Exception):
+                opened.store.close()
+        opened.release()
+        if isinstance(exc, OSError):  # writing pool.json or the ledger (a read-only or full disk)
+            raise PoolError(f"pool {path}: cannot write {exc.filename or 'its files'}: {exc.strerror or exc}") from exc
+        raise
+    return opened
+
+
+def open_server(url: str, emb: Embeddings, api_key: str | None) -> OpenedStore:
+    """A collection on a Qdrant server or cluster; the embeddings' name is kept in collection metadata."""
+    from qdrant_client import QdrantClient
+
+    from mtl_graph.memory.engine.storage import ClientStore
+
+    client = QdrantClient(url=url, api_key=api_key, timeout=10, check_compatibility=False)
+    hint = f"check that the Qdrant server at {url} is running and healthy"
+    try:
+        exists = client.collection_exists(COLLECTION)
+    except Exception as exc:
+        raise PoolError(f"cannot reach the Qdrant server at {url}: {exc}") from None
+    meta = (client.get_collection(COLLECTION).config.metadata or {}) if exists else {}
+    dim = check_dimension(meta, emb, url)
+    with engine_errors(url, "creating the collection", hint):
+        store = GuardedStore(ClientStore(client, COLLECTION, dim), url, hint)
+    if not meta:
+        client.update_collection(COLLECTION, metadata={"embeddings": embeddings_name(emb), "dim": dim})
+    return OpenedStore(store=store, dim=dim, engine="server")

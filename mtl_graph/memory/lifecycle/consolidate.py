@@ -1,0 +1,386 @@
+"""Consolidation and pruning: near-duplicates merged into one memory, stale memories archived; nothing deleted.
+
+Clusters. Per (type, outcome), the live memories (not archived, quarantined or flagged) are compared by the
+cosine of their stored dense vectors (the key text's embedding), in numpy blocks of `block` rows (a pool of 10k
+memories is a few matrix products, not 10^8 Python steps). Every pair at or above `threshold` joins its two
+memories (union-find: single link), so a cluster is a connected component; members and clusters are in id order.
+A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and
+a higher threshold splits it.
+
+Proposals. A format a model writes (insight, workflow, summary) gets one merged memory written by a model from the
+originals (the format's `consolidate_prompt`, prompts/consolidate_<type>.md, the originals fenced as data; the
+structured call validates its draft schema, retries and reports a failure for that cluster alone). A format built
+without a model (trajectory) needs none here either: its representative is the original with the best record
+(most cited successes, then most shown, then the smallest id), kept in place.
+The merged memory carries the union of the originals' sources, `consolidated_from` = their ids, and the sum of
+their records as its stored counts.
+
+Apply. Under the pool's write lock the originals are read again (one that changed since the proposal fails the
+cluster), their records summed afresh, the merged memory added (`add_many(keep_stats=True)`) and every original
+archived ("consolidated into <id>"). The originals keep their own credit entries; archived memories are never
+retrieved, so no run counts twice in ranking. A merged memory with the same content as an original (the
+trajectory representative, or a model that repeated one) updates that original in place instead. Running it
+again finds nothing new: the originals are archived and the merged memory stands alone.
+
+Prune rule (`stale`): a live memory is stale when
+  1. it was shown at least `min_shown` times (default 20) and never cited: agents keep seeing it and never use
+     it; or
+  2. its utility (lifecycle.utility) is at least `utility_margin` (default 0.2) below the pool's base rate, with
+     at least `min_evidence` weighted runs (default 10): it keeps being present in runs that fail.
+Flagged and quarantined memories are left to a person (`mtl memories release`); archived ones are done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import reduce
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mtl_graph.memory.dedup import dedup_key, merge_sources
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
+from mtl_graph.memory import formats
+from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
+from mtl_graph.memory.usage import stored_stats
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec
+from mtl_graph.core.templates import render_template
+from mtl_graph.core.errors import MTLError
+
+Progress = Callable[[int, int], None]
+"""Called with (done, total) as long work advances."""
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+
+
+class ConsolidateConfig(BaseModel):
+    """How near-duplicates are found and merged."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    threshold: float = Field(default=0.9, gt=0.0, le=1.0)
+    """Cosine of key-text vectors at or above which two memories are near-duplicates."""
+    max_cluster: int = Field(default=25, ge=2, le=1000)
+    """Largest cluster merged; a larger one is reported (raise the threshold to split it)."""
+    block: int = Field(default=512, ge=16, le=8192)
+    """Rows of the similarity matrix computed at once (memory: block x group size floats)."""
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    """Model calls per cluster before it is reported as failed."""
+    json_mode: bool | None = None
+    """Force JSON-text answers (True), tool calling (False), or pick by model capability (None)."""
+
+
+class PruneConfig(BaseModel):
+    """When a memory is stale (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    min_shown: int = Field(default=20, ge=1, le=1_000_000)
+    """Showings without a single citation that make a memory stale."""
+    min_evidence: float = Field(default=10.0, ge=1.0, le=1_000_000.0)
+    """Weighted runs (lifecycle.evidence) before a low utility makes a memory stale."""
+    utility_margin: float = Field(default=0.2, gt=0.0, le=1.0)
+    """How far below the pool's base rate a memory's utility must be."""
+
+
+@dataclass
+class Cluster:
+    """Near-duplicates of one type and outcome, in id order."""
+
+    type: MemoryType
+    outcome: Outcome
+    memories: list[Memory]
+    similarity: float
+    """The lowest cosine between two members (how tight the cluster is)."""
+
+    @property
+    def ids(self) -> list[str]:
+        return [m.id for m in self.memories]
+
+
+@dataclass
+class Proposal:
+    """The memory that would replace a cluster, or why there is none."""
+
+    cluster: Cluster
+    merged: Memory | None = None
+    error: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Model tokens spent (input, output)."""
+
+
+@dataclass
+class ApplyReport:
+    """What apply did per cluster."""
+
+    applied: list[tuple[list[str], str]] = field(default_factory=list)
+    """(original ids, the merged memory's id)."""
+    failed: list[tuple[list[str], str]] = field(default_factory=list)
+    """(original ids, why nothing was changed for them)."""
+
+
+class ConsolidationError(MTLError, RuntimeError):
+    """One cluster could not be merged (the others go on)."""
+
+
+# ------------------------------------------------------------------ clusters
+def _live(memory: Memory) -> bool:
+    return not (memory.archived or memory.quarantined or memory.flagged)
+
+
+def _vectors(pool: Any, ids: list[str], batch: int = 256) -> np.ndarray:
+    rows: dict[str, list[float]] = {}
+    for start in range(0, len(ids), batch):
+        rows.update((h.id, h.dense) for h in pool.store.retrieve(ids[start:start + batch], with_dense=True)
+                    if h.dense is not None)
+    matrix = np.asarray([rows.get(i) or [0.0] * pool.dim for i in ids], dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)  # a point without a vector matches nothing
+
+
+def _components(vectors: np.ndarray, threshold: float, block: int,
+                tick: Callable[[int], None]) -> list[list[int]]:
+    parent = list(range(len(vectors)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for start in range(0, len(vectors), block):
+        sims = vectors[start:start + block] @ vectors[start:].T  # the upper triangle from this block down
+        rows, cols = np.nonzero(sims >= threshold)
+        above = cols > rows  # each pair once, never a memory with itself
+        for r, c in zip(rows[above].tolist(), cols[above].tolist()):
+            a, b = root(start + r), root(start + c)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+        tick(min(block, len(vectors) - start))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(vectors)):
+        groups.setdefault(root(i), []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *,
+                  config: ConsolidateConfig | None = None, on_progress: Progress | None = None) -> list[Cluster]:
+    """Near-duplicate clusters of live memories, per type and outcome, in a deterministic order."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be a cosine above 0 and at most 1, not {threshold}")
+    config = (config or ConsolidateConfig()).model_copy(update={"threshold": threshold})
+    kind = memory_type_of(str(type)) if type else None
+    groups: dict[tuple[str, str], list[Memory]] = {}
+    for memory in pool:
+        if _live(memory) and (kind is None or memory.type == kind.value):
+            groups.setdefault((memory.type, memory.outcome.value), []).append(memory)
+    total, done = sum(len(g) for g in groups.values()), 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if on_progress:
+            on_progress(done, total)
+
+    clusters = []
+    for (type_name, outcome), members in sorted(groups.items()):
+        members.sort(key=lambda m: m.id)
+        if len(members) < 2:
+            tick(len(members))
+            continue
+        vectors = _vectors(pool, [m.id for m in members])
+        for group in _components(vectors, config.threshold, config.block, tick):
+            sub = vectors[group] @ vectors[group].T
+            clusters.append(Cluster(MemoryType(type_name), Outcome(outcome), [members[i] for i in group],
+                                    float(sub[np.triu_indices(len(group), k=1)].min())))
+    return sorted(clusters, key=lambda c: (c.type.value, c.outcome.value, c.ids[0]))
+
+
+# ------------------------------------------------------------------ proposals
+def summed(memories: Iterable[Memory]) -> UsageStats:
+    """The records of memories added up (in the order they were last shown, so the latest streak continues)."""
+    ordered = sorted(memories, key=lambda m: (m.stats.last_shown or _EPOCH, m.id))
+    return reduce(lambda a, b: a.plus(b), (m.stats for m in ordered), UsageStats())
+
+
+def representative(memories: Iterable[Memory]) -> Memory:
+    """The original with the best record: most cited successes, then most shown, then the smallest id."""
+    return min(memories, key=lambda m: (-m.stats.cited_success, -m.stats.retrieved, m.id))
+
+
+def _validated(cls: type, data: dict[str, Any]) -> Memory:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise ConsolidationError(f"invalid merged memory ({first_validation_error(exc)})") from None
+
+
+def merged_memory(content: Memory, originals: list[Memory]) -> Memory:
+    """content (a draft or the representative) as the cluster's merged memory: the originals' sources, ids and
+    summed records."""
+    data = content.model_dump()
+    data.update(sources=[s.model_dump() for s in merge_sources(s for m in originals for s in m.sources)],
+                consolidated_from=sorted({*content.consolidated_from, *(m.id for m in originals)} - {content.id}),
+                stats=summed(originals).model_dump(), archived="", merged_ids=content.merged_ids)
+    return _validated(type(content), data)
+
+
+def model_written(type: MemoryType | str) -> bool:
+    """Whether a model writes the merged memory of a cluster of this format."""
+    return formats.get(str(type)).needs_model
+
+
+def _messages(cluster: Cluster, fmt: formats.MemoryFormat) -> list[Any]:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from mtl_graph.memory.fence import fence_memories
+
+    assert fmt.consolidate_prompt is not None
+    fenced = fence_memories(cluster.memories, observation_chars=300)
+    prompt = render_template(formats.CONSOLIDATE_PROMPTS, fmt.consolidate_prompt, fmt.prompt_dir,
+                             count=len(cluster.memories), outcome=cluster.outcome.value, boundary=fenced.boundary,
+                             memories=fenced.text)
+    return [SystemMessage(render_template("mtl_graph.memory.lifecycle", "consolidate_system")), HumanMessage(prompt)]
+
+
+def propose(cluster: Cluster, model: Any = None, config: ConsolidateConfig | None = None) -> Proposal:
+    """The merged memory for one cluster; a failure (no model, a bad answer, too large) is in `error`."""
+    config = config or ConsolidateConfig()
+    if len(cluster.memories) > config.max_cluster:
+        return Proposal(cluster, error=f"{len(cluster.memories)} memories exceed max_cluster "
+                                       f"{config.max_cluster}: raise the threshold to split the cluster")
+    try:
+        fmt = formats.get(cluster.type.value)
+        if not fmt.needs_model:
+            return Proposal(cluster, merged_memory(representative(cluster.memories), cluster.memories))
+        if fmt.consolidate_prompt is None or fmt.draft is None:
+            return Proposal(cluster, error=f"{fmt.name} memories declare no merge prompt: they are not consolidated")
+        if model is None:
+            return Proposal(cluster, error=f"a model is needed to merge {cluster.type.value} memories (--model)")
+        from mtl_graph.llm.structured import StructuredCallError, resolve_model, structured_call
+
+        try:
+            result = structured_call(resolve_model(model), fmt.draft, _messages(cluster, fmt),
+                                     max_attempts=config.max_attempts, json_mode=config.json_mode)
+        except StructuredCallError as exc:
+            return Proposal(cluster, error=f"no valid answer from the model: {exc.errors[-1] if exc.errors else exc}",
+                            usage=exc.usage.model_dump())
+        draft = _validated(fmt.memory,
+                           {**result.value.model_dump(), "type": cluster.type.value, "outcome": cluster.outcome})
+        return Proposal(cluster, merged_memory(draft, cluster.memories), usage=result.usage.model_dump())
+    except ConsolidationError as exc:
+        return Proposal(cluster, error=str(exc))
+
+
+def propose_all(clusters: list[Cluster], model: Any = None, config: ConsolidateConfig | None = None,
+                on_progress: Progress | None = None) -> list[Proposal]:
+    """One proposal per cluster, in order (a failed one does not stop the rest)."""
+    out = []
+    for n, cluster in enumerate(clusters, 1):
+        out.append(propose(cluster, model, config))
+        if on_progress:
+            on_progress(n, len(clusters))
+    return out
+
+
+# ------------------------------------------------------------------ apply
+def _current(pool: Any, ids: list[str]) -> list[Memory]:
+    out = []
+    for memory_id in ids:
+        memory = pool.get(memory_id)
+        if memory is None or memory.id != memory_id:
+            raise ConsolidationError(f"memory {memory_id} is no longer in the pool: run consolidate again")
+        if not _live(memory):
+            raise ConsolidationError(f"memory {memory_id} is {memory.status} since the proposal: run consolidate "
+                                     "again")
+        out.append(memory)
+    return out
+
+
+def _apply_one(pool: Any, proposal: Proposal) -> str:
+    from mtl_graph.redaction.redact import redact_memory  # detect-secrets: only when writing
+    from mtl_graph.memory.screening.screen import screen
+
+    assert proposal.merged is not None
+    ids = proposal.cluster.ids
+    with pool._write_lock:  # nothing credited between the sum and the archive (credit takes the same lock)
+        originals = _current(pool, ids)
+        merged = merged_memory(redact_memory(proposal.merged), originals)  # the records as they are now
+        key = dedup_key(merged)
+        same = next((m for m in originals if dedup_key(m) == key), None)
+        if same is not None:  # same content as an original: that one absorbs the others where it stands
+            others = [m for m in originals if m.id != same.id]
+            kept = merged_memory(same, originals)
+            kept = kept.model_copy(update={"stats": stored_stats(same).plus(summed(others))})
+            kept._stored_stats = None  # its own credit entries stay in its payload and are added when read
+            pool.store.set_payload(same.id, pool._payload(kept))
+            new_id = same.id
+        else:
+            probe = [1.0] + [0.0] * (pool.dim - 1)
+            [clash] = pool.store.query([QuerySpec(limit=1, where=Conditions(equals={"dedup_key": key}),
+                                                  dense=probe)])
+            if clash or pool.store.retrieve([merged.id]):
+                other = clash[0].id if clash else merged.id
+                raise ConsolidationError(f"the merged memory repeats stored memory {other}")
+            flags = screen(merged)
+            if flags:
+                raise ConsolidationError(f"screening flagged the merged memory: {'; '.join(flags)}")
+            [result] = pool.add_many([merged], keep_stats=True)
+            new_id = result.merged_into or result.id
+            others = originals
+        for memory in others:
+            pool.archive(memory.id, f"consolidated into {new_id}")
+    return new_id
+
+
+def apply(pool: Any, proposals: Iterable[Proposal], on_progress: Progress | None = None) -> ApplyReport:
+    """Write every proposal that has a merged memory; the others (and any that fail now) are reported."""
+    report, proposals = ApplyReport(), list(proposals)
+    for n, proposal in enumerate(proposals, 1):
+        try:
+            if proposal.merged is None:
+                raise ConsolidationError(proposal.error or "no merged memory")
+            report.applied.append((proposal.cluster.ids, _apply_one(pool, proposal)))
+        except ConsolidationError as exc:
+            report.failed.append((proposal.cluster.ids, str(exc)))
+        if on_progress:
+            on_progress(n, len(proposals))
+    return report
+
+
+# ------------------------------------------------------------------ prune
+def stale(pool: Any, config: PruneConfig | None = None,
+          lifecycle: LifecycleConfig | None = None) -> list[tuple[Memory, str]]:
+    """Live memories the prune rule (module docstring) finds stale, each with why, in id order."""
+    config, lifecycle = config or PruneConfig(), lifecycle or LifecycleConfig()
+    base: float | None = None
+    out = []
+    for memory in sorted(pool, key=lambda m: m.id):
+        if not _live(memory):
+            continue
+        s = memory.stats
+        if s.retrieved >= config.min_shown and s.cited == 0:
+            out.append((memory, f"pruned: shown {s.retrieved} times, never cited (rule: shown >= "
+                                f"{config.min_shown} times without a citation)"))
+            continue
+        weight = evidence(s, lifecycle)
+        if weight < config.min_evidence:
+            continue
+        base = pool.base_rate().rate if base is None else base
+        value = utility(s, base, lifecycle)
+        if value <= base - config.utility_margin:
+            out.append((memory, f"pruned: utility {value:.2f} against the pool's base rate {base:.2f} over "
+                                f"{weight:.1f} weighted runs (rule: at least {config.utility_margin:.2f} below "
+                                f"with >= {config.min_evidence:g} runs)"))
+    return out
+
+
+def prune(pool: Any, found: Iterable[tuple[Memory, str]]) -> list[str]:
+    """Archive each stale memory with its reason; returns the ids archived."""
+    out = []
+    for memory, why in found:
+        archived = pool.archive(memory.id, why)
+        if archived is not None and archived.archived == why:
+            out.append(memory.id)
+    return out

@@ -1,0 +1,257 @@
+"""The pool's side of the online loop: credit runs, retrieve with re-ranking and a floor, quarantine, release.
+
+`MemoryPool` inherits these; they need its store, write lock and `_memory_of` / `_payload` helpers.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterable
+
+from mtl_graph.memory.lifecycle.floor import FloorCache
+from mtl_graph.memory.lifecycle.policy import (BaseRate, Candidate, LifecycleConfig, clears_itself, quarantine_reason,
+                                        rerank)
+from mtl_graph.memory.base import Memory, MemoryType, Outcome
+from mtl_graph.memory.usage import CREDIT_KEY, CreditEntry, Use, record_of, tally, verdict_source
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec
+
+if TYPE_CHECKING:
+    from mtl_graph.memory.pool.pool import SearchHit
+
+DESCENDANT = "descendant of "
+"""How a descendant's quarantine reason starts (followed by the harmful memory's id)."""
+
+
+@dataclass
+class CreditReport:
+    """What crediting one run did."""
+
+    credited: dict[str, bool] = field(default_factory=dict)
+    """Memory id (as stored: an alias resolves to the memory that absorbed it) -> cited."""
+    missing: list[str] = field(default_factory=list)
+    """Ids given that are not in the pool (deleted since the run retrieved them)."""
+    quarantined: list[str] = field(default_factory=list)
+    """Memories this run's evidence quarantined, descendants included."""
+
+
+@dataclass
+class Retrieval:
+    """What a lifecycle search found and why: the hits to inject and every candidate's trace."""
+
+    hits: list["SearchHit"]
+    candidates: list[Candidate]
+    floor: float | None
+    floor_source: str
+    base_rate: float
+
+    def trace(self) -> dict[str, Any]:
+        return {"floor": None if self.floor is None else round(self.floor, 4), "floor_source": self.floor_source,
+                "base_rate": round(self.base_rate, 4), "candidates": [c.trace() for c in self.candidates],
+                "injected": [h.memory.id for h in self.hits]}
+
+
+def _listed(value: Any) -> list[str]:
+    """A payload list of ids (anything else, from a damaged or hostile pool, is none)."""
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+class LifecycleOps:
+    """Mixin of MemoryPool: the online loop's reads and writes."""
+
+    _lifecycle_lock = threading.Lock()
+
+    def _lifecycle_state(self) -> tuple[FloorCache, list[BaseRate | None]]:
+        state = self.__dict__.get("_lifecycle")
+        if state is None:
+            with self._lifecycle_lock:
+                state = self.__dict__.setdefault("_lifecycle", (FloorCache(), [None]))
+        return state
+
+    def contents_changed(self) -> None:
+        """Forget what was computed from the pool's contents (after a restore, or another writer's bulk change)."""
+        floors, base = self._lifecycle_state()
+        floors.clear()
+        base[0] = None
+
+    # ------------------------------------------------------------------ the base rate
+    def base_rate(self) -> BaseRate:
+        """Successes and failures of the credited runs the pool's memories were shown in (computed once per handle
+        by reading the pool, then kept up to date by this handle's credits)."""
+        _, cell = self._lifecycle_state()
+        if cell[0] is None:
+            rate = BaseRate()
+            for hit in self.store.scroll():  # counts straight from the payloads: no memory is parsed
+                rate.add(record_of(hit.payload))
+            cell[0] = rate
+        return cell[0]
+
+    # ------------------------------------------------------------------ credit
+    def credit(self, run_id: str, uses: Iterable[Use], outcome: Outcome | str, source: str = "given", *,
+               lifecycle: LifecycleConfig | None = None, at: datetime | None = None) -> CreditReport:
+        """Record one judged run in the record of every memory it was shown (cited or not).
+
+        Each memory gets one entry keyed by the run id, merged into its payload by the engine: safe between
+        threads and between processes sharing a server, and a run credited twice counts once. With a lifecycle
+        config, memories the evidence now condemns are quarantined (and their descendants)."""
+        outcome, report = Outcome(outcome), CreditReport()
+        at = at or datetime.now(timezone.utc)
+        wanted: dict[str, bool] = {}
+        for use in uses:
+            wanted[use.id] = wanted.get(use.id, False) or use.cited
+        with self._write_lock:
+            found = {hit.id: hit for hit in self._retrieve(list(wanted))}
+            aliases = {i: h.id for h in found.values() for i in [h.id, *_listed(h.payload.get("merged_ids"))]}
+            for given, cited in wanted.items():
+                stored = aliases.get(given)
+                if stored is None:
+                    report.missing.append(given)
+                    continue
+                report.credited[stored] = report.credited.get(stored, False) or cited
+            rate = self.__dict__.get("_lifecycle", (None, [None]))[1][0]
+            for stored, cited in report.credited.items():
+                entry = CreditEntry(run_id, cited, outcome, verdict_source(source), at)
+                before = found[stored].payload.get(CREDIT_KEY)
+                fresh = not isinstance(before, dict) or run_id not in before
+                self.store.set_payload(stored, {run_id: entry.payload()}, key=CREDIT_KEY)
+                if fresh and rate is not None:
+                    rate.add(tally([entry]))
+            if lifecycle is not None:
+                cited_ids = [i for i, c in report.credited.items() if c]
+                report.quarantined = self._quarantine_if_harmful(cited_ids, lifecycle)
+        return report
+
+    def update_stats(self, ids: Iterable[str], outcome: Outcome | str) -> None:
+        """Count one showing of each memory in a run that ended with `outcome` (no citation information)."""
+        self.credit(f"stats-{uuid.uuid4().hex}", [Use(i, False) for i in ids], outcome)
+
+    # ------------------------------------------------------------------ quarantine
+    def _quarantine_if_harmful(self, ids: list[str], cfg: LifecycleConfig) -> list[str]:
+        if not ids:
+            return []
+        rate = self.base_rate()
+        out = []
+        for memory in [self._memory_of(h) for h in self._retrieve(ids)]:
+            if memory.quarantined or memory.archived:
+                continue
+            reason = quarantine_reason(memory, rate.without(memory.stats), cfg)
+            if reason is not None:
+                self.store.set_payload(memory.id, self._payload(memory.model_copy(update={"quarantined": [reason]})))
+                out += [memory.id, *self._quarantine_descendants(memory.id, rate, cfg)]
+        return out
+
+    def _quarantine_descendants(self, parent: str, rate: BaseRate, cfg: LifecycleConfig) -> list[str]:
+        """Memories distilled from runs that cited `parent` follow it, unless their own record clears them."""
+        out, frontier, seen = [], [parent], {parent}
+        while frontier:
+            current = frontier.pop()
+            for memory in self._derived_from(current):
+                if memory.id in seen or memory.archived:
+                    continue
+                seen.add(memory.id)
+                if clears_itself(memory, rate.without(memory.stats), cfg):
+                    continue
+                reason = f"{DESCENDANT}{current} (distilled from a run that cited it)"
+                if reason not in memory.quarantined:
+                    self.store.set_payload(memory.id, self._payload(
+                        memory.model_copy(update={"quarantined": sorted({*memory.quarantined, reason})})))
+                    out.append(memory.id)
+                frontier.append(memory.id)
+        return out
+
+    def _derived_from(self, memory_id: str) -> list[Memory]:
+        probe = [1.0] + [0.0] * (self.dim - 1)
+        hits = self.store.query([QuerySpec(limit=1000, where=Conditions(equals={"derived_from": memory_id}),
+                                           dense=probe)])[0]
+        return [self._memory_of(h) for h in hits]
+
+    def quarantined(self) -> list[Memory]:
+        """The memories the online loop stopped serving, with their evidence."""
+        return [m for m in self if m.quarantined]
+
+    def release_quarantine(self, memory: Memory) -> list[str]:
+        """A person clears a quarantined memory: it is served again, judged only on evidence from now on; the
+        descendants quarantined because of it are released too. Returns the ids released."""
+        out = [memory.id]
+        self.store.set_payload(memory.id, self._payload(memory.model_copy(update={
+            "quarantined": [], "quarantine_released": sorted({*memory.quarantine_released, *memory.quarantined}),
+            "quarantine_baseline": memory.stats})))
+        frontier, seen = [memory.id], {memory.id}
+        while frontier:  # down the chain: a grandchild followed its parent, which followed this one
+            parent = frontier.pop()
+            for child in self._derived_from(parent):
+                mine = [r for r in child.quarantined if r.startswith(f"{DESCENDANT}{parent} ")]
+                if not mine or child.id in seen:
+                    continue
+                seen.add(child.id)
+                rest = [r for r in child.quarantined if r not in mine]
+                self.store.set_payload(child.id, self._payload(child.model_copy(update={"quarantined": rest})))
+                if not rest:
+                    out.append(child.id)
+                    frontier.append(child.id)
+        return out
+
+    # ------------------------------------------------------------------ retrieval
+    def retrieve(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
+                 lifecycle: LifecycleConfig | None = None, **filters: Any) -> Retrieval:
+        """Top-k memories with the lifecycle: `candidates` by the ranker, the floor, re-ranking by utility and
+        decay, k kept. Without a lifecycle config it is `search` (the research's retrieval), traced."""
+        from mtl_graph.memory.pool.pool import SearchHit
+
+        if lifecycle is None:
+            hits = self.search(query, type=type, k=k, **filters)
+            candidates = [Candidate(h.memory.id, h.similarity, h.score, i, rank_after=i, injected=True)
+                          for i, h in enumerate(hits)]
+            return Retrieval(hits, candidates, filters.get("min_score"), "off (research retrieval)", 0.5)
+        found = self._ranked(query, type, max(k, lifecycle.candidates), include_quarantined=False, **filters)
+        if lifecycle.relevance_floor is not None:
+            floor, source = lifecycle.relevance_floor, "set"
+        else:
+            where = self._search_where(type, filters)
+            floor, source = self._lifecycle_state()[0].floor(self, type and str(type), where)
+        records = [record_of(h.raw.payload) for h in found]  # the candidates' records; only the kept are parsed
+        needs_rate = any(r.retrieved for r in records)
+        base = self.base_rate().rate if needs_rate else 0.5
+        candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i) for i, h in enumerate(found)]
+        order = rerank(candidates, records, k, floor, base, lifecycle)
+        hits = [SearchHit(self._memory_of(found[i].raw), found[i].raw.score, found[i].similarity,
+                          found[i].retriever) for i in order]
+        return Retrieval(hits, candidates, floor, source, base)
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's credit entries, oldest first: run, when, cited, outcome, who gave the verdict."""
+        from mtl_graph.memory.usage import history
+
+        hits = self._retrieve([memory_id])
+        return history(hits[0].payload) if hits else []
+
+    def near_copies(self, memories: list[Memory], among: list[str], threshold: float) -> dict[int, str]:
+        """Which of `memories` (index -> id) are near copies of one of the `among` memories: same format, key
+        texts at least `threshold` similar. A run that distils what it was shown has learnt nothing new."""
+        if not memories or not among:
+            return {}
+        import numpy as np
+
+        stored = {h.id: h for h in self._retrieve(among)}
+        vectors = {h.id: h.dense for h in self.store.retrieve(list(stored), with_dense=True) if h.dense}
+        types = {i: h.payload.get("type") for i, h in stored.items()}
+        if not vectors:
+            return {}
+        keys = self._embed([m.key_text() for m in memories])
+        out = {}
+        for index, (memory, vector) in enumerate(zip(memories, keys)):
+            q = np.asarray(vector, dtype=np.float32)
+            q /= float(np.linalg.norm(q)) or 1.0
+            best, best_id = -1.0, None
+            for mid in sorted(vectors):
+                if types.get(mid) != memory.type:
+                    continue
+                v = np.asarray(vectors[mid], dtype=np.float32)
+                similarity = float(v @ q) / (float(np.linalg.norm(v)) or 1.0)
+                if similarity > best:
+                    best, best_id = similarity, mid
+            if best_id is not None and best >= threshold:
+                out[index] = best_id
+        return out

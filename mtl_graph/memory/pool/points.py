@@ -1,0 +1,86 @@
+"""How a memory becomes a stored point and a search becomes a filter: the payload written for a memory, the
+memory read back from a point, the retrieval filter, and the hit a search returns."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal
+
+from pydantic import ValidationError
+
+from mtl_graph.memory.dedup import dedup_key
+from mtl_graph.memory.engine.location import PoolError
+from mtl_graph.memory.base import Memory, MemoryType, Outcome, first_validation_error, memory_type_of, parse_memory
+from mtl_graph.memory.usage import stored_stats, with_record
+from mtl_graph.memory.engine.storage import Conditions, RawHit
+
+
+@dataclass
+class SearchHit:
+    """One retrieved memory."""
+
+    memory: Memory
+    score: float
+    """The ranking score (RRF when hybrid, cosine otherwise)."""
+    similarity: float
+    """Cosine similarity between the query and the memory's key text."""
+    retriever: Literal["dense", "bm25", "both"]
+    """Which retriever found it."""
+
+
+def payload_of(memory: Memory) -> dict[str, Any]:
+    """A memory's payload (the credit entries are written beside it, never here: see memory/usage.py)."""
+    data = memory.model_dump(mode="json")
+    data["stats"] = stored_stats(memory).model_dump(mode="json")
+    return {
+        "memory": data,
+        "type": memory.type,
+        "outcome": memory.outcome.value,
+        "domains": memory.domains,
+        "source_task_ids": memory.source_task_ids,
+        "models": memory.models,
+        "dedup_key": dedup_key(memory),
+        "merged_ids": memory.merged_ids,
+        "flagged": "true" if memory.flagged else "false",
+        "status": "archived" if memory.archived else "quarantined" if memory.quarantined else "active",
+        "derived_from": sorted({i for s in memory.sources for i in s.cited}),
+    }
+
+
+def memory_of(hit: RawHit) -> Memory:
+    """The memory a stored point holds; a point that is not one is a clear error, not a crash deep inside."""
+    try:
+        return with_record(parse_memory(hit.payload["memory"]), hit.payload)
+    except (KeyError, TypeError, ValidationError) as exc:
+        detail = first_validation_error(exc) if isinstance(exc, ValidationError) else "no memory in its payload"
+        raise PoolError(f"point {hit.id} in the pool is not a valid memory ({detail})") from None
+
+
+def search_conditions(type: MemoryType | str | None, outcome: Outcome | str | None, exclude_domains: Iterable[str],
+                      exclude_task_ids: Iterable[str], only_ids: Iterable[str] | None,
+                      include_flagged: bool, include_quarantined: bool = True,
+                      domain: str | None = None) -> Conditions:
+    """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening and the
+    lifecycle's statuses (archived memories are never retrieved; quarantined ones not with the lifecycle on);
+    `domain`: only memories with a source in that domain (same-domain retrieval)."""
+    equals = {name: str(value) for name, value in
+              (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value),
+               ("domains", domain)) if value}
+    excludes = {"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)}
+    if not include_flagged:  # "must not be flagged": points written before screening existed still match
+        excludes["flagged"] = ["true"]
+    excludes["status"] = ["archived"] if include_quarantined else ["archived", "quarantined"]
+    return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
+
+
+RETRIEVERS = ("hybrid", "dense", "bm25")
+"""How a search ranks: dense + BM25 fused (the default), cosine only, or BM25 only (keyword retrieval)."""
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,377 @@
+"""MemoryPool: one shared pool of memories over Qdrant (embedded Edge, embedded client, or a server)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Literal
+
+from langchain_core.embeddings import Embeddings
+
+from mtl_graph.memory.dedup import AddReport, AddResult, dedup_key, plan_merges, prepared
+from mtl_graph.memory.engine.embeddings import EmbeddingError, embeddings_name, resolve_embeddings
+from mtl_graph.memory.engine.location import (
+    EmbeddingMismatchError,
+    OpenedStore,
+    PoolError,
+    PoolLockedError,
+    open_directory,
+    open_server,
+)
+from mtl_graph.memory.engine.namespace import DEFAULT_NAMESPACE, NamespacedStore, NamespaceError, check_namespace
+from mtl_graph.memory.base import (
+    Memory,
+    MemoryType,
+    Outcome,
+    memory_type_of,
+    parse_memory,
+)
+from mtl_graph.memory.pool.files import ImportReport, PoolFiles
+from mtl_graph.memory.lifecycle.ops import CreditReport, LifecycleOps, Retrieval
+from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of, search_conditions
+from mtl_graph.memory.pool.query_cache import QueryVectorCache
+from mtl_graph.memory.usage import CREDIT_KEY
+from mtl_graph.memory.screening.screen import released, rescreened
+from mtl_graph.memory.pool.search import ranked_search
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec, RawHit, StoredPoint
+
+__all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
+           "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
+
+
+
+
+@dataclass
+class _Shared:
+    """One directory's engine, shared by the pools of its namespaces in this process."""
+
+    opened: OpenedStore
+    embeddings: str
+    write_lock: Any
+    pools: int = 0
+
+
+class MemoryPool(LifecycleOps, PoolFiles):
+    """Add, search and manage memories. Open with `MemoryPool.open(location)`.
+
+    A pool is one namespace of its location: every read and write goes through `store`, a NamespacedStore."""
+
+    _open_pools: dict[tuple[str, str], "MemoryPool"] = {}
+    _shared: dict[str, _Shared] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, opened: OpenedStore, embeddings: Embeddings, location: str,
+                 namespace: str = DEFAULT_NAMESPACE, write_lock: Any = None) -> None:
+        from qdrant_edge import Bm25  # a local BM25 tokenizer: sparse vectors without any download
+
+        self._opened = opened
+        self.namespace = check_namespace(namespace)
+        self.store = NamespacedStore(opened.store, self.namespace)
+        self.dim = opened.dim
+        self.engine = opened.engine
+        self.embeddings = embeddings
+        self.location = location
+        self._bm25 = Bm25()
+        self._refs = 1
+        # one per directory: the namespaces of one engine take turns writing, as one pool's writers do
+        self._write_lock = write_lock if write_lock is not None else threading.RLock()
+        self._query_cache = QueryVectorCache()
+
+    @classmethod
+    def open(cls, location: str | Path = ":memory:", embeddings: Embeddings | str | None = None, *,
+             engine: Literal["edge", "client"] | None = None, api_key: str | None = None,
+             namespace: str | None = None) -> "MemoryPool":
+        """Open (or create) a pool at ":memory:", a directory, or an http(s):// Qdrant URL, in one namespace
+        (default: MTL_NAMESPACE, else "default"); the pool sees and changes that namespace's memories only.
+
+        Within one process, opening the same directory and namespace again returns the same pool."""
+        from mtl_graph.config.environment import get_settings
+
+        settings = get_settings()
+        # MTL_NAMESPACE is the run setting `namespace` (unset: the default namespace)
+        namespace = check_namespace(namespace if namespace is not None else settings.namespace or DEFAULT_NAMESPACE)
+        location = str(location)
+        emb = resolve_embeddings(embeddings if embeddings is not None else settings.embeddings)
+        if location.startswith(("http://", "https://")):
+            return cls(open_server(location, emb, api_key or settings.qdrant_api_key), emb, location, namespace)
+        if location == ":memory:":
+            return cls(open_directory(None, emb, engine or settings.engine), emb, location, namespace)
+        key = str(Path(location).expanduser().resolve())
+        with cls._registry_lock:
+            pool = cls._open_pools.get((key, namespace))
+            shared = cls._shared.get(key)
+            if shared is not None and embeddings_name(emb) != shared.embeddings:
+                raise EmbeddingMismatchError(
+                    f"pool {key} is open with embeddings {shared.embeddings!r}, not {embeddings_name(emb)!r}")
+            if pool is not None:
+                pool._refs += 1
+                return pool
+            if shared is None:
+                opened = open_directory(Path(key), emb, engine or settings.engine)
+                shared = cls._shared[key] = _Shared(opened, embeddings_name(emb), threading.RLock())
+            pool = cls(shared.opened, emb, key, namespace, shared.write_lock)
+            shared.pools += 1
+            cls._open_pools[(key, namespace)] = pool
+            return pool
+
+    def in_namespace(self, namespace: str) -> "MemoryPool":
+        """This pool's engine seen through another namespace: a view sharing the engine and its write lock (close
+        this pool, not the view). A run whose settings name a namespace reads and writes through one."""
+        namespace = check_namespace(namespace)
+        if namespace == self.namespace:
+            return self
+        return MemoryPool(self._opened, self.embeddings, self.location, namespace, self._write_lock)
+
+    def close(self) -> None:
+        """Release this handle; the pool closes when the last handle in the process is released (its engine when
+        the last namespace open on it closes)."""
+        with self._registry_lock:
+            self._refs -= 1
+            if self._refs > 0:
+                return
+            shared = self._shared.get(self.location)
+            if self._open_pools.get((self.location, self.namespace)) is self:
+                del self._open_pools[(self.location, self.namespace)]
+                shared.pools -= 1
+                if shared.pools > 0:
+                    return
+                del self._shared[self.location]
+        self.store.close()
+        self._opened.release()
+
+    def namespaces(self) -> dict[str, int]:
+        """Memories per namespace of the pool's location, by name (counts only: the one read that looks past this
+        pool's namespace)."""
+        return self.store.namespaces()
+
+    def __enter__(self) -> "MemoryPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ vectors
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = self.embeddings.embed_documents(texts)
+        for v in vectors:
+            if len(v) != self.dim:
+                raise EmbeddingError(f"embeddings returned a vector of size {len(v)}; the pool expects {self.dim}")
+        return vectors
+
+    def _sparse(self, text: str, query: bool = False) -> tuple[list[int], list[float]]:
+        vec = self._bm25.embed_query(text) if query else self._bm25.embed_document(text)
+        return list(vec.indices), list(vec.values)
+
+    # ------------------------------------------------------------------ writing
+    def add(self, memory: Memory | dict[str, Any]) -> AddResult:
+        """Add one memory (see `add_many`)."""
+        return self.add_many([memory])[0]
+
+    def add_many(self, memories: Iterable[Memory | dict[str, Any]], keep_stats: bool = False) -> AddReport:
+        """Add memories with one batch embedding; returns what happened to each (added / merged / identical).
+
+        Every memory is screened first (see memory/screening/screen.py): a flagged one is stored but not retrieved. Memories
+        merge only with the same type, outcome and normalised content (see memory/dedup.py); a merged memory keeps
+        one provenance entry per source run, and the result does not depend on the order memories arrive in."""
+        from mtl_graph.redaction.redact import redact_memory  # imports detect-secrets: only when writing
+
+        # Every write path (graph, ingest, CLI, direct API callers) redacts here, before ids and screening.
+        items = [prepared(redact_memory(m if not isinstance(m, dict) else parse_memory(m)), keep_stats)
+                 for m in memories]
+        if not items:
+            return AddReport()
+        with self._write_lock:
+            texts = list(dict.fromkeys(m.key_text() for m in items))  # runs of one task share a key: embed it once
+            vectors = dict(zip(texts, self._embed(texts)))
+            credits: dict[str, dict[str, Any]] = {}
+            plan = plan_merges(items, self._stored_like(items, vectors, credits))
+            new = [m for m in plan.write if m.id not in plan.stored_ids]
+            if new:
+                self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), payload_of(m))
+                                   for m in new])
+                # Qdrant Edge indexes only when asked: once the unindexed tail is long enough this starts a build
+                # in a worker process and returns (~0.1 ms otherwise; see edge_rebuild.py). Server / local
+                # client: a no-op.
+                self.store.optimize()
+            for memory in plan.write:
+                if memory.id in plan.stored_ids:
+                    self.store.set_payload(memory.id, payload_of(memory))
+            self._move_credit(plan.write, plan.delete, credits)
+            if plan.delete:
+                self.store.delete(plan.delete)
+        return plan.report
+
+    def _move_credit(self, kept: list[Memory], deleted: list[str], credits: dict[str, dict[str, Any]]) -> None:
+        """The credit entries of memories merged away join the memory that absorbed them (before they go)."""
+        for memory in kept:
+            moved: dict[str, Any] = {}
+            for absorbed in memory.merged_ids:
+                if absorbed in deleted:
+                    moved.update(credits.get(absorbed, {}))
+            if moved:
+                self.store.set_payload(memory.id, moved, key=CREDIT_KEY)
+
+    def _stored_like(self, items: list[Memory], vectors: dict[str, list[float]],
+                     credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
+        """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
+
+        The lookup is an exact filter on the indexed dedup key; the item's own vector only orders the candidates.
+        Points written before dedup keys existed are found by id (exact duplicates) only."""
+        keyed = {dedup_key(m): m for m in items}
+        found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
+                                            dense=vectors[m.key_text()]) for key, m in keyed.items()])
+        stored: dict[str, dict[str, Memory]] = {}
+        for hit in [*(h for hits in found for h in hits), *self.store.retrieve(list({m.id for m in items}))]:
+            memory = memory_of(hit)
+            stored.setdefault(dedup_key(memory), {})[memory.id] = memory
+            if isinstance(hit.payload.get(CREDIT_KEY), dict):
+                credits[hit.id] = hit.payload[CREDIT_KEY]
+        return stored
+
+    def delete(self, memory_id: str) -> bool:
+        """Delete one memory; False when it was not there."""
+        with self._write_lock:
+            if not self.store.retrieve([memory_id]):
+                return False
+            self.store.delete([memory_id])
+            return True
+
+    def flagged(self) -> list[Memory]:
+        """The memories write-time screening holds back from retrieval."""
+        return [m for m in self if m.flagged]
+
+    def release(self, memory_id: str) -> Memory | None:
+        """Re-admit a flagged or quarantined memory to retrieval (screening reasons move to `released`, quarantine
+        reasons to `quarantine_released`, with the record so far as the baseline); None when it is not there."""
+        with self._write_lock:
+            memory = self.get(memory_id)
+            if memory is not None and memory.flagged:
+                memory = released(memory)
+                self.store.set_payload(memory.id, payload_of(memory))
+            if memory is not None and memory.quarantined:
+                self.release_quarantine(memory)
+                memory = self.get(memory.id)
+            return memory
+
+    def archive(self, memory_id: str, why: str) -> Memory | None:
+        """Keep a memory with its record but never retrieve it again (consolidated, pruned); None when absent."""
+        with self._write_lock:
+            memory = self.get(memory_id)
+            if memory is not None and not memory.archived:
+                memory = memory.model_copy(update={"archived": why.strip() or "archived"})
+                self.store.set_payload(memory.id, payload_of(memory))
+            return memory
+
+    def rescreen(self) -> list[str]:
+        """Screen every memory again (new rules, or a pool written before screening); returns the newly flagged."""
+        newly = []
+        with self._write_lock:
+            for memory in list(self):
+                flags = rescreened(memory)
+                if flags != memory.flagged:
+                    newly += [memory.id] if flags and not memory.flagged else []
+                    self.store.set_payload(memory.id, payload_of(memory.model_copy(update={"flagged": flags})))
+        return newly
+
+    def optimize(self) -> None:
+        """Index every memory now and return once searches use the new index (Qdrant Edge: a build in a worker
+        process, as writes start by themselves in the background; a server or local client: a no-op)."""
+        self.store.optimize(wait=True)
+
+    # ------------------------------------------------------------------ reading
+    def get(self, memory_id: str) -> Memory | None:
+        """One memory by id (or by the id of a near-duplicate merged into it), or None."""
+        hits = self._retrieve([memory_id])
+        return memory_of(hits[0]) if hits else None
+
+    def _retrieve(self, ids: list[str]) -> list[RawHit]:
+        """The stored points for ids, each once; an id merged into another memory finds that memory."""
+        ids = [i for i in ids if is_uuid(i)]  # an id that is not a point id is simply not in the pool
+        hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
+        missing = [i for i in ids if i not in hits]
+        if missing:  # any vector will do: the filter on the indexed alias list is exact
+            probe = [1.0] + [0.0] * (self.dim - 1)
+            found = self.store.query([QuerySpec(limit=1, where=Conditions(equals={"merged_ids": i}), dense=probe)
+                                      for i in missing])
+            hits.update((h.id, h) for h in (f[0] for f in found if f))
+        return list(hits.values())
+
+    def count(self, type: MemoryType | str | None = None) -> int:
+        """Number of memories, optionally of one type."""
+        return self.store.count(Conditions(equals={"type": memory_type_of(str(type)).value}) if type else None)
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __iter__(self) -> Iterator[Memory]:
+        for hit in self.store.scroll():
+            yield memory_of(hit)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Counts by type, domain, outcome, screening (flagged memories are not retrieved) and status (active,
+        flagged, quarantined, archived: only active ones are retrieved with the lifecycle on)."""
+        out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}, "status": {}}
+        for memory in self:
+            screening = "flagged" if memory.flagged else "retrievable"
+            out["screening"][screening] = out["screening"].get(screening, 0) + 1
+            out["status"][memory.status] = out["status"].get(memory.status, 0) + 1
+            out["type"][memory.type] = out["type"].get(memory.type, 0) + 1
+            out["outcome"][memory.outcome.value] = out["outcome"].get(memory.outcome.value, 0) + 1
+            for domain in memory.domains or ["(none)"]:
+                out["domain"][domain] = out["domain"].get(domain, 0) + 1
+        return out
+
+    def search(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
+               exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
+               outcome: Outcome | str | None = None, hybrid: bool = True,
+               min_score: float | None = None, only_ids: Iterable[str] | None = None,
+               include_flagged: bool = False, include_quarantined: bool = True,
+               domain: str | None = None, retriever: str = "hybrid") -> list[SearchHit]:
+        """Top-k memories for a query. Hybrid: dense + BM25, BM25 weighing in for identifiers (memory/pool/search.py).
+
+        exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
+        the same-task contamination guard); domain keeps only memories with a source in it; min_score is a floor on cosine similarity; only_ids restricts the
+        search to a subset of the pool (e.g. a seeded fraction for scaling experiments); memories flagged by
+        write-time screening are left out unless include_flagged. retriever: hybrid, dense (also hybrid=False)
+        or bm25 (keywords only)."""
+        ranked = self._ranked(query, type, k, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
+                              outcome=outcome, hybrid=hybrid, min_score=min_score, only_ids=only_ids,
+                              include_flagged=include_flagged, include_quarantined=include_quarantined,
+                              domain=domain, retriever=retriever)
+        return [SearchHit(memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
+
+    def _ranked(self, query: str, type: MemoryType | str | None, k: int, *, hybrid: bool = True,
+                min_score: float | None = None, include_quarantined: bool = True, retriever: str = "hybrid",
+                **filters: Any) -> list[Any]:
+        """`search`'s hits before their memories are parsed (payloads read)."""
+        if not query or not query.strip():
+            raise ValueError("search query is empty")
+        if k <= 0:
+            return []
+        where = search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
+                                   filters.get("exclude_task_ids", ()), filters.get("only_ids"),
+                                   filters.get("include_flagged", False), include_quarantined,
+                                   filters.get("domain"))
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {retriever!r}: one of {', '.join(RETRIEVERS)}")
+        dense = self.query_vector(query)
+        sparse = self._sparse(query, query=True) if hybrid and retriever != "dense" else None
+        return ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query,
+                             bm25_only=retriever == "bm25")
+
+    def _search_where(self, type: MemoryType | str | None, filters: dict[str, Any]) -> Conditions:
+        """The filter `search` would use for these arguments, quarantined memories left out."""
+        return search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
+                                  filters.get("exclude_task_ids", ()), filters.get("only_ids"),
+                                  filters.get("include_flagged", False), False, filters.get("domain"))
+
+    _memory_of = staticmethod(memory_of)  # for the lifecycle mixin (pool_lifecycle.py)
+    _payload = staticmethod(payload_of)
+
+    def query_vector(self, query: str) -> list[float]:
+        """The query's vector, from the pool's LRU cache when it was asked before."""
+        vector = self._query_cache.vector(self.embeddings, query)
+        if len(vector) != self.dim:
+            raise EmbeddingError(f"embeddings returned a vector of size {len(vector)}; the pool expects {self.dim}")
+        return vector

@@ -1,0 +1,1 @@
+"""`PoolStore`: a LangGraph `BaseStore` on the pool's Qdrant engines."""

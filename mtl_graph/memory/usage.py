@@ -1,0 +1,135 @@
+"""A memory's record of use: one credit entry per run it was shown in, merged into the point's payload.
+
+Each credited run writes one entry under the point's `credit` payload key, keyed by the run id, with Qdrant's
+merge (`set_payload` with a key): the engine adds the key to the map in one operation. So no update is ever lost,
+not between threads of one process nor between processes writing through one Qdrant server (each writes a key of
+its own, nobody reads-modifies-writes a counter), and a run credited twice (a retried write back) counts once.
+The memory's counts (`UsageStats`) are what its memory JSON stores (an import's or a consolidation's sums) plus
+the entries, added up when the memory is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable, Literal
+
+from mtl_graph.memory.base import Memory, Outcome, UsageStats
+
+CREDIT_KEY = "credit"
+"""The payload key holding a point's credit entries (run id -> entry)."""
+
+_OUTCOME = {"success": "s", "failure": "f", "unknown": "u"}
+_OUTCOME_BACK = {v: k for k, v in _OUTCOME.items()}
+
+
+@dataclass(frozen=True)
+class Use:
+    """One memory as a run saw it."""
+
+    id: str
+    cited: bool
+
+
+@dataclass(frozen=True)
+class CreditEntry:
+    """One run's entry in a memory's record."""
+
+    run_id: str
+    cited: bool
+    outcome: Outcome
+    source: str
+    """Who decided the run's verdict: tests, judge or given."""
+    at: datetime
+
+    def payload(self) -> dict[str, Any]:
+        return {"c": int(self.cited), "o": _OUTCOME[self.outcome.value], "v": self.source,
+                "t": self.at.isoformat()}
+
+
+def entry_of(run_id: str, raw: Any) -> CreditEntry | None:
+    """An entry read back from a payload; None for one that is not (a hostile or damaged pool is not trusted)."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        at = datetime.fromisoformat(str(raw["t"]))
+        outcome = Outcome(_OUTCOME_BACK[raw["o"]])
+        cited = raw["c"]
+        if cited not in (0, 1) or not isinstance(raw.get("v", ""), str):
+            return None
+    except (KeyError, ValueError, TypeError):
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return CreditEntry(run_id, bool(cited), outcome, str(raw.get("v", ""))[:20], at)
+
+
+def entries(payload: dict[str, Any]) -> list[CreditEntry]:
+    """A point's valid credit entries, oldest first (ties by run id: the same order in every process)."""
+    raw = payload.get(CREDIT_KEY)
+    if not isinstance(raw, dict):
+        return []
+    found = [e for e in (entry_of(str(k), v) for k, v in raw.items()) if e is not None]
+    return sorted(found, key=lambda e: (e.at, e.run_id))
+
+
+def tally(found: Iterable[CreditEntry]) -> UsageStats:
+    """The counts of a list of entries (oldest first)."""
+    n = {"retrieved": 0, "retrieved_success": 0, "retrieved_failure": 0, "cited": 0, "cited_success": 0,
+         "cited_failure": 0, "by_judge": 0}
+    since, last = 0, None
+    for e in found:
+        success, failure = e.outcome == Outcome.SUCCESS, e.outcome == Outcome.FAILURE
+        n["retrieved"] += 1
+        n["retrieved_success"] += success
+        n["retrieved_failure"] += failure
+        n["by_judge"] += e.source == "judge"
+        if e.cited:
+            n["cited"] += 1
+            n["cited_success"] += success
+            n["cited_failure"] += failure
+            since = 0
+        else:
+            since += 1
+        last = e.at
+    return UsageStats(**n, shown_since_cited=since, last_shown=last)
+
+
+def record_of(payload: dict[str, Any]) -> UsageStats:
+    """A point's full record read straight from its payload, without parsing the memory (ranking, base rate):
+    the stored counts (ignored when malformed: a damaged or hostile payload is not trusted) plus its entries."""
+    raw = payload.get("memory")
+    stored = raw.get("stats") if isinstance(raw, dict) else None
+    try:
+        base = UsageStats.model_validate(stored) if isinstance(stored, dict) else UsageStats()
+    except ValueError:
+        base = UsageStats()
+    found = entries(payload)
+    return base.plus(tally(found)) if found else base
+
+
+def with_record(memory: Memory, payload: dict[str, Any]) -> Memory:
+    """The memory with its full record as `stats` (stored counts + credit entries); the stored counts stay
+    available as `stored_stats(memory)` so writing the memory back never counts its entries twice."""
+    found = entries(payload)
+    if not found:
+        return memory
+    base = memory.stats
+    memory = memory.model_copy(update={"stats": base.plus(tally(found))})
+    memory._stored_stats = base
+    return memory
+
+
+def stored_stats(memory: Memory) -> UsageStats:
+    """The counts the memory's own JSON holds (its record without the pool's credit entries)."""
+    return memory._stored_stats if memory._stored_stats is not None else memory.stats
+
+
+def history(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The credit entries as rows for people (`mtl memories show`, the Studio pool view)."""
+    return [{"run_id": e.run_id, "at": e.at.isoformat(timespec="seconds"), "cited": e.cited,
+             "outcome": e.outcome.value, "verdict_by": e.source} for e in entries(payload)]
+
+
+def verdict_source(source: str) -> Literal["tests", "judge", "given"]:
+    return source if source in ("tests", "judge") else "given"  # type: ignore[return-value]

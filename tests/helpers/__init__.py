@@ -1,0 +1,1 @@
+"""Helpers the tests share: corpora, fixtures, fake models, attack kits (importable as `helpers.<module>`)."""
