@@ -12,11 +12,8 @@ run's sandbox, never on the host.
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from mtl_graph import ScriptedChatModel
+from mtl_graph import MemoryPool, MemoryTransferMiddleware, ScriptedChatModel, Task
 from mtl_graph.agent.tools import sandbox_tools
-from mtl_graph.core import Task
-from mtl_graph.pipeline import MemoryTransferMiddleware
-from mtl_graph.memory.pool.pool import MemoryPool
 
 with MemoryPool.open(":memory:") as pool:
     for name in ("primes", "csv-totals"):

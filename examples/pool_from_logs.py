@@ -11,8 +11,8 @@ insight/summary/workflow memories pass a model, e.g. `ingest(paths, pool, model=
 import sys
 from pathlib import Path
 
+from mtl_graph import MemoryPool
 from mtl_graph.importers.ingest import IngestConfig, ingest
-from mtl_graph.memory.pool.pool import MemoryPool
 
 
 def main() -> None:

@@ -10,10 +10,7 @@ judge's decision), so the whole pipeline runs with the default memory format and
 
 import os
 
-from mtl_graph import ScriptedChatModel
-from mtl_graph.core import Task
-from mtl_graph.pipeline import MTLContext, build_mtl_graph
-from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph import MTLContext, MemoryPool, ScriptedChatModel, Task, build_mtl_graph
 
 with MemoryPool.open(":memory:") as pool:  # or a directory (".mtl/pool"), or "http://localhost:6333"
     for name in ("primes", "csv-totals"):

@@ -11,12 +11,9 @@ compiled graph whose state has `messages`.
 
 from langchain.agents import create_agent
 
-from mtl_graph import ScriptedChatModel, bash_call
+from mtl_graph import MemoryPool, ScriptedChatModel, Task, bash_call, with_memory_transfer
 from mtl_graph.agent.tools import sandbox_tools
-from mtl_graph.core import Task
-from mtl_graph.pipeline import with_memory_transfer
 from mtl_graph.memory.base import InsightMemory, Provenance
-from mtl_graph.memory.pool.pool import MemoryPool
 
 task = Task(id="greet", domain="python", instruction="Create greet.py printing 'hello'.",
             check="python3 greet.py | grep -qx hello")

@@ -34,7 +34,7 @@ def emit(kind: str, **fields: Any) -> None:
             writer = get_stream_writer()
         except RuntimeError:  # called outside a runnable context (e.g. an agent run directly, not in the graph)
             return
-    writer(safe_value(redact_value({"kind": kind, **fields})))  # agent-made names may not be UTF-8 (safe_text.py)
+    writer(safe_value(redact_value({"kind": kind, **fields})))  # agent-made names may not be UTF-8 (core/safe_text.py)
 
 
 @contextmanager
