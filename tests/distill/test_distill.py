@@ -168,7 +168,7 @@ def test_sentence_counting() -> None:
 @pytest.mark.parametrize("fmt", ["insight", "workflow", "summary"])
 @pytest.mark.parametrize("variant", ["success", "failure"])
 def test_every_template_fills(fmt: str, variant: str) -> None:
-    from mtl_graph.core.rendering import fill
+    from mtl_graph.distill.distillers import fill
 
     text = fill(f"{fmt}_{variant}", trajectory="<RUN>", outcome="<OUTCOME>", verdict_reason="<WHY>")
     assert "<RUN>" in text and "<OUTCOME>" in text and "$" not in text

@@ -122,7 +122,7 @@ def test_status_record_utility_and_quarantine_reasons(pool):
 def test_the_studio_module_opens_the_pool_lazily_and_shares_the_mtl_graphs_handle(embeddings, tmp_path,
                                                                                   monkeypatch):
     monkeypatch.setenv("MTL_POOL", str(tmp_path / "studio-pool"))
-    graph = runpy.run_path(str(ROOT / "studio" / "pool_view.py"))["graph"]
+    graph = runpy.run_path(str(ROOT / "graphs" / "pool_view.py"))["graph"]
     assert not (tmp_path / "studio-pool").exists()  # importing opened nothing
     with MemoryPool.open(tmp_path / "studio-pool") as mine:  # what the MTL graph's nodes hold in the server
         mine.add(insight("Verify before submitting", "strings", "s9"))

@@ -19,7 +19,7 @@ from mtl_graph.config.names import MTLContext, SettingsError
 from mtl_graph.config.environment import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDIO_GRAPH = ROOT / "studio" / "mtl.py"
+STUDIO_GRAPH = ROOT / "graphs" / "mtl.py"
 POLICY_VARIABLES = ("MTL_TASK_ROOTS", "MTL_ALLOWED_BASE_URLS", "MTL_ALLOWED_PROVIDERS", "MTL_ALLOW_SETUP_NETWORK")
 
 

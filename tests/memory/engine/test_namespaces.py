@@ -288,11 +288,11 @@ def pool_operations() -> set[str]:
             public = not name.startswith("_") or name in ("__iter__", "__len__", "__contains__", "__getitem__")
             if public and callable(getattr(MemoryPool, name, None)) and not isinstance(value, type):
                 names.add(name)
-    for module in (consolidate, snapshots):
+    for prefix, module in (("consolidate", consolidate), ("snapshots", snapshots)):
         for name, fn in vars(module).items():
             if (inspect.isfunction(fn) and fn.__module__ == module.__name__ and not name.startswith("_")
                     and next(iter(inspect.signature(fn).parameters), None) == "pool"):
-                names.add(f"{module.__name__.rsplit('.', 1)[1]}.{name}")
+                names.add(f"{prefix}.{name}")
     return names
 
 

@@ -175,7 +175,7 @@ def test_the_factory_on_an_unreachable_qdrant_server_is_one_clear_error(tmp_path
 
     from mtl_graph.memory.store.store import StoreError
 
-    spec = importlib.util.spec_from_file_location("studio_store", ROOT / "studio" / "store.py")
+    spec = importlib.util.spec_from_file_location("studio_store", ROOT / "graphs" / "store.py")
     factory = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(factory)
     monkeypatch.setenv("MTL_STORE", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
