@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mtl_graph.importers import UnknownFormatError, import_file, iter_log_files
-from mtl_graph.importers.mini_swe_agent import ACTION_PATTERNS
+from mtl_graph.importers.agents.mini_swe_agent import ACTION_PATTERNS
 
 _OUTPUT_BLOCKS = re.compile(r"<(output|output_head|output_tail)>\n?(.*?)\n?</\1>", re.S)
 

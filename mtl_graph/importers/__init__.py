@@ -2,7 +2,8 @@
 and the session logs of the coding agents people run by hand: Claude Code, Codex CLI, OpenHands and Aider.
 
 The format is detected from the content (file names lie: every tool writes ``.json``), and can be forced.
-One module per format, each registering its `Importer` (`registry`); this package re-exports the public names.
+One module per format in `agents/`, each registering its `Importer` (`registry`); `ingest` is the engine that
+turns logs into pool memories; this package re-exports the public names.
 Nothing raises out of a batch: `import_file` and `load_many` report a bad file, or a bad record of a JSONL log, as
 a `TrajectoryImportError` naming the file (and the line) with a one-line reason, and keep every good run; files
 that are not runs (SWE-agent demonstrations) are a `NotARunError`, to be reported as skipped.
@@ -10,22 +11,22 @@ that are not runs (SWE-agent demonstrations) are a `NotARunError`, to be reporte
 
 from typing import Any
 
-from mtl_graph.importers.aider import AIDER
-from mtl_graph.importers.claude_code import CLAUDE_CODE
-from mtl_graph.importers.codex import CODEX
+from mtl_graph.importers.agents.aider import AIDER
+from mtl_graph.importers.agents.claude_code import CLAUDE_CODE
+from mtl_graph.importers.agents.codex import CODEX
 from mtl_graph.importers.common import (MAX_FILE_BYTES, BadRecordError, FileImport, Loaded, NotARunError,
                                                    TrajectoryImportError, UnknownFormatError, exit_code_of,
                                                    read_log_text, render_call)
-from mtl_graph.importers.langchain import LANGCHAIN, trajectory_from_messages
+from mtl_graph.importers.agents.langchain import LANGCHAIN, trajectory_from_messages
 from mtl_graph.importers.loading import (detect_format, import_file, iter_log_files, load_file, load_many,
                                                     load_trajectories)
 from mtl_graph.importers.mini_observation import parse_observation
-from mtl_graph.importers.mini_swe_agent import MINI_SWE_AGENT
-from mtl_graph.importers.openhands import OPENHANDS
+from mtl_graph.importers.agents.mini_swe_agent import MINI_SWE_AGENT
+from mtl_graph.importers.agents.openhands import OPENHANDS
 from mtl_graph.importers.registry import (Importer, RegistrationError, format_names, get_importer,
                                                      importers, register, unregister)
-from mtl_graph.importers.runlog import RUNLOG
-from mtl_graph.importers.swe_agent import SWE_AGENT
+from mtl_graph.importers.agents.runlog import RUNLOG
+from mtl_graph.importers.agents.swe_agent import SWE_AGENT
 from mtl_graph.importers.task_text import task_text
 
 __all__ = [

@@ -96,15 +96,20 @@ def unregister(name: str) -> None:
         _REGISTRY.pop(name, None)
 
 
+AGENTS = f"{__package__}.agents"
+"""The package of the importers, one module per log format, each registering itself when imported."""
+
+
 def _discover() -> None:
     global _discovered
     with _LOCK:
         if _discovered:
             return
-        package = importlib.import_module(__package__)
+        # Only agents/ holds importers: the engine beside it (ingest) is heavy and must not load with a registry read.
+        package = importlib.import_module(AGENTS)
         for module in pkgutil.iter_modules(package.__path__):
             if not module.name.startswith("_"):
-                importlib.import_module(f"{__package__}.{module.name}")
+                importlib.import_module(f"{AGENTS}.{module.name}")
         _discovered = True
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator
 from mtl_graph.core.task import TaskRef
 from mtl_graph.core.trajectory import Step
 from mtl_graph.importers.common import BadJSON, BadRecordError, FileImport, parse_json
-from mtl_graph.importers.runlog import MAX_LISTED_LINES
+from mtl_graph.importers.agents.runlog import MAX_LISTED_LINES
 from mtl_graph.importers.task_text import task_text
 
 MAX_RECORD_BYTES = 8 * 1024 * 1024

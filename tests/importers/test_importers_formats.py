@@ -244,7 +244,7 @@ def test_langgraph_state_history_uses_the_newest_state(tmp_path: Path) -> None:
 
 
 def test_a_file_forced_as_run_log_lists_a_bounded_number_of_bad_lines() -> None:
-    from mtl_graph.importers.runlog import MAX_LISTED_LINES
+    from mtl_graph.importers.agents.runlog import MAX_LISTED_LINES
 
     path = MINI / "textkit__textkit-57.v2_fences.traj.json"
     n_lines = path.read_text().count("\n")

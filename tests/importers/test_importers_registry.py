@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -14,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 import mtl_graph.importers as package
+import mtl_graph.importers.agents as agents_package
 from mtl_graph.cli.ingest import ingest as ingest_command
 from mtl_graph.importers import (FORMATS, FileImport, Importer, RegistrationError, detect_format,
                                             format_names, get_importer, import_file, importers, register, unregister)
@@ -128,16 +130,24 @@ def test_names_are_checked() -> None:
 
 
 def test_a_module_in_the_package_registers_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the package's modules are found with pkgutil: a module on its path is imported and its @register runs
+    # agents/' modules are found with pkgutil: a module on its path is imported and its @register runs
     (tmp_path / "toy_format.py").write_text(
         "from mtl_graph.importers.registry import Importer, register\n\n\n"
         "@register\nclass ToyFormat(Importer):\n    name = 'toy-module'\n    summary = 'found by discovery'\n")
-    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    monkeypatch.setattr(agents_package, "__path__", [*agents_package.__path__, str(tmp_path)])
     monkeypatch.setattr(registry, "_discovered", False)
     try:
         assert "toy-module" in format_names()
     finally:
         unregister("toy-module")
-        sys.modules.pop(f"{package.__name__}.toy_format", None)
+        sys.modules.pop(f"{agents_package.__name__}.toy_format", None)
         importlib.invalidate_caches()
     assert "toy-module" not in format_names()
+
+
+def test_reading_the_registry_loads_the_importers_and_not_the_ingest_engine() -> None:
+    # discovery imports agents/ only: the engine beside it (distillers, judges, LangChain) stays unloaded
+    code = ("import sys\nfrom mtl_graph.importers import format_names\nnames = format_names()\n"
+            "print(len(names), 'mtl_graph.importers.ingest' in sys.modules, 'mtl_graph.distill.distillers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) >= 8 and out[1:] == ["False", "False"]

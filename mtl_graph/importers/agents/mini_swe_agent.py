@@ -17,7 +17,7 @@ from typing import Any
 
 from mtl_graph.importers.common import (TrajectoryImportError, dig, given_verdict,
                                                    render_call, stem, text_of, usage_of)
-from mtl_graph.importers.langchain import message_list
+from mtl_graph.importers.agents.langchain import message_list
 from mtl_graph.importers.mini_observation import parse_observation
 from mtl_graph.importers.registry import Importer, register
 from mtl_graph.importers.task_text import task_text
