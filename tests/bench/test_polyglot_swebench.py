@@ -80,7 +80,7 @@ def test_check_grades_nothing_when_the_agent_changed_nothing(instances, tmp_path
     assert result.exit_code == 1 and "no changes to grade" in result.output
     (repo / "widget.py").write_text("def resize(w, h, aspect=False):\n    return (w, w) if aspect else (w, h)\n")
     (repo / "new.py").write_text("X = 1\n")
-    script = f"from mtl_graph.bench.suites import swebench_check as c; print(c.diff({base!r}))"
+    script = f"from mtl_graph.bench.suites.checks import swebench as c; print(c.diff({base!r}))"
     # The sandbox handed the repository to its unprivileged uid; git run by the test's own user needs to trust it.
     trust = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
     patch = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, env=trust).stdout
