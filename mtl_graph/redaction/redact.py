@@ -20,7 +20,7 @@ import math
 import re
 from collections import Counter
 from functools import partial
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -31,10 +31,21 @@ from mtl_graph.redaction.rules import (
 )
 from mtl_graph.core.trajectory import Trajectory
 
-if TYPE_CHECKING:
-    from mtl_graph.memory.base import Memory
 
-MemoryT = TypeVar("MemoryT", bound="Memory")
+
+class Redactable(Protocol):
+    """What redaction needs of a memory (any `mtl_graph.memory` format): its content fields, its data, and a copy
+    validated from new data. A protocol, so redaction stays below the memory package that uses it."""
+
+    def content_fields(self) -> dict[str, Any]: ...
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Any: ...
+
+
+MemoryT = TypeVar("MemoryT", bound=Redactable)
 
 MARK = "[REDACTED:{kind}]"
 _NAME_SEPARATORS = re.compile(r"[._-]")
