@@ -51,7 +51,7 @@ def runner_pid(sb: BwrapSandbox) -> int:
     pid = sb.supervisor.pid
     for _ in range(2):
         (pid,) = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    assert "server.py" in Path(f"/proc/{pid}/cmdline").read_text()
+    assert "/run/mtl/supervisor.py" in Path(f"/proc/{pid}/cmdline").read_text()
     return pid
 
 
