@@ -362,7 +362,8 @@ def test_open_checks_the_name_before_touching_anything(cached, tmp_path):
 
 
 def test_mtl_namespace_is_the_default_and_a_bad_one_is_one_line(cached, tmp_path, monkeypatch):
-    from mtl_graph.config.environment import SettingsError, get_settings
+    from mtl_graph.config.environment import get_settings
+    from mtl_graph.core.errors import SettingsError
 
     monkeypatch.setenv("MTL_NAMESPACE", "team-env")
     with MemoryPool.open(tmp_path / "p", cached) as pool:
