@@ -15,7 +15,8 @@ from mtl_graph import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.core import Task
 from mtl_graph.pipeline import with_memory_transfer
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 task = Task(id="greet", domain="python", instruction="Create greet.py printing 'hello'.",

@@ -7,7 +7,8 @@ from mtl_graph.core.task import Task
 from mtl_graph.config import MTLConfig
 from mtl_graph.pipeline.refresh import exclusions
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 
 LESSON = "Rerun the check after the last edit"
 

@@ -26,7 +26,9 @@ from mtl_graph.cli import app
 from mtl_graph.memory.lifecycle import consolidate
 from mtl_graph.memory.engine.snapshots import archive as snapshots
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
-from mtl_graph.memory.base import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.engine.namespace import NamespaceError, check_namespace
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
