@@ -41,7 +41,7 @@ def test_same_domain_keeps_only_the_tasks_own_domain(tmp_path, embeddings, engin
 
 
 def test_same_domain_is_a_run_setting_with_one_line_errors():
-    from mtl_graph.config.names import SettingsError
+    from mtl_graph.config import SettingsError
     from mtl_graph.config import MTLContext
 
     assert MTLContext(same_domain=True).same_domain is True
