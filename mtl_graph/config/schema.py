@@ -226,7 +226,6 @@ class MTLConfig(SettingsGroup):
         return data
 
 
-
 @dataclass(frozen=True)
 class Setting:
     """One setting: its flat name and where it lives in `MTLConfig`."""
@@ -257,6 +256,7 @@ def settings_table(config_model: type[MTLConfig] = MTLConfig) -> dict[str, Setti
                 raise TypeError(f"two settings are named {name}: {'.'.join(table[name].path)} and {'.'.join(path)}")
             table[name] = Setting(name, path, info, not any(isinstance(m, BuildOnly) for m in info.metadata))
     return table
+
 
 def lifecycle_of(cfg: MTLConfig) -> LifecycleConfig | None:
     """The run's lifecycle settings; None when the lifecycle is off (the research's retrieval)."""
