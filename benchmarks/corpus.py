@@ -10,7 +10,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from mtl_graph.memory.base import InsightMemory, Memory, Provenance, SummaryMemory, WorkflowMemory
+from mtl_graph.memory.base import Memory, Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.summary import SummaryMemory
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 
 GENERATOR_VERSION = 1
 

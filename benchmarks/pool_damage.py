@@ -65,7 +65,7 @@ CLIENT: dict[str, Callable[[Path], None]] = {
 
 
 def build(path: Path, engine: str, embeddings) -> None:  # type: ignore[no-untyped-def]
-    from mtl_graph.memory.base import InsightMemory
+    from mtl_graph.memory.formats.insight import InsightMemory
     from mtl_graph.memory.pool.pool import MemoryPool
 
     memories = [InsightMemory(title=f"Lesson {i} on topic {i * 7}", description=f"Check case {i} after each edit.",

@@ -150,7 +150,8 @@ def bm25_rankings(data: LabelledSet) -> list[list[int]]:
 def _pool_of(data: LabelledSet) -> Iterator[tuple[object, dict[str, int]]]:
     """A pool of the set's memories (default model) and memory id -> index in the set."""
     from mtl_graph.memory.engine.embeddings import local_embeddings
-    from mtl_graph.memory.base import InsightMemory, Provenance
+    from mtl_graph.memory.base import Provenance
+    from mtl_graph.memory.formats.insight import InsightMemory
     from mtl_graph.memory.pool.pool import MemoryPool
 
     index = {}

@@ -12,7 +12,8 @@ import tempfile
 import time
 from typing import Callable
 
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 QUERY = "topic 5 fails"

@@ -13,7 +13,8 @@ from langchain.agents import create_agent
 
 from mtl_graph import MemoryPool, ScriptedChatModel, Task, bash_call, with_memory_transfer
 from mtl_graph.agent.tools import sandbox_tools
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 
 task = Task(id="greet", domain="python", instruction="Create greet.py printing 'hello'.",
             check="python3 greet.py | grep -qx hello")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.config.names import RUN_SETTINGS
-from mtl_graph.config.environment import ProcessSettings
+from mtl_graph.core.environment import ProcessSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -29,7 +29,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
 from mtl_graph.core.task import Task
@@ -115,7 +116,7 @@ def foreign_lessons() -> list[Any]:
     """The rerun lesson in the insight, workflow and reasoningbank formats, learnt in another domain: a pool
     holding them helps only a condition that retrieves across domains."""
     from mtl_graph.memory.formats.reasoningbank import ReasoningBankMemory
-    from mtl_graph.memory.base import WorkflowMemory
+    from mtl_graph.memory.formats.workflow import WorkflowMemory
 
     source = [Provenance(domain=FOREIGN_DOMAIN, source_task_id="sql-past")]
     item = {"title": RERUN.title, "description": RERUN.description, "content": RERUN.content}

@@ -41,7 +41,8 @@ def check_model(spec: Any, options: Any = None) -> None:
 
 def settings() -> Any:
     """The MTL_* environment settings; a bad value ends the command with one line naming the variable."""
-    from mtl_graph.config.environment import SettingsError, get_settings
+    from mtl_graph.config.environment import get_settings
+    from mtl_graph.core.errors import SettingsError
 
     try:
         return get_settings()

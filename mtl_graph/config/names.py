@@ -1,7 +1,8 @@
 """The flat names of the configuration, and the run context written with them.
 
 Every field of `MTLConfig`'s groups (`mtl_graph/config/schema.py`) has one flat name, unique across the groups:
-`SETTINGS` maps each to where it lives (`top_k` -> `retrieval.top_k`). Derived from that table:
+`SETTINGS` (the schema's `settings_table`) maps each to where it lives (`top_k` -> `retrieval.top_k`). Derived
+from that table:
 - `MTLContext`, the LangGraph `context_schema`: every run setting, optional (None keeps the build's value), with
   the field's type, constraints and docstring, so Studio's form and a bad value's error line come from the
   definition;
@@ -9,59 +10,20 @@ Every field of `MTLConfig`'s groups (`mtl_graph/config/schema.py`) has one flat 
   (model_options, retry) merged field by field: what the factories' keywords and a run's context do;
 - `effective(config, context)`: the config of one run;
 - the CLI's flags (`mtl_graph/cli/options.py`) and the MTL_* variables (`mtl_graph/config/environment.py`).
+
+A bad value or an unknown name is one `SettingsError` line (`describe_error`; both in `mtl_graph/core/errors.py`).
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic.fields import FieldInfo
 
-from mtl_graph.core.errors import MTLError
-from mtl_graph.config.schema import BuildOnly, MTLConfig, Named, SettingsGroup, non_none, optional_field
+from mtl_graph.core.errors import SettingsError, describe_error
+from mtl_graph.config.schema import MTLConfig, optional_field, settings_table
 
 M = TypeVar("M", bound=BaseModel)
-
-MAX_SHOWN = 80
-"""Characters of a bad value shown in its error line."""
-
-
-class SettingsError(MTLError, ValueError):
-    """A setting (keyword, context, flag or environment variable) has a bad value or an unknown name: one line."""
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One setting: its flat name and where it lives in `MTLConfig`."""
-
-    name: str
-    """The flat name (keyword, context key, flag, MTL_* variable)."""
-    path: tuple[str, ...]
-    """Its place in MTLConfig: (group, field), or (field,) for a top-level setting (retry)."""
-    info: FieldInfo
-    """The field: type, constraints, default, docstring, markers."""
-    run: bool
-    """A run's context may set it (False: only a graph's build)."""
-
-
-@functools.cache
-def settings_table(config_model: type[MTLConfig] = MTLConfig) -> dict[str, Setting]:
-    """Every setting of a configuration model by its flat name, in the order of its groups; two fields with one
-    flat name are a TypeError when the model is first used."""
-    table: dict[str, Setting] = {}
-    for top, top_info in config_model.model_fields.items():
-        group = non_none(top_info.annotation)
-        members = (((top, field), info) for field, info in group.model_fields.items()) if (
-            isinstance(group, type) and issubclass(group, SettingsGroup)) else [((top,), top_info)]
-        for path, info in members:
-            name = next((m.name for m in info.metadata if isinstance(m, Named)), path[-1])
-            if name in table:
-                raise TypeError(f"two settings are named {name}: {'.'.join(table[name].path)} and {'.'.join(path)}")
-            table[name] = Setting(name, path, info, not any(isinstance(m, BuildOnly) for m in info.metadata))
-    return table
 
 
 def run_settings(config_model: type[MTLConfig] = MTLConfig) -> tuple[str, ...]:
@@ -81,21 +43,6 @@ def value_of(config: MTLConfig, name: str) -> Any:
     for part in settings_table(type(config))[name].path:
         value = getattr(value, part)
     return value
-
-
-def describe_error(exc: ValidationError, label: Callable[[tuple], str]) -> str:
-    """One line for a validation error: the setting (named by `label(loc)`), the value given and what is wrong."""
-    errors = exc.errors()
-    first = errors[0]
-    what = label(tuple(first["loc"]))
-    if first["type"] == "extra_forbidden":
-        line = f"unknown setting {what}"
-    else:
-        message = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's tag
-        message = message[0].lower() + message[1:]
-        given = repr(first["input"])  # repr keeps it on one line; a long one is cut
-        line = f"invalid {what} {given if len(given) <= MAX_SHOWN else given[:MAX_SHOWN] + '...'}: {message}"
-    return line + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
 
 
 def dotted(loc: tuple) -> str:

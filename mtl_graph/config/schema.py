@@ -11,7 +11,9 @@
 The stages read it nested (`cfg.retrieval.top_k`). Each field also has one flat name, unique across the groups
 (its own, or the one its `Named` marker gives): the name a factory keyword, a run's context (Studio's form), a
 CLI flag (`--top-k`) and an environment variable (`MTL_TOP_K`) write it with. Fields marked `BUILD_ONLY` are set
-when a graph is built, never by a run. That flat layer is derived from these models in `mtl_graph/config/names.py`.
+when a graph is built, never by a run. `settings_table` maps every flat name to its place (`top_k` ->
+`retrieval.top_k`); the flat layer (`mtl_graph/config/names.py`: the run context, keywords, flags, variables) is
+derived from that table, so this module imports nothing of it.
 
 To add a setting, add a field (with its docstring) to its group; the keyword, the context field, the flag, the
 variable and the settings doc follow.
@@ -19,12 +21,14 @@ variable and the settings doc follow.
 
 from __future__ import annotations
 
+import functools
 import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic.fields import FieldInfo
 
 from mtl_graph.agent.config import AgentConfig
 from mtl_graph.llm.retry import RetrySettings
@@ -212,15 +216,46 @@ class MTLConfig(SettingsGroup):
     @classmethod
     def _flat_names_name_their_group(cls, data: Any) -> Any:
         """A flat name given here is an error that says where the setting lives (pydantic would only say "extra")."""
-        if isinstance(data, dict):
-            from mtl_graph.config.names import SETTINGS
-
+        if isinstance(data, dict) and any(name not in cls.model_fields for name in data):
+            table = settings_table(cls)
             for name in data:
-                if name not in cls.model_fields and name in SETTINGS:
-                    group, field = SETTINGS[name].path
+                if name not in cls.model_fields and name in table:
+                    group, field = table[name].path
                     raise ValueError(f"{name} is in the {group} group: MTLConfig({group}={{{field!r}: ...}}), or "
                                      f"make_config({name}=...) and the factories' keywords, which take flat names")
         return data
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its flat name and where it lives in `MTLConfig`."""
+
+    name: str
+    """The flat name (keyword, context key, flag, MTL_* variable)."""
+    path: tuple[str, ...]
+    """Its place in MTLConfig: (group, field), or (field,) for a top-level setting (retry)."""
+    info: FieldInfo
+    """The field: type, constraints, default, docstring, markers."""
+    run: bool
+    """A run's context may set it (False: only a graph's build)."""
+
+
+@functools.cache
+def settings_table(config_model: type[MTLConfig] = MTLConfig) -> dict[str, Setting]:
+    """Every setting of a configuration model by its flat name, in the order of its groups; two fields with one
+    flat name are a TypeError when the model is first used. Built here, from the fields and their markers, so the
+    schema's own validator can name a flat name's group; the flat layer (`names.py`) is derived from it."""
+    table: dict[str, Setting] = {}
+    for top, top_info in config_model.model_fields.items():
+        group = non_none(top_info.annotation)
+        members = (((top, field), info) for field, info in group.model_fields.items()) if (
+            isinstance(group, type) and issubclass(group, SettingsGroup)) else [((top,), top_info)]
+        for path, info in members:
+            name = next((m.name for m in info.metadata if isinstance(m, Named)), path[-1])
+            if name in table:
+                raise TypeError(f"two settings are named {name}: {'.'.join(table[name].path)} and {'.'.join(path)}")
+            table[name] = Setting(name, path, info, not any(isinstance(m, BuildOnly) for m in info.metadata))
+    return table
 
 
 def lifecycle_of(cfg: MTLConfig) -> LifecycleConfig | None:

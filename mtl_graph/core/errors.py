@@ -1,9 +1,14 @@
-"""One exception base for everything mtl_graph raises, and the typed reason a run ended without a fair try."""
+"""One exception base for everything mtl_graph raises, the one-line error of a bad setting, and the typed reason a
+run ended without a fair try."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class MTLError(Exception):
@@ -11,6 +16,32 @@ class MTLError(Exception):
 
     Each subclass also keeps the builtin base it always had (ValueError, RuntimeError, OSError), so code that
     catches those still does."""
+
+
+class SettingsError(MTLError, ValueError):
+    """A setting (keyword, context, flag or environment variable) has a bad value or an unknown name: one line.
+
+    Here, below every package, because the lowest reader of settings (the process's environment, read by the
+    memory pool) raises it as well as the configuration does."""
+
+
+MAX_SHOWN = 80
+"""Characters of a bad value shown in its error line."""
+
+
+def describe_error(exc: ValidationError, label: Callable[[tuple], str]) -> str:
+    """One line for a validation error: the setting (named by `label(loc)`), the value given and what is wrong."""
+    errors = exc.errors()
+    first = errors[0]
+    what = label(tuple(first["loc"]))
+    if first["type"] == "extra_forbidden":
+        line = f"unknown setting {what}"
+    else:
+        message = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's tag
+        message = message[0].lower() + message[1:]
+        given = repr(first["input"])  # repr keeps it on one line; a long one is cut
+        line = f"invalid {what} {given if len(given) <= MAX_SHOWN else given[:MAX_SHOWN] + '...'}: {message}"
+    return line + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
 
 
 class ErrorKind(StrEnum):

@@ -28,15 +28,21 @@ from mtl_graph.core.rendering import CHARS_PER_TOKEN, render_trajectory
 from mtl_graph.core.templates import render_template
 from mtl_graph.distill.quality import junk_reasons
 from mtl_graph.redaction.redact import Redactor
+from mtl_graph.llm.scripted import answerable
 from mtl_graph.llm.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
                                              resolve_model, structured_call)
 from mtl_graph.memory import formats as registry
 from mtl_graph.memory.formats import MemoryFormat
 from mtl_graph.memory.formats._drafts import count_sentences  # noqa: F401 (part of this module's API)
-from mtl_graph.memory.formats.insight import InsightDraft  # noqa: F401 (the built-in drafts, importable here)
-from mtl_graph.memory.formats.summary import SummaryDraft  # noqa: F401
-from mtl_graph.memory.formats.workflow import WorkflowDraft  # noqa: F401
+from mtl_graph.memory.formats.insight import InsightDraft  # the built-in drafts, importable here too
+from mtl_graph.memory.formats.summary import SummaryDraft
+from mtl_graph.memory.formats.workflow import WorkflowDraft
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, Provenance, memory_type_of, strings_of
+
+# The drafts a scripted model's `answers` hold by alias (insight, summary, workflow): checked when its script loads.
+answerable(InsightDraft)
+answerable(SummaryDraft)
+answerable(WorkflowDraft)
 
 fill = partial(render_template, "mtl_graph.distill")
 """A template of prompts/ with its $placeholders filled (a missing value is a ValueError: a bug, not bad input)."""

@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from mtl_graph.llm.retry import describe
+from mtl_graph.llm.scripted import answerable
 from mtl_graph.core.rendering import CHARS_PER_TOKEN, render_trajectory
 from mtl_graph.core.templates import render_template
 from mtl_graph.redaction.redact import Redactor
@@ -34,6 +35,7 @@ class Judge(Protocol):
         ...
 
 
+@answerable  # a scripted model's `answers.judge` is checked against it when its script loads
 class JudgeDecision(BaseModel):
     """The judge's structured answer: one boolean per criterion, the reasoning, the verdict."""
 

@@ -1,4 +1,11 @@
-"""Chat models from strings, in one place for the graph, the distillers, ingest and the evaluation runners."""
+"""Chat models from strings, in one place for the graph, the distillers, ingest and the evaluation runners.
+
+`chat_model(spec, options)` makes one ("provider:model" through `init_chat_model` with `ModelOptions`,
+"scripted:FILE.json" a replayed action script, a model object as it is); `check_model` makes it up front, so a
+factory or a command refuses a model it cannot use before a run starts; `model_label` names a model for
+provenance and run logs. A model that cannot be made is one `ModelNotConfigured` line, of a kind
+(`UnknownModelProvider`, `ProviderPackageMissing`, `MissingCredentials`). Provider clients are made with
+`max_retries=0`: retries are the run's `RetrySettings` (`mtl_graph/llm/retry.py`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,14 @@
-"""Model provider failures: which ones are worth retrying, how long the provider asks us to wait, one-line messages,
-and the one retry policy every model call is made under (`RetrySettings`)."""
+"""Model provider failures, and retrying them: which failures are worth another call (`is_transient`), how long the
+provider asks us to wait (`retry_after`), one-line messages (`describe`), and the one retry policy every model call
+is made under (`RetrySettings`, on tenacity), with the run's policy in a context variable (`using_retry`,
+`current_retry`) for the calls that are not handed it.
+
+Retries are made at the call, not by a LangGraph node `RetryPolicy`: a policy is fixed when a graph is compiled and
+retries a whole node, while the run's settings come with its context and the middleware host (`create_agent`) has
+no node policies; retrying each call under the run's settings makes every host retry alike."""
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import random
 import time
@@ -13,6 +18,8 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity.wait import wait_base
 
 T = TypeVar("T")
 
@@ -81,7 +88,6 @@ def describe(exc: BaseException) -> str:
     return f"{head}: {exc}"
 
 
-
 class RetrySettings(BaseModel):
     """How a model call that failed transiently is tried again: the one retry policy of every model call (the
     agent's turns, the plan, the judge, the distillers), in every host. Provider clients make no retries of their
@@ -96,39 +102,45 @@ class RetrySettings(BaseModel):
     max_delay: float = Field(default=60.0, ge=0, le=3600)
     """Longest wait between two calls, whatever the provider asks (its retry-after wins when longer than the backoff)."""
 
-    def delay(self, attempt: int, exc: BaseException) -> float:
-        """Seconds to wait after failed attempt `attempt` (0-based); re-raises when `exc` is not transient or no
-        attempt is left."""
-        if attempt + 1 >= self.attempts or not is_transient(exc):
-            raise exc
-        delay = min(self.max_delay, self.initial_delay * 2**attempt) * random.uniform(0.75, 1.25)
-        return min(self.max_delay, max(delay, retry_after(exc) or 0.0))
-
     def call(self, fn: Callable[[], T], sleep: Callable[[float], Any] = time.sleep) -> T:
         """`fn()`, tried again after a transient provider error while attempts are left; its last error raised."""
-        from langgraph.errors import GraphBubbleUp
-
-        for attempt in range(self.attempts):
-            try:
-                return fn()
-            except GraphBubbleUp:  # an interrupt or a command for LangGraph, not a failure
-                raise
-            except Exception as exc:
-                sleep(self.delay(attempt, exc))
-        raise AssertionError("unreachable")  # the last attempt returns or raises
+        return Retrying(sleep=sleep, **self._policy())(fn)
 
     async def acall(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """`await fn()`, retried like `call`."""
-        from langgraph.errors import GraphBubbleUp
+        """`await fn()`, retried like `call` (waiting with asyncio.sleep)."""
+        async def attempt() -> T:  # a coroutine function: tenacity calls a plain one (a lambda) without awaiting it
+            return await fn()
 
-        for attempt in range(self.attempts):
-            try:
-                return await fn()
-            except GraphBubbleUp:
-                raise
-            except Exception as exc:
-                await asyncio.sleep(self.delay(attempt, exc))
-        raise AssertionError("unreachable")
+        return await AsyncRetrying(**self._policy())(attempt)
+
+    def _policy(self) -> dict[str, Any]:
+        """Tenacity's settings for these: `attempts` calls in all, transient errors only, the error itself raised
+        (not tenacity's RetryError) when the last one fails or an error is not worth another call."""
+        return {"stop": stop_after_attempt(self.attempts), "retry": retry_if_exception(_retryable),
+                "wait": BackoffOrRetryAfter(self.initial_delay, self.max_delay), "reraise": True}
+
+
+class BackoffOrRetryAfter(wait_base):
+    """Tenacity wait: exponential backoff (`wait_exponential` from `initial_delay`, doubling, at most `max_delay`)
+    with ±25% jitter, or the provider's `retry-after` when it asks for longer; never more than `max_delay`."""
+
+    def __init__(self, initial_delay: float, max_delay: float) -> None:
+        self.backoff = wait_exponential(multiplier=initial_delay, max=max_delay)
+        self.max_delay = max_delay
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        delay = self.backoff(retry_state) * random.uniform(0.75, 1.25)
+        failure = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        asked = retry_after(failure) if failure is not None else None
+        return min(self.max_delay, max(delay, asked or 0.0))
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Worth another call: a transient provider failure, and not LangGraph's own control flow (an interrupt or a
+    command bubbling up through the call is no failure)."""
+    from langgraph.errors import GraphBubbleUp  # here: `mtl --help` imports this module, and not LangGraph
+
+    return not isinstance(exc, GraphBubbleUp) and is_transient(exc)
 
 
 _CURRENT: ContextVar[RetrySettings | None] = ContextVar("mtl_retry_settings", default=None)

@@ -1,5 +1,11 @@
 """A scripted chat model for tests, the offline demo and first runs: replays actions, then submits instead of
-cycling; answers the plan and structured-output requests from its script when it has answers for them."""
+cycling; answers the plan and structured-output requests from its script when it has answers for them.
+
+The structured-output schemas a script answers by a friendly key (`ANSWER_ALIASES`: the distillers' drafts, the
+judge's decision) belong to packages above this one, so it imports none of them: an answer is checked against the
+schema a request binds, when it binds it (`bind_tools`), and, for the schemas their owners declared with
+`answerable` (which they do where they define or use them), already when the script loads.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,8 @@ import copy
 import json
 import time
 import uuid
-from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -17,6 +22,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+S = TypeVar("S", bound=BaseModel)
 
 EXHAUSTED = "The scripted actions ran out."
 ANSWER_ALIASES = {"insight": "InsightDraft", "workflow": "WorkflowDraft", "summary": "SummaryDraft",
@@ -47,24 +54,40 @@ def text_action(kind: Literal["bash", "submit"], body: str, thought: str = "") -
     return AIMessage(content=f"{thought}\n\n{block}" if thought else block)
 
 
-@cache
-def _known_schemas() -> dict[str, type[BaseModel]]:
-    """The schemas an alias stands for, by alias (imported on first use: the experience modules are heavy)."""
-    from mtl_graph.distill.distillers import InsightDraft, SummaryDraft, WorkflowDraft
-    from mtl_graph.judging.judges import JudgeDecision
-
-    schemas = {"insight": InsightDraft, "workflow": WorkflowDraft, "summary": SummaryDraft, "judge": JudgeDecision}
-    assert {k: s.__name__ for k, s in schemas.items()} == ANSWER_ALIASES
-    return schemas
+_ANSWERABLE: dict[str, type[BaseModel]] = {}
+"""The schemas of ANSWER_ALIASES declared so far (`answerable`), by tool name."""
 
 
-def _answer_problem(key: str, args: Any) -> str | None:
-    """Why answers[key] cannot be used (None: it can), naming only our own keys and the schema's fields.
+def tool_name(schema: Any) -> str:
+    """The name a tool or structured-output schema is bound under (a pydantic model's: its class name)."""
+    return convert_to_openai_tool(schema)["function"]["name"]
 
-    An answer for a schema we know (by alias or tool name) must be a valid instance with no unknown field, so a
-    typo fails at load time instead of as a memory that is not written; other keys answer a caller's own
-    schemas and are passed on as they are."""
-    alias = key if key in ANSWER_ALIASES else next((a for a, n in ANSWER_ALIASES.items() if n == key), None)
+
+def answerable(schema: type[S]) -> type[S]:
+    """Declare one of ANSWER_ALIASES' schemas (a class decorator), so that a script's answer for it is checked when
+    the script loads rather than first when a request binds the schema. Its owner calls this: this module is
+    below the distillers and the judge and imports neither."""
+    name = tool_name(schema)
+    if name not in ANSWER_ALIASES.values():
+        raise ValueError(f"{name} is not a schema of ANSWER_ALIASES ({', '.join(ANSWER_ALIASES.values())})")
+    _ANSWERABLE[name] = schema
+    return schema
+
+
+def _alias_of(key: str) -> str | None:
+    """The alias an answers key stands for (the alias itself, or its schema's tool name); None: another key."""
+    return key if key in ANSWER_ALIASES else next((a for a, n in ANSWER_ALIASES.items() if n == key), None)
+
+
+def _answer_problem(key: str, args: Any, schema: type[BaseModel] | None = None) -> str | None:
+    """Why answers[key] cannot be used (None: it can, or it cannot be checked yet), naming only our own keys and
+    the schema's fields.
+
+    An answer for a schema of ANSWER_ALIASES (by alias or tool name) must be a valid instance of `schema` (the
+    one a request binds; default: the one declared `answerable`, if any) with no unknown field, so a typo fails
+    at load time instead of as a memory that is not written; other keys answer a caller's own schemas and are
+    passed on as they are."""
+    alias = _alias_of(key)
     where = f"answers.{key}" if alias else "answers.<key>"
     if key in _NOT_MODEL_WRITTEN:
         return f"answers.{key}: {key} memories are copied from the run, not written by a model; drop this answer"
@@ -72,7 +95,9 @@ def _answer_problem(key: str, args: Any) -> str | None:
         return f"{where}: must be an object of the tool call's arguments"
     if alias is None:
         return None
-    schema = _known_schemas()[alias]
+    schema = schema if schema is not None else _ANSWERABLE.get(ANSWER_ALIASES[alias])
+    if schema is None:  # not declared in this process yet: checked when a request binds it
+        return None
     fields = list(schema.model_fields)
     if set(args) - set(fields):
         return f"{where}: unknown field; the fields are {', '.join(fields)}"
@@ -114,7 +139,9 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     """The answer to every plan request (None: a plan request takes the next scripted reply)."""
     answers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Tool-call arguments answering structured-output requests, by the schema's tool name or an alias of
-    ANSWER_ALIASES (insight, workflow, summary, judge); a request with no answer here takes the next reply."""
+    ANSWER_ALIASES (insight, workflow, summary, judge); a request with no answer here takes the next reply. An
+    answer for a schema of ANSWER_ALIASES must be a valid instance: checked on load for the schemas declared
+    `answerable`, and when a request binds the schema for the others."""
     bound_tools: list[str] = Field(default_factory=list)
     """Names of the tools the latest call was given (recorded for tests; never used to choose a reply)."""
 
@@ -135,8 +162,25 @@ class ScriptedChatModel(FakeMessagesListChatModel):
                       "answers": script.answers, **fields})
 
     def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Runnable:  # type: ignore[override]
+        tools = list(tools)
         formatted = [convert_to_openai_tool(t) for t in tools]
+        if len(tools) == 1 and _forced(tool_choice) and isinstance(tools[0], type) and issubclass(tools[0], BaseModel):
+            self._check_answer(formatted[0]["function"]["name"], tools[0])
         return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def _check_answer(self, name: str, schema: type[BaseModel]) -> None:
+        """A structured-output request binds `schema`: the script's answer for it must fit (ValueError otherwise)."""
+        key, _ = self._answer_for(name)
+        if key is not None and (problem := _answer_problem(key, self.answers[key], schema)) is not None:
+            raise ValueError(problem)
+
+    def _answer_for(self, name: str) -> tuple[str | None, dict[str, Any] | None]:
+        """The key of `answers` answering the tool `name` (its own name first, then its alias), and the answer."""
+        alias = _alias_of(name) if name in ANSWER_ALIASES.values() else None
+        for key in (name, alias):
+            if key is not None and key in self.answers:
+                return key, self.answers[key]
+        return None, None
 
     @property
     def exhausted(self) -> bool:
@@ -168,8 +212,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         """The scripted answer to a structured-output or plan request, or None (the request takes a reply)."""
         if len(tools) == 1 and _forced(tool_choice):
             name = tools[0]
-            alias = next((a for a, n in ANSWER_ALIASES.items() if n == name), None)
-            args = self.answers.get(name, self.answers.get(alias)) if alias else self.answers.get(name)
+            _, args = self._answer_for(name)
             return None if args is None else _call(name, copy.deepcopy(args), "")
         if not tools and self.plan is not None and len(messages) == 1 and isinstance(messages[0], HumanMessage):
             return AIMessage(content=self.plan)

@@ -1,35 +1,31 @@
 """What every memory is (identity, provenance, usage record, screening state) and `Memory`, any registered format.
 
 The formats themselves (trajectory, workflow, summary, insight, and any other) are declared in their own modules
-under mtl_graph/memory/formats/; their models stay importable from here."""
+under mtl_graph/memory/formats/, which import this one: their models are imported from there
+(`from mtl_graph.memory.formats.insight import InsightMemory`). This module reads only the registry
+(`mtl_graph.memory.formats`, which imports no format module until it is first read)."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
-import sys
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Iterator, Union
+from typing import Annotated, Any, Iterator, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 
 from mtl_graph.core.trajectory import Outcome
-
-if TYPE_CHECKING:
-    from mtl_graph.memory.formats.insight import InsightMemory
-    from mtl_graph.memory.formats.summary import SummaryMemory
-    from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
-    from mtl_graph.memory.formats.workflow import WorkflowMemory
+from mtl_graph.memory import formats as registry
 
 __all__ = ["COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
-           "NOT_CONTENT", "InsightMemory", "LongText", "Memory", "MemoryBase", "MemoryType", "Outcome", "Provenance",
-           "ShortText", "SummaryMemory", "Text", "TrajectoryMemory", "TrajectoryStep", "UsageStats", "WorkflowMemory",
-           "first_validation_error", "memory_type_of", "parse_memory", "render_memories", "strings_of"]
+           "NOT_CONTENT", "LongText", "Memory", "MemoryBase", "MemoryType", "Outcome", "Provenance", "ShortText",
+           "Text", "UsageStats", "first_validation_error", "memory_type_of", "parse_memory", "render_memories",
+           "strings_of"]
 
 MAX_SHORT = 300
 MAX_TEXT = 4_000
@@ -65,9 +61,7 @@ class MemoryType(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> "MemoryType | None":
-        from mtl_graph.memory.formats import find
-
-        if not isinstance(value, str) or find(value) is None:
+        if not isinstance(value, str) or registry.find(value) is None:
             return None
         member = str.__new__(cls, value)
         member._name_, member._value_ = value.upper(), value  # not cached: a format unregistered is gone
@@ -223,9 +217,7 @@ class MemoryBase(BaseModel):
         return self._format().body(self, observation_chars)
 
     def _format(self) -> Any:
-        from mtl_graph.memory.formats import get
-
-        return get(getattr(self, "type"))
+        return registry.get(getattr(self, "type"))
 
     def render(self, index: int, observation_chars: int = 300) -> str:
         """Plain numbered rendering (for people; prompts use mtl_graph.memory.fence, which quotes the body)."""
@@ -237,22 +229,6 @@ class MemoryBase(BaseModel):
 
 
 _MemoryBase = MemoryBase
-
-
-_MEMORY_CLASSES = ("InsightMemory", "SummaryMemory", "TrajectoryMemory", "TrajectoryStep", "WorkflowMemory")
-"""The built-in formats' models, defined in their own modules (mtl_graph/memory/formats/) and importable here."""
-
-
-def __getattr__(name: str) -> Any:
-    # the format modules import this one, so their classes are looked up on first use rather than imported here
-    if name in _MEMORY_CLASSES:
-        from mtl_graph.memory.formats import all_formats
-
-        for fmt in all_formats():
-            found = getattr(sys.modules[fmt.memory.__module__], name, None)
-            if found is not None:
-                return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _validate_memory(value: Any) -> MemoryBase:
@@ -276,9 +252,8 @@ class _AnyFormat:
                                                                                             info_arg=True))
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
-        from mtl_graph.memory.formats import names
-
-        return {"type": "object", "properties": {"type": {"type": "string", "enum": names()}}, "required": ["type"]}
+        enum = {"type": "string", "enum": registry.names()}
+        return {"type": "object", "properties": {"type": enum}, "required": ["type"]}
 
 
 Memory = Annotated[MemoryBase, _AnyFormat()]
@@ -290,22 +265,16 @@ class _Classes(Mapping[str, "type[MemoryBase]"]):
     """Format name -> memory model, as registered now."""
 
     def __getitem__(self, name: str) -> type[MemoryBase]:
-        from mtl_graph.memory.formats import find
-
-        fmt = find(name)
+        fmt = registry.find(name)
         if fmt is None:
             raise KeyError(name)
         return fmt.memory
 
     def __iter__(self) -> Iterator[str]:
-        from mtl_graph.memory.formats import names
-
-        return iter(names())
+        return iter(registry.names())
 
     def __len__(self) -> int:
-        from mtl_graph.memory.formats import names
-
-        return len(names())
+        return len(registry.names())
 
 
 MEMORY_CLASSES: Mapping[str, type[MemoryBase]] = _Classes()
@@ -313,18 +282,14 @@ MEMORY_CLASSES: Mapping[str, type[MemoryBase]] = _Classes()
 
 @functools.cache
 def _union(version: int) -> TypeAdapter[Any]:
-    from mtl_graph.memory.formats import all_formats
-
-    classes = tuple(f.memory for f in all_formats())
+    classes = tuple(f.memory for f in registry.all_formats())
     member = classes[0] if len(classes) == 1 else Annotated[Union[classes], Field(discriminator="type")]
     return TypeAdapter(member)
 
 
 def parse_memory(data: dict[str, Any] | str) -> Memory:
     """Validate one memory from a dict or a JSON string (raises pydantic.ValidationError)."""
-    from mtl_graph.memory.formats import version
-
-    adapter = _union(version())
+    adapter = _union(registry.version())
     if isinstance(data, (str, bytes)):
         return adapter.validate_json(data)
     return adapter.validate_python(data)
@@ -345,6 +310,4 @@ def render_memories(memories: list[Memory], observation_chars: int = 300) -> str
 
 def memory_type_of(value: str) -> MemoryType:
     """Parse a registered format's name (any case) with a clear error naming the registered ones."""
-    from mtl_graph.memory.formats import get
-
-    return MemoryType(get(value).name)
+    return MemoryType(registry.get(value).name)

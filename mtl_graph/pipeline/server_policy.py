@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from mtl_graph.llm.chat import SCRIPTED_PREFIX
-from mtl_graph.config.names import MAX_SHOWN, SettingsError, as_context
+from mtl_graph.config.names import as_context
+from mtl_graph.core.errors import MAX_SHOWN, MTLError, SettingsError
 from mtl_graph.core.task import INSTRUCTIONS_FILE, METADATA_FILE, Task
-from mtl_graph.core.errors import MTLError
 
 ROOTS_VARIABLE = "MTL_TASK_ROOTS"
 

@@ -168,3 +168,24 @@ def test_answers_for_a_callers_own_schema_are_passed_on_as_written(tmp_path):
     model = ScriptedChatModel.from_script(path, action_format="text")
     assert model.with_structured_output(Point).invoke("where?") == Point(x=3, y=4)
     assert model.responses[0].content == "```submit\ndone\n```" and model.plan is None
+
+
+def test_the_scripted_model_imports_no_schema_and_checks_an_answer_when_its_schema_is_bound():
+    """llm is below the distillers and the judge: a fresh process loading a script with a bad insight answer
+    imports neither, and the answer fails when a request binds the draft (declared schemas fail on load)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from mtl_graph.llm.scripted import ScriptedChatModel
+model = ScriptedChatModel(answers={{"insight": {{**{INSIGHT!r}, "title": "x"}}}})
+assert not {{"mtl_graph.distill.distillers", "mtl_graph.judging.judges"}} & set(sys.modules)
+from mtl_graph.memory.formats.insight import InsightDraft
+try:
+    model.with_structured_output(InsightDraft).invoke("what did you learn?")
+except ValueError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.strip() == "answers.insight.title: String should have at least 3 characters", out.stderr

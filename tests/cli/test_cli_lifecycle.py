@@ -7,7 +7,9 @@ from typer.testing import CliRunner
 
 from mtl_graph.cli import app
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig, utility
-from mtl_graph.memory.base import InsightMemory, Provenance, UsageStats, WorkflowMemory
+from mtl_graph.memory.base import Provenance, UsageStats
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
 

@@ -7,7 +7,9 @@ import sys
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.base import InsightMemory, Provenance, WorkflowMemory
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 
 runner = CliRunner()
 

@@ -8,7 +8,7 @@ import random
 import subprocess
 import sys
 
-from mtl_graph.memory.base import InsightMemory
+from mtl_graph.memory.formats.insight import InsightMemory
 
 DEPTHS = (50, 999, 1_000, 5_000, 100_000)
 

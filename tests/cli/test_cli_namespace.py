@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 ROOT = Path(__file__).resolve().parents[2]

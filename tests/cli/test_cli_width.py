@@ -12,7 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 
 runner = CliRunner()
 WIDTH = 80

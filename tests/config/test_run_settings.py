@@ -24,9 +24,10 @@ from mtl_graph.cli.options import flag_specs, parameter, parse_flags, with_run_s
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.config import MTLConfig, effective
 from mtl_graph.memory.pool.pool import MemoryPool
-from mtl_graph.config.names import (RUN_SETTINGS, SETTINGS, MTLContext, RunOverrides, SettingsError, configured,
-                                   make_config, merged, overrides_model, run_settings, settings_table, value_of)
-from mtl_graph.config.schema import LoopSettings, agent_config, non_none
+from mtl_graph.config.names import (RUN_SETTINGS, SETTINGS, MTLContext, RunOverrides, configured, make_config, merged,
+                                   overrides_model, run_settings, value_of)
+from mtl_graph.config.schema import LoopSettings, agent_config, non_none, settings_table
+from mtl_graph.core.errors import SettingsError
 from mtl_graph.config.environment import get_settings, settings_model
 from mtl_graph.core.task import Task
 

@@ -18,7 +18,8 @@ from mtl_graph.bench.passk import aggregate, task_scores
 from mtl_graph.bench.report import render_report
 from mtl_graph.core.trajectory import Verdict
 from mtl_graph.pipeline import build_mtl_graph
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 

@@ -12,7 +12,11 @@ from mtl_graph.importers import load_file
 from mtl_graph.distill.leaks import find_leaks, task_specifics
 from helpers.fake_models import RoutedChatModel, RoutedTextModel
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.memory.base import InsightMemory, MemoryType, Outcome, SummaryMemory, TrajectoryMemory, WorkflowMemory
+from mtl_graph.memory.base import MemoryType, Outcome
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.summary import SummaryMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.core.task import TaskRef
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"

@@ -7,7 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from mtl_graph.cli import MAX_ERROR_LINES, app
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 
 runner = CliRunner()
 

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from mtl_graph.cli.ingest import ingest as ingest_command
 from mtl_graph.importers.ingest import LEDGER_FILE, IngestConfig, IngestInterrupted, Ledger, ingest
 from helpers.fake_models import RoutedChatModel
-from mtl_graph.memory.base import MemoryType, Outcome, SummaryMemory
+from mtl_graph.memory.base import MemoryType, Outcome
+from mtl_graph.memory.formats.summary import SummaryMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"

@@ -124,7 +124,8 @@ def test_the_report_a_solution_could_forge_is_never_the_check_s_stdout(tmp_path)
 
 def test_a_suspect_run_through_the_graph_is_logged_and_teaches_nothing(pool, tmp_path):
     """Online: the suspect run is distilled into no memory and credits or debits none it was shown."""
-    from mtl_graph.memory.base import InsightMemory, Provenance
+    from mtl_graph.memory.base import Provenance
+    from mtl_graph.memory.formats.insight import InsightMemory
 
     shown = InsightMemory(title="Check primes by trial division", description="When a task asks for primality.",
                           content="Divide by every number up to the square root.",

@@ -15,7 +15,8 @@ from mtl_graph.bench.suites import load_suite
 from mtl_graph.judging.ground_truth import tampered_tests
 from mtl_graph.judging.clean_room import build_room, discard_snapshot, take_snapshot
 from mtl_graph.pipeline import build_mtl_graph
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task, TaskError
 

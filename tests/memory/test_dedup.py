@@ -15,8 +15,9 @@ from mtl_graph.importers.ingest import IngestConfig, ingest
 from helpers.fake_models import RoutedChatModel
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.memory.dedup import dedup_key, normalize
-from mtl_graph.memory.base import (InsightMemory, MemoryType, Provenance, TrajectoryMemory, TrajectoryStep,
-                                     UsageStats)
+from mtl_graph.memory.base import MemoryType, Provenance, UsageStats
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.engine.storage import StoredPoint
 

@@ -18,8 +18,8 @@ from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.distill.distillers import DISTILLERS, DistillResult, ModelDistiller, distill
 from mtl_graph.memory import formats
 from mtl_graph.memory.formats import FormatError, MemoryFormat, registered
-from mtl_graph.memory.base import (MEMORY_CLASSES, InsightMemory, MemoryBase, MemoryType, Outcome, Text,
-                                     memory_type_of, parse_memory)
+from mtl_graph.memory.base import MEMORY_CLASSES, MemoryBase, MemoryType, Outcome, Text, memory_type_of, parse_memory
+from mtl_graph.memory.formats.insight import InsightMemory
 
 PAPER = ["trajectory", "workflow", "summary", "insight"]
 BUILT_IN = [*PAPER, "reasoningbank"]

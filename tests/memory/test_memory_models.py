@@ -3,17 +3,11 @@
 import pytest
 from pydantic import ValidationError
 
-from mtl_graph.memory.base import (
-    InsightMemory,
-    Provenance,
-    SummaryMemory,
-    TrajectoryMemory,
-    TrajectoryStep,
-    WorkflowMemory,
-    memory_type_of,
-    parse_memory,
-    render_memories,
-)
+from mtl_graph.memory.base import Provenance, memory_type_of, parse_memory, render_memories
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.summary import SummaryMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 
 
 def test_id_is_a_content_hash_independent_of_provenance():

@@ -5,7 +5,8 @@ import threading
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.pool.query_cache import QueryCacheConfig, QueryVectorCache
 

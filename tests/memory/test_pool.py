@@ -8,7 +8,10 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from mtl_graph.memory.engine.embeddings import EmbeddingError
-from mtl_graph.memory.base import InsightMemory, Provenance, SummaryMemory, WorkflowMemory
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.summary import SummaryMemory
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.pool.pool import EmbeddingMismatchError, MemoryPool, PoolError
 
 ENGINES = ["edge", "client"]

@@ -2,7 +2,8 @@
 
 import pytest
 
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 

@@ -12,7 +12,10 @@ from mtl_graph.llm.scripted import ScriptedChatModel, load_action_script
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.pipeline.support import prompt
 from mtl_graph.memory.fence import QUOTE, fence_memories, quote
-from mtl_graph.memory.base import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep, WorkflowMemory
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtl_graph.memory.base import InsightMemory
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.search import fuse, names_identifier, rrf
 from mtl_graph.memory.pool.points import search_conditions
 from mtl_graph.memory.engine.storage import QuerySpec

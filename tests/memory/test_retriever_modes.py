@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 MEMORIES = [

@@ -10,7 +10,8 @@ from mtl_graph.agent import AgentConfig, DefaultAgent
 
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, load_action_script, submit_call, text_action
 from mtl_graph.pipeline import MTLContext, build_mtl_graph
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 

@@ -15,7 +15,8 @@ from typing_extensions import NotRequired, TypedDict
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, load_action_script, submit_call
 from mtl_graph.pipeline import build_mtl_graph, with_memory_transfer
 from mtl_graph.pipeline.state import MTLOutput
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"

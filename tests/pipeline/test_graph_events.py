@@ -11,7 +11,8 @@ from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, load_action_scr
 from mtl_graph.cli import app
 from mtl_graph.pipeline import MTLContext, build_mtl_graph
 from mtl_graph.pipeline.events import emit
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from helpers.memory_fixtures import seeded
 

@@ -8,7 +8,8 @@ from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.pipeline.citations import cited_ids, cited_numbers
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.pipeline import MTLContext, build_mtl_graph
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.core.task import Task
 
 TASK = Task(id="lc-fix", domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",

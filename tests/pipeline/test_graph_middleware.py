@@ -18,7 +18,8 @@ from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, load_action_scr
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.bench.suites import load_suite
 from mtl_graph.pipeline import MemoryTransferMiddleware
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.sandbox.registry import is_open

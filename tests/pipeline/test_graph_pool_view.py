@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from mtl_graph.pipeline.pool_browser import build_pool_view
-from mtl_graph.memory.base import InsightMemory, Provenance, TrajectoryMemory
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,8 @@ from mtl_graph.llm.scripted import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.bench.suites import load_suite
 from mtl_graph.pipeline import with_memories, with_memory_transfer
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.core.task import Task

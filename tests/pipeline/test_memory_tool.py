@@ -10,7 +10,8 @@ from langchain_core.messages import AIMessage
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.pipeline.memory_tool import SEARCH_TOOL
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 

@@ -28,7 +28,8 @@ from mtl_graph.pipeline import MemoryTransferMiddleware, build_mtl_graph, with_m
 from mtl_graph.pipeline.lease import OPEN, close_workspace, safe_name
 from mtl_graph.pipeline.stages import make_config
 from mtl_graph.pipeline.refresh import MemoryRefresh
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.pipeline.steps import REFRESH_ARG, RunSteps, re_retrieved_in, refreshes_in
 from mtl_graph.sandbox.registry import is_open
 from helpers.memory_fixtures import RUN_TESTS, float_sum_task, money_memory, seeded

@@ -10,7 +10,8 @@ from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.core.task import Task
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.pipeline.server_policy import ServerPolicy
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 TASK = Task(id="ns-1", domain="math", instruction="Set X in f.py to 2 so the unit test passes.",

@@ -9,7 +9,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.pipeline import MTLContext, build_mtl_graph
 from mtl_graph.pipeline.state import MTLState, fresh_run_state
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 

@@ -7,7 +7,8 @@ from mtl_graph.core.task import Task
 from mtl_graph.config import MTLConfig
 from mtl_graph.pipeline.refresh import exclusions
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 
 LESSON = "Rerun the check after the last edit"
 
@@ -40,7 +41,7 @@ def test_same_domain_keeps_only_the_tasks_own_domain(tmp_path, embeddings, engin
 
 
 def test_same_domain_is_a_run_setting_with_one_line_errors():
-    from mtl_graph.config.names import SettingsError
+    from mtl_graph.config import SettingsError
     from mtl_graph.config import MTLContext
 
     assert MTLContext(same_domain=True).same_domain is True

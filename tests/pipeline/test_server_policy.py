@@ -15,7 +15,7 @@ import pytest
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.pipeline.server_policy import PolicyError, ServerPolicy
-from mtl_graph.config.names import MTLContext, SettingsError
+from mtl_graph.config import MTLContext, SettingsError
 from mtl_graph.config.environment import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]

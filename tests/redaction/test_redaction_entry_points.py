@@ -20,7 +20,9 @@ from mtl_graph.judging.judges import JudgeConfig, LLMJudge
 from helpers.fake_models import RoutedChatModel
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.pipeline.support import append_run_log
-from mtl_graph.memory.base import InsightMemory, MemoryType, Provenance, TrajectoryMemory, TrajectoryStep, UsageStats
+from mtl_graph.memory.base import MemoryType, Provenance, UsageStats
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import TaskRef
 

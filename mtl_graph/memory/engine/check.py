@@ -313,9 +313,9 @@ def _rebuild(path: Path, report: CheckReport, meta: dict[str, Any], readable: li
     from qdrant_edge import Bm25
 
     from mtl_graph.memory.engine.embeddings import resolve_embeddings
-    from mtl_graph.config.environment import get_settings
+    from mtl_graph.core.environment import process_settings
 
-    emb = resolve_embeddings(embeddings if embeddings is not None else get_settings().embeddings)
+    emb = resolve_embeddings(embeddings if embeddings is not None else process_settings().embeddings)
     if meta and meta.get("embeddings") != embeddings_name(emb):
         raise EmbeddingMismatchError(f"pool {path} was built with embeddings {meta.get('embeddings')!r}: repair it "
                                      "with the same embeddings (MTL_EMBEDDINGS)")

@@ -86,9 +86,9 @@ class MemoryPool(LifecycleOps, PoolFiles):
         (default: MTL_NAMESPACE, else "default"); the pool sees and changes that namespace's memories only.
 
         Within one process, opening the same directory and namespace again returns the same pool."""
-        from mtl_graph.config.environment import get_settings
+        from mtl_graph.core.environment import process_settings
 
-        settings = get_settings()
+        settings = process_settings()
         # MTL_NAMESPACE is the run setting `namespace` (unset: the default namespace)
         namespace = check_namespace(namespace if namespace is not None else settings.namespace or DEFAULT_NAMESPACE)
         location = str(location)

@@ -111,7 +111,7 @@ class PoolStore(BaseStore):
         """A store at ":memory:" or a directory of its own (never the pool's directory), on Qdrant Edge or
         qdrant-client local mode (default: the pool settings' engine). index: LangGraph's IndexConfig; without
         `embed` it is the bundled local model. pool: a MemoryPool (or its location) shown under ("mtl", ...)."""
-        from mtl_graph.config.environment import get_settings
+        from mtl_graph.core.environment import process_settings
 
         emb, dims, name = _embeddings(index) if index else (None, None, None)
         if emb is not None and dims is None:
@@ -124,7 +124,7 @@ class PoolStore(BaseStore):
         try:
             if pool is not None and _inside(location, getattr(pool, "location", ":memory:")):
                 raise StoreError(f"the store needs a directory of its own, outside the pool's ({location})")
-            table = ItemTable(location, engine or get_settings().engine, dims, name)
+            table = ItemTable(location, engine or process_settings().engine, dims, name)
         except BaseException:
             if owns:
                 pool.close()  # type: ignore[union-attr]

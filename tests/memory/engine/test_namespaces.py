@@ -26,7 +26,9 @@ from mtl_graph.cli import app
 from mtl_graph.memory.lifecycle import consolidate
 from mtl_graph.memory.engine.snapshots import archive as snapshots
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
-from mtl_graph.memory.base import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.engine.namespace import NamespaceError, check_namespace
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
@@ -362,7 +364,8 @@ def test_open_checks_the_name_before_touching_anything(cached, tmp_path):
 
 
 def test_mtl_namespace_is_the_default_and_a_bad_one_is_one_line(cached, tmp_path, monkeypatch):
-    from mtl_graph.config.environment import SettingsError, get_settings
+    from mtl_graph.config.environment import get_settings
+    from mtl_graph.core.errors import SettingsError
 
     monkeypatch.setenv("MTL_NAMESPACE", "team-env")
     with MemoryPool.open(tmp_path / "p", cached) as pool:

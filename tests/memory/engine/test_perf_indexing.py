@@ -351,7 +351,7 @@ def test_a_corrupt_index_marker_only_costs_a_rebuild(tmp_path):
 
 def test_a_pool_whose_index_link_points_nowhere_is_refused_not_opened_empty(tmp_path, embeddings):
     from mtl_graph.memory.errors import PoolError
-    from mtl_graph.memory.base import InsightMemory
+    from mtl_graph.memory.formats.insight import InsightMemory
     from mtl_graph.memory.pool.pool import MemoryPool
 
     path = tmp_path / "pool"

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from mtl_graph.cli import app
 from mtl_graph.memory.engine.check import check_pool, copy_tree_sparse
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool, PoolError, PoolLockedError
 
 ENGINES = ["edge", "client"]
@@ -309,7 +310,7 @@ def test_check_refuses_a_pool_in_use(tmp_path, embeddings):
 WRITER = """
 import random, sys
 from mtl_graph.memory.engine.embeddings import local_embeddings
-from mtl_graph.memory.base import InsightMemory
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 
 path, engine, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -11,8 +11,10 @@ from mtl_graph.cli import app
 from helpers.fake_models import RoutedChatModel
 from mtl_graph.memory.lifecycle.consolidate import (PruneConfig, apply, find_clusters, propose, propose_all, prune,
                                           representative, stale)
-from mtl_graph.memory.base import (COUNTS, InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep,
-                                     UsageStats, WorkflowMemory)
+from mtl_graph.memory.base import COUNTS, Provenance, UsageStats
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.usage import Use
 
 runner = CliRunner()

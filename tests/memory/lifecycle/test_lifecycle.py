@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig, utility, wilson_upper
-from mtl_graph.memory.base import InsightMemory, Provenance
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import CREDIT_KEY, Use
 

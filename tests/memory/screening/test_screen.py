@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mtl_graph.memory.base import InsightMemory, Provenance, TrajectoryMemory, TrajectoryStep, WorkflowMemory
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.screening.screen import RULE_NAMES, screen, screen_text
 
 # (text, the rule that must fire). Hostile advice in the shapes a poisoned run or a planted file would use.

@@ -13,7 +13,9 @@ from helpers.screen_benign import benign_texts
 from helpers.screen_corpus import ENGLISH, LANGUAGES, OBFUSCATIONS, hostile_cases
 
 from mtl_graph.importers import load_many
-from mtl_graph.memory.base import InsightMemory, TrajectoryMemory, TrajectoryStep, WorkflowMemory
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.screening.normalize import payloads, views
 from mtl_graph.memory.screening.screen import ALL_RULES, RULE_NAMES, RULES, screen, screen_text
 

@@ -14,7 +14,8 @@ from langgraph.store.memory import InMemoryStore
 from helpers.memory_fixtures import money_memory, seeded
 
 from mtl_graph.memory.engine.location import PoolLockedError
-from mtl_graph.memory.base import Provenance, WorkflowMemory
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.store.store import PoolStore, StoreClosedError, StoreError, StoreReadOnlyError
 
 
