@@ -438,7 +438,7 @@ def test_a_truncated_edge_wal_after_a_crash_is_refused(tmp_path, embeddings):
     import sys
 
     path = tmp_path / "pool"
-    code = ("import os, signal, sys\nfrom mtl_graph.memory.base import InsightMemory\n"
+    code = ("import os, signal, sys\nfrom mtl_graph.memory.formats.insight import InsightMemory\n"
             "from mtl_graph.memory.pool.pool import MemoryPool\n"
             "pool = MemoryPool.open(sys.argv[1])\n"
             "for i in range(0, 30, 5):\n"
