@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from pydantic_core import CoreSchema
 
     from mtl_graph.core.trajectory import Outcome, Trajectory
-    from mtl_graph.memory.base import MemoryBase, Provenance
 
 DISTILL_PROMPTS = "mtl_graph.distill"
 """The package whose prompts/ folder holds the distill templates (`prompt_dir` overrides it per format)."""
@@ -49,8 +48,9 @@ class MemoryFormat:
 
     name: str
     """The memory's `type`, stored in every payload (lowercase)."""
-    memory: type[MemoryBase]
-    """Its pydantic model; its `type` field is `Literal[name]`."""
+    memory: type[BaseModel]
+    """Its pydantic model, a `MemoryBase` subclass whose `type` field is `Literal[name]` (typed as a pydantic model
+    here: `memory.base` reads this registry, so the registry names nothing of it)."""
     summary: str
     """What it holds, in a few words (CLI help)."""
     key: Callable[[Any], str]
@@ -63,8 +63,9 @@ class MemoryFormat:
     """What a distilling model answers (validated, retried); its fields are the memory's content fields."""
     prompts: tuple[str, str] | None = None
     """The distill templates for a successful and for a failed run (the same name twice is fine)."""
-    build: Callable[[Trajectory, Outcome, Provenance], tuple[MemoryBase, list[str]]] | None = None
-    """Makes the memory from a run without a model (memory, warnings); raises ValueError when it cannot."""
+    build: Callable[[Trajectory, Outcome, Any], tuple[BaseModel, list[str]]] | None = None
+    """Makes the memory from a run and its `Provenance` without a model (memory, warnings); raises ValueError when
+    it cannot."""
     task_free: bool = False
     """Must transfer to other tasks: checked for the run's specifics and must not copy the task text."""
     uses_plan: bool = True
