@@ -27,7 +27,7 @@ from mtl_graph.agent import DefaultAgent
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call  # noqa: E402
 from mtl_graph.judging.ground_truth import run_setup  # noqa: E402
 from mtl_graph.pipeline import build_mtl_graph  # noqa: E402
-from mtl_graph.pipeline.support import memory_block  # noqa: E402
+from mtl_graph.pipeline.prompting import memory_block  # noqa: E402
 from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
 from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
 from mtl_graph.sandbox.factory import make_sandbox  # noqa: E402

@@ -25,6 +25,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime, get_runtime
 
+from mtl_graph.llm.chat import model_label
 from mtl_graph.agent.base import AgentResult
 from mtl_graph.agent.tools import ON_STEP_KEY, WORKSPACE_BASE
 from mtl_graph.core.errors import ErrorKind, failure
@@ -38,7 +39,7 @@ from mtl_graph.pipeline.lease import OPEN, resumable, workspace_base, workspace_
 from mtl_graph.pipeline.memory_tool import SEARCH_KEY, search_factory
 from mtl_graph.pipeline.state import RunState, state_subset
 from mtl_graph.pipeline.steps import RunSteps, re_retrieved_in
-from mtl_graph.pipeline.support import model_name, timed
+from mtl_graph.pipeline.metering import timed
 from mtl_graph.sandbox import registry
 
 INPUT = ("task", "run_id", "memory_block", "retrieved")
@@ -118,7 +119,7 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
     """The state update of a finished agent: its trajectory, and an `error` verdict when the provider ended it."""
     events.agent_end(result)
     trajectory = Trajectory(task=task_ref, steps=result.steps, submission=result.submission,
-                            model=model_name(model), tokens=result.tokens, exit_status=result.exit_status)
+                            model=model_label(model) or "unknown", tokens=result.tokens, exit_status=result.exit_status)
     update: dict[str, Any] = {"error": None, "error_kind": None}
     if result.exit_status in INFRASTRUCTURE_EXIT_STATUSES:  # the provider ended the run, not the agent
         update.update(failure(ErrorKind.MODEL, str(result.error or result.exit_status)))

@@ -26,7 +26,7 @@ from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.pipeline import events
 from mtl_graph.config import MTLConfig, lifecycle_of
 from mtl_graph.pipeline.refresh import exclusions, retrieved_record
-from mtl_graph.pipeline.support import prompt
+from mtl_graph.pipeline.prompting import prompt
 from mtl_graph.memory.fence import fence_memories
 
 MAX_K = 10

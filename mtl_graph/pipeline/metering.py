@@ -1,4 +1,4 @@
-"""What a run's model calls cost, stage by stage: calls and tokens, counted while each node runs.
+"""What a run costs, stage by stage: each node's wall time, and its model calls and tokens, counted while it runs.
 
 A LangChain callback registered as a configure hook sees every chat model call made inside the node (a plan,
 the judge, each distiller attempt, the agent's turns in execute), whichever model and however it is called, so
@@ -8,13 +8,19 @@ for a comparison (the agent's own calls versus the memory method's extra) is in 
 
 from __future__ import annotations
 
+import inspect
 import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from functools import wraps
+from typing import Any, Callable, Iterator
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
+from langgraph.types import Overwrite
+
+from mtl_graph.core.safe_text import safe_value
 
 
 class CostCounter(BaseCallbackHandler):
@@ -64,3 +70,38 @@ def counting() -> Iterator[CostCounter]:
         yield counter
     finally:
         _counter.reset(token)
+
+
+def timed(name: str, starts_run: bool = False) -> Callable:
+    """Record a node's wall time in state['timings'][name] and its model calls and tokens in state['cost'][name]
+    (counted above; a node that called no model adds none); the run's first node replaces the previous run's.
+
+    The update is made safe to serialise (`safe_value`): a file name of the agent's that is not UTF-8 must not
+    make a checkpoint, the stream or the run log fail."""
+    def done(update: Any, start: float, counter: Any) -> dict[str, Any]:
+        timing = {name: round(time.perf_counter() - start, 4)}
+        cost = {name: counter.summary()} if counter.calls else {}
+        return {**safe_value(update or {}), "timings": Overwrite(timing) if starts_run else timing,
+                "cost": Overwrite(cost) if starts_run else cost}
+
+    def wrap(fn: Callable) -> Callable:
+        if inspect.iscoroutinefunction(fn):  # an async node (a wrapped agent run with ainvoke)
+            @wraps(fn)
+            async def anode(*args: Any, **kwargs: Any) -> dict[str, Any]:
+                start = time.perf_counter()
+                with counting() as counter:
+                    update = await fn(*args, **kwargs)
+                return done(update, start, counter)
+
+            return anode
+
+        @wraps(fn)
+        def node(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            start = time.perf_counter()
+            with counting() as counter:
+                update = fn(*args, **kwargs)
+            return done(update, start, counter)
+
+        return node
+
+    return wrap

@@ -33,7 +33,9 @@ from mtl_graph.llm.chat import chat_model
 from mtl_graph.distill.quality import plan_problems
 from mtl_graph.judging.ground_truth import CheckJudge
 from mtl_graph.core.task import as_task
-from mtl_graph.pipeline.support import append_run_log, memory_block, prompt, timed
+from mtl_graph.pipeline.metering import timed
+from mtl_graph.pipeline.prompting import memory_block, prompt
+from mtl_graph.pipeline.run_log import append_run_log
 from mtl_graph.memory import formats
 from mtl_graph.memory.dedup import AddReport
 from mtl_graph.memory.pool.pool import MemoryPool

@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from mtl_graph.pipeline.support import open_default_pool
+from mtl_graph.pipeline.services import open_default_pool
 from mtl_graph.memory.formats import FormatName
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory.base import Memory

@@ -8,7 +8,7 @@ from typing import Any
 from mtl_graph.core.trajectory import Step
 from mtl_graph.pipeline import events
 from mtl_graph.config import MTLConfig, lifecycle_of
-from mtl_graph.pipeline.support import prompt
+from mtl_graph.pipeline.prompting import prompt
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task

@@ -17,8 +17,16 @@ from mtl_graph.agent.config import AgentConfig
 from mtl_graph.config import MTLConfig, MTLContext, agent_config, effective
 from mtl_graph.pipeline.credit import ServedRuns
 from mtl_graph.pipeline.server_policy import ServerPolicy
-from mtl_graph.pipeline.support import open_default_pool
 from mtl_graph.memory.pool.pool import MemoryPool
+
+
+def open_default_pool() -> MemoryPool:
+    """The pool at MTL_POOL. Within one process every caller shares one handle (`MemoryPool.open` caches open
+    directories), which matters in a LangGraph server: the process holds the embedded pool's lock."""
+    from mtl_graph.config.environment import get_settings
+
+    return MemoryPool.open(get_settings().pool)
+
 
 V = TypeVar("V")
 

@@ -29,6 +29,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from pydantic import ValidationError
 
+from mtl_graph.llm.chat import model_label
 from mtl_graph.agent.tools import ON_STEP_KEY, recorded_step
 from mtl_graph.core.errors import ErrorKind, failure
 from mtl_graph.core.task import Task
@@ -39,7 +40,7 @@ from mtl_graph.pipeline.execute import MEMORY_KEY, execute_stage, prepare_worksp
 from mtl_graph.pipeline.memory_tool import SEARCH_TOOL
 from mtl_graph.pipeline.nodes import MTLNodes
 from mtl_graph.pipeline.stages import make_config, make_nodes, wire
-from mtl_graph.pipeline.support import model_name, prompt
+from mtl_graph.pipeline.prompting import prompt
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.sandbox.registry import sandbox_for
 
@@ -76,7 +77,7 @@ def _trajectory(messages: list[Any], task: Task, agent: Any) -> tuple[Trajectory
     from mtl_graph.importers import trajectory_from_messages
 
     trajectory = trajectory_from_messages(messages, task=task.ref())
-    trajectory.model = trajectory.model or model_name(agent)
+    trajectory.model = trajectory.model or model_label(agent) or "unknown"
     recorded = {m.tool_call_id: step for m in messages if (step := recorded_step(m)) is not None}
     calls = [c.get("id") for m in messages if isinstance(m, AIMessage) for c in [*m.tool_calls, *m.invalid_tool_calls]]
     if len(calls) != len(trajectory.steps):  # the importer's order is not this one: keep its steps

@@ -67,7 +67,7 @@ def test_a_lesson_distilled_online_lifts_the_positive_sequence(tmp_path, embeddi
 def test_the_scripted_agent_reads_its_prompts_memory_block():
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from mtl_graph.pipeline.support import memory_block
+    from mtl_graph.pipeline.prompting import memory_block
 
     block = memory_block([ls.NEUTRAL[0], ls.RERUN, ls.HARMFUL])
     messages = [SystemMessage(f"You are an agent.\n\n{block}"), HumanMessage("task")]

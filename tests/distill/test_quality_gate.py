@@ -13,7 +13,7 @@ from mtl_graph.llm.structured import structured_call, was_cut
 from mtl_graph.distill.distillers import InsightDraft
 from helpers.fake_models import RoutedChatModel, RoutedTextModel
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.pipeline.support import prompt
+from mtl_graph.pipeline.prompting import prompt
 from mtl_graph.core.task import TaskRef
 
 FAILURE_PROMPT = fill("insight_failure", trajectory="", outcome="", verdict_reason="")

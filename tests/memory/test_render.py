@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 
 from mtl_graph.llm.scripted import ScriptedChatModel, load_action_script
 from mtl_graph.pipeline import build_mtl_graph
-from mtl_graph.pipeline.support import prompt
+from mtl_graph.pipeline.prompting import prompt
 from mtl_graph.memory.fence import QUOTE, fence_memories, quote
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory

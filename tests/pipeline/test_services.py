@@ -26,7 +26,7 @@ from mtl_graph.config import SettingsError
 from mtl_graph.pipeline.nodes import MTLNodes
 from mtl_graph.pipeline.stages import make_config, make_nodes
 from mtl_graph.pipeline.services import PoolSource, RunMemo, StageServices
-from mtl_graph.pipeline.support import open_default_pool
+from mtl_graph.pipeline.services import open_default_pool
 from mtl_graph.memory.pool.pool import MemoryPool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"

@@ -19,7 +19,7 @@ from mtl_graph.importers.ingest import IngestConfig, ingest
 from mtl_graph.judging.judges import JudgeConfig, LLMJudge
 from helpers.fake_models import RoutedChatModel
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
-from mtl_graph.pipeline.support import append_run_log
+from mtl_graph.pipeline.run_log import append_run_log
 from mtl_graph.memory.base import MemoryType, Provenance, UsageStats
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
