@@ -18,17 +18,6 @@ PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains
 eval_cmd receives them as `run`."""
 
 
-def standalone(command: Any, prog_name: str, argv: Any = None) -> int:
-    """Run one of these commands as its own program (`python -m mtl_graph.bench.learning ...`): its exit code."""
-    app = typer.Typer(add_completion=False)
-    app.command()(command)
-    try:
-        app(list(argv) if argv is not None else None, prog_name=prog_name)
-    except SystemExit as exc:  # typer's standalone mode: errors printed, then the exit code
-        return exc.code if isinstance(exc.code, int) else 1
-    return 0
-
-
 def _split(value: str | None) -> list[str]:
     return [p.strip() for p in (value or "").split(",") if p.strip()]
 
