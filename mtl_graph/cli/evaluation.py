@@ -1,4 +1,6 @@
-"""``mtl eval`` and ``mtl report`` as typer command functions (heavy imports happen inside them)."""
+"""``mtl eval``, ``mtl report``, ``mtl eval-learning`` and ``mtl eval-baselines`` as typer command functions (heavy
+imports happen inside them; app.py registers them). They call the evaluation harness (mtl_graph.bench), which never
+imports the CLI."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from typing import Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import USAGE, fail
-from mtl_graph.cli.pool_options import NamespaceOption
+from mtl_graph.cli.common import USAGE, NamespaceOption, fail
+from mtl_graph.cli.options import with_run_settings
 
 ALL = "all"
 LIST = "list"
@@ -134,6 +136,10 @@ def eval_cmd(
                f"{summary.leaks} provenance violations); report: {paths['md']}")
     if summary.errors or summary.leaks:
         raise typer.Exit(code=1)
+
+
+eval_command = with_run_settings(from_env=False, exclude=PROTOCOL_SETTINGS)(eval_cmd)
+"""`mtl eval`: eval_cmd with the run settings it does not set itself as flags."""
 
 
 def list_suites() -> None:
