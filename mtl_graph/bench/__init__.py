@@ -1,4 +1,5 @@
 """Evaluation harness: task suites, the three-phase protocol, pass@k, results store, reports.
 
-Its commands are in ``mtl_graph/cli/evaluation.py``.
+Its commands (``mtl eval``, ``mtl report``, ``mtl eval-learning``, ``mtl eval-baselines``) are in
+``mtl_graph/cli/evaluation.py``, which calls these modules; nothing here imports the CLI.
 """

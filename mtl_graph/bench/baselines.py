@@ -18,7 +18,7 @@ Per condition the report gives pass@1 and pass@k over `attempts` passes of the s
 token per run (plan, judge, distill: what the memory method costs beyond the agent's own calls) beside the pass
 rate, so "better with a smaller pool" and "at what cost" can be checked.
 
-    mtl eval-baselines --tasks 12 --attempts 3 --out DIR      # or: python -m mtl_graph.bench.baselines
+    mtl eval-baselines --tasks 12 --attempts 3 --out DIR      # run_and_report(...) from Python
 """
 
 from __future__ import annotations
@@ -363,14 +363,3 @@ def run_and_report(out: Path, conditions: Sequence[str] = (), *, suites: Sequenc
     else:
         result = scripted(names, tasks, attempts, sandbox=sandbox, run_log=log, start=start)
     return write_report(result, out)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m mtl_graph.bench.baselines ...`: the same command as `mtl eval-baselines`."""
-    from mtl_graph.cli.evaluation import eval_baselines_cmd, standalone
-
-    return standalone(eval_baselines_cmd, "mtl eval-baselines", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -11,7 +11,7 @@ Per run it records the task, pass or fail, the memories injected and cited, whet
 harmful one) was injected, and what the run quarantined; over the sequence the running pass rate, the pass rate
 per window, and after how many runs the watched memory stopped being served.
 
-    python -m mtl_graph.bench.learning --sequence negative --out DIR   # or: --sequence positive, --tasks 30
+    mtl eval-learning --sequence negative --out DIR   # or: --sequence positive, --tasks 30
 """
 
 from __future__ import annotations
@@ -276,14 +276,3 @@ def run_and_report(sequences: Sequence[str], out: Path, tasks: int = 30, seed: i
     results = [scripted(n, tasks, seed, sandbox=sandbox, lifecycle=cfg, run_log=out / "runs.jsonl")
                for n in sequences]
     return write_report(results, out)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m mtl_graph.bench.learning ...`: the same command as `mtl eval-learning`."""
-    from mtl_graph.cli.evaluation import eval_learning_cmd, standalone
-
-    return standalone(eval_learning_cmd, "mtl eval-learning", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,10 +9,9 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
+from mtl_graph.cli.common import JsonOption, NamespaceOption, PoolOption, console, fail, open_pool
 from mtl_graph.cli.format_options import formats_option
-from mtl_graph.cli.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 ApplyOpt = Annotated[bool, typer.Option("--apply", help="Write the changes (without it: a dry run that changes "
                                                         "nothing).")]
 SHOWN = 8
@@ -22,8 +21,6 @@ SHOWN = 8
 @contextmanager
 def _progress(description: str, quiet: bool) -> Iterator[Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from mtl_graph.cli.app import console
 
     err = console(stderr=True)  # a bar only on a terminal: piped output and --json stay clean
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -39,13 +36,12 @@ def consolidate_cmd(
     apply_: ApplyOpt = False,
     model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL that writes the merged memories "
                                                                  "of the formats a model writes.")] = None,
-    pool: PoolOpt = None, namespace: NamespaceOpt = None,
-    json_out: JsonOpt = False,
+    pool: PoolOption = None, namespace: NamespaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Merge near-duplicate memories (per type and outcome) into one each; the originals are archived, never
     deleted, and their records summed into the merged memory. A dry run shows the clusters and, with --model,
     the proposals."""
-    from mtl_graph.cli.app import fail, open_pool
     from mtl_graph.memory.lifecycle import consolidate as c
     from mtl_graph.memory.base import memory_type_of
 
@@ -106,7 +102,6 @@ def _json(rows: list, report: Any, threshold: float, applied: bool) -> dict[str,
 def _print(rows: list, report: Any, threshold: float, applied: bool) -> None:
     from rich.markup import escape  # memory text is data: "[...]" in it must not act as rich markup
 
-    from mtl_graph.cli.app import console
     from mtl_graph.cli.tables import print_records
 
     out = console()
@@ -142,12 +137,11 @@ def prune_cmd(
     min_shown: Annotated[int, typer.Option("--min-shown", help="Showings without a citation that make a memory "
                                                                "stale.")] = 20,
     apply_: ApplyOpt = False,
-    pool: PoolOpt = None, namespace: NamespaceOpt = None,
-    json_out: JsonOpt = False,
+    pool: PoolOption = None, namespace: NamespaceOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Archive stale memories (shown again and again but never cited, or clearly below the pool's success rate
     with enough evidence); a dry run lists them. Archived memories keep their record and are never retrieved."""
-    from mtl_graph.cli.app import fail, open_pool
     from mtl_graph.memory.lifecycle.consolidate import PruneConfig, prune, stale
 
     if min_shown < 1:
@@ -161,7 +155,6 @@ def prune_cmd(
         return
     from rich.markup import escape
 
-    from mtl_graph.cli.app import console
     from mtl_graph.cli.tables import print_records
 
     out = console()

@@ -1,4 +1,6 @@
-"""``mtl eval`` and ``mtl report`` as typer command functions (heavy imports happen inside them)."""
+"""``mtl eval``, ``mtl report``, ``mtl eval-learning`` and ``mtl eval-baselines`` as typer command functions (heavy
+imports happen inside them; app.py registers them). They call the evaluation harness (mtl_graph.bench), which never
+imports the CLI."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from typing import Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import USAGE, fail
-from mtl_graph.cli.pool_options import NamespaceOption
+from mtl_graph.cli.common import USAGE, NamespaceOption, fail
+from mtl_graph.cli.options import with_run_settings
 
 ALL = "all"
 LIST = "list"
@@ -16,17 +18,6 @@ PROTOCOL_SETTINGS = ("model", "memory_type", "top_k", "online", "exclude_domains
                      "only_ids", "judge_also", "namespace")
 """Run settings the evaluation sets itself, per condition; the CLI gives `mtl eval` the others as flags, and
 eval_cmd receives them as `run`."""
-
-
-def standalone(command: Any, prog_name: str, argv: Any = None) -> int:
-    """Run one of these commands as its own program (`python -m mtl_graph.bench.learning ...`): its exit code."""
-    app = typer.Typer(add_completion=False)
-    app.command()(command)
-    try:
-        app(list(argv) if argv is not None else None, prog_name=prog_name)
-    except SystemExit as exc:  # typer's standalone mode: errors printed, then the exit code
-        return exc.code if isinstance(exc.code, int) else 1
-    return 0
 
 
 def _split(value: str | None) -> list[str]:
@@ -145,6 +136,10 @@ def eval_cmd(
                f"{summary.leaks} provenance violations); report: {paths['md']}")
     if summary.errors or summary.leaks:
         raise typer.Exit(code=1)
+
+
+eval_command = with_run_settings(from_env=False, exclude=PROTOCOL_SETTINGS)(eval_cmd)
+"""`mtl eval`: eval_cmd with the run settings it does not set itself as flags."""
 
 
 def list_suites() -> None:

@@ -5,7 +5,8 @@ Rich lays the options out as a table of six columns (names, short names, --no- n
 terminal is too narrow for them, cuts the names ("--approve-comman…") and squeezes the help to a dozen characters
 a line; `mtl run` has some 40 options and needs ~160 columns. Click's layout puts a long name on its own line and
 the help under it, so nothing is cut at any width. Which one a command gets is decided by rendering Rich's first,
-off screen, and looking for each name in it."""
+off screen, and looking for each name in it. Every command and group of `mtl` gets these classes where
+lazy.py builds it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import re
 from contextlib import redirect_stdout
 from typing import Any
 
-import typer
 from typer.core import TyperCommand, TyperGroup
 
 
@@ -70,18 +70,3 @@ class FittingCommand(_FittingHelp, TyperCommand):
 class FittingGroup(_FittingHelp, TyperGroup):
     """A group whose help fits the terminal (its commands' panel wraps their summaries, Click's cuts them)."""
 
-
-def fit_help(app: typer.Typer) -> None:
-    """Give every command and group of `app`, its sub-apps' included, help that fits (call once all are added;
-    a class of its own that a command chose is kept)."""
-    app.info.cls = _fitting(app.info.cls, TyperGroup, FittingGroup)
-    for command in app.registered_commands:
-        command.cls = _fitting(command.cls, TyperCommand, FittingCommand)
-    for group in app.registered_groups:
-        group.cls = _fitting(group.cls, TyperGroup, FittingGroup)
-        if group.typer_instance is not None:
-            fit_help(group.typer_instance)
-
-
-def _fitting(cls: Any, default: type, fitting: type) -> Any:
-    return fitting if not cls or cls is default else cls  # not set (None, or Typer's unset placeholder), or Typer's

@@ -8,8 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.models import OptionInfo
 
-from mtl_graph.cli.app import USAGE, fail
-from mtl_graph.cli.pool_options import NamespaceOption
+from mtl_graph.cli.common import USAGE, NamespaceOption, fail
 from mtl_graph.cli.format_options import formats_option
 
 _FORMATS_HELP = "Comma-separated memory formats: {formats_and}."

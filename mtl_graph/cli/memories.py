@@ -1,32 +1,22 @@
-"""`mtl memories ...`: add, import, search, list, delete, stats, export, flagged, screen; show, quarantined and
-release (a memory's status, record and history) are in memories_lifecycle.py."""
+"""`mtl memories add | import | search | list | delete | stats | export | flagged | screen`; show, quarantined and
+release (a memory's status, record and history) are in memories_lifecycle.py, what both print and look up in
+memory_views.py, and app.py registers them all."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from mtl_graph.cli.app import JsonOption, NamespaceOption, PoolOption, app, console, fail, open_pool
-from mtl_graph.cli.tables import print_records
+from mtl_graph.cli.common import JsonOption, NamespaceOption, PoolOption, console, fail, open_pool
 from mtl_graph.cli.format_options import formats_option
-
-memories_app = typer.Typer(help="Manage the memory pool: add, search, list, show, delete, stats, export, import, "
-                                "flagged, quarantined, release, screen.",
-                           no_args_is_help=True)
-app.add_typer(memories_app, name="memories")
+from mtl_graph.cli.memory_views import memory_row, print_held, resolve_id
+from mtl_graph.cli.tables import print_records
 
 STATUSES = ("active", "flagged", "quarantined", "archived")
 """A memory's status (Memory.status): only active memories are served with the online loop on."""
-
-
-def _memory_row(memory) -> tuple[str, str, str, str, str]:
-    from rich.markup import escape  # memory text is data: "[...]" in it must not act as rich markup
-
-    return (memory.id[:8], memory.type, memory.outcome.value, escape(",".join(memory.domains) or "-"),
-            escape(memory.key_text()[:80]))
 
 
 def _status_of(value: str | None) -> str | None:
@@ -48,14 +38,12 @@ def _type_of(value: str | None) -> str | None:
         fail(str(exc))
 
 
-@memories_app.command("add")
 def memories_add(file: Annotated[Path, typer.Argument(help="JSONL file, one memory per line (or a directory: its *.jsonl files).")],
                  pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Add memories from a JSONL file (usage stats reset). Bad lines are reported; good lines are still added."""
     _import(file, pool, namespace, keep_stats=False)
 
 
-@memories_app.command("import")
 def memories_import(file: Annotated[Path, typer.Argument(help="JSONL file written by `mtl memories export` (or a directory: its *.jsonl files).")],
                     pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Import an exported JSONL file exactly, usage stats included."""
@@ -125,7 +113,6 @@ def _hint_agent_logs(files: list[Path]) -> None:
                             err=True)
 
 
-@memories_app.command("search")
 def memories_search(
     text: Annotated[str, typer.Argument(help="What to look for (a task, a plan, an error message).")],
     type: Annotated[Optional[str], formats_option("--type", "-t", help="Only this format: {formats}.")] = None,
@@ -149,12 +136,11 @@ def memories_search(
         return
     from rich.markup import escape
 
-    rows = [(*_memory_row(h.memory), f"{h.similarity:.3f}", h.retriever) for h in hits]
+    rows = [(*memory_row(h.memory), f"{h.similarity:.3f}", h.retriever) for h in hits]
     print_records(console(), ("id", "type", "outcome", "domains", "key", "cosine", "found by"), rows, text=("key",),
                   title=f"top {k} for: {escape(text[:60])}")
 
 
-@memories_app.command("list")
 def memories_list(
     type: Annotated[Optional[str], formats_option("--type", "-t", help="Only this format: {formats}.")] = None,
     status: Annotated[Optional[str], typer.Option("--status", "-s", help="Only this status: active, flagged, quarantined, archived.")] = None,
@@ -179,32 +165,18 @@ def memories_list(
         typer.echo(json.dumps([{**m.model_dump(mode="json"), "status": m.status} for m in chosen], indent=2))
         return
     print_records(console(), ("id", "type", "outcome", "domains", "key", "status"),
-                  [(*_memory_row(memory), memory.status) for memory in chosen], text=("key",))
+                  [(*memory_row(memory), memory.status) for memory in chosen], text=("key",))
 
 
-def _resolve_id(opened, prefix: str):
-    memory = opened.get(prefix) if len(prefix) == 36 else None
-    if memory is None:
-        matches = [m for m in opened if m.id.startswith(prefix)]
-        if len(matches) > 1:
-            fail(f"id prefix {prefix!r} is ambiguous ({len(matches)} memories)")
-        memory = matches[0] if matches else None
-    if memory is None:
-        fail(f"no memory with id {prefix!r}")
-    return memory
-
-
-@memories_app.command("delete")
 def memories_delete(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
                     pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Delete one memory."""
     with open_pool(pool, namespace) as opened:
-        memory = _resolve_id(opened, memory_id)
+        memory = resolve_id(opened, memory_id)
         opened.delete(memory.id)
     typer.echo(f"deleted {memory.id}")
 
 
-@memories_app.command("stats")
 def memories_stats(json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Counts by type, domain, outcome, screening and status; the base rate (runs shown memories that succeeded)."""
     with open_pool(pool, namespace) as opened:
@@ -224,7 +196,6 @@ def memories_stats(json_out: JsonOption = False, pool: PoolOption = None, namesp
                "were shown in")
 
 
-@memories_app.command("export")
 def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to write.")],
                     pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Export every memory (provenance and stats included) as JSONL."""
@@ -236,7 +207,6 @@ def memories_export(file: Annotated[Path, typer.Argument(help="JSONL file to wri
     typer.echo(f"exported {n} memories to {file}")
 
 
-@memories_app.command("flagged")
 def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """List memories that write-time screening holds back from retrieval, with the reasons."""
     with open_pool(pool, namespace) as opened:
@@ -244,19 +214,6 @@ def memories_flagged(json_out: JsonOption = False, pool: PoolOption = None, name
     print_held(held, "flagged", lambda m: m.flagged, json_out)
 
 
-def print_held(held: list[Any], what: str, reasons: Callable[[Any], list[str]], json_out: bool) -> None:
-    """Memories held back from retrieval (flagged, quarantined) as JSON or a table with their reasons."""
-    if json_out:
-        typer.echo(json.dumps([m.model_dump(mode="json") for m in held], indent=2))
-        return
-    from rich.markup import escape
-
-    rows = [(*_memory_row(memory), escape("; ".join(reasons(memory)))) for memory in held]
-    print_records(console(), ("id", "type", "outcome", "domains", "key", "reasons"), rows, text=("key", "reasons"),
-                  title=f"{len(held)} {what} memories")
-
-
-@memories_app.command("screen")
 def memories_screen(json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Screen every memory in the pool again (after a rules update, or for a pool written before screening)."""
     with open_pool(pool, namespace) as opened:
@@ -266,5 +223,3 @@ def memories_screen(json_out: JsonOption = False, pool: PoolOption = None, names
         return
     typer.echo(f"{len(newly)} newly flagged, {held} flagged in all (see `mtl memories flagged`)")
 
-
-from mtl_graph.cli import memories_lifecycle  # noqa: E402,F401 - registers show, quarantined, release

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from mtl_graph.cli.app import JsonOption, NamespaceOption, PoolOption, console, open_pool
-from mtl_graph.cli.memories import _resolve_id, memories_app, print_held
+from mtl_graph.cli.common import JsonOption, NamespaceOption, PoolOption, console, open_pool
+from mtl_graph.cli.memory_views import print_held, resolve_id
 
 HISTORY_ROWS = 20
 """History rows `show` prints (the latest; --json prints all of them)."""
@@ -31,12 +31,11 @@ def explain(opened, memory) -> dict[str, Any]:
             "history": opened.history(memory.id)}
 
 
-@memories_app.command("show")
 def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
                   json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Show one memory: status with reasons, provenance, record, utility against the pool's base rate, history."""
     with open_pool(pool, namespace) as opened:
-        memory = _resolve_id(opened, memory_id)
+        memory = resolve_id(opened, memory_id)
         why = explain(opened, memory)
     if json_out:  # the memory's own fields as before, what `show` adds beside them
         typer.echo(json.dumps({**memory.model_dump(mode="json"), **why}, indent=2))
@@ -89,7 +88,6 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
     console().print(table)
 
 
-@memories_app.command("quarantined")
 def memories_quarantined(json_out: JsonOption = False, pool: PoolOption = None,
                          namespace: NamespaceOption = None) -> None:
     """List memories the online loop stopped serving (their cited runs failed), with the reasons and evidence."""
@@ -98,14 +96,13 @@ def memories_quarantined(json_out: JsonOption = False, pool: PoolOption = None,
     print_held(held, "quarantined", lambda m: m.quarantined, json_out)
 
 
-@memories_app.command("release")
 def memories_release(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
                      json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
     """Serve a flagged or quarantined memory again (read it first: `mtl memories show ID`); descendants follow.
 
     The memories quarantined only because they descend from it are released with it."""
     with open_pool(pool, namespace) as opened:
-        memory = _resolve_id(opened, memory_id)
+        memory = resolve_id(opened, memory_id)
         flagged, quarantined = list(memory.flagged), list(memory.quarantined)
         before = {m.id for m in opened.quarantined()} if quarantined else set()
         memory = opened.release(memory.id) or memory

@@ -11,10 +11,12 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Callable, Literal, Optional, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional, get_args, get_origin
 
 import typer
-from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MAX_METAVAR = 36
 """Longest choice list shown as an option's metavar; a longer one is listed in its help instead."""
@@ -44,6 +46,8 @@ def _kebab(name: str) -> str:
 
 def flag_specs(context_model: type[BaseModel]) -> list[FlagSpec]:
     """The flags of every field of a run-context model (nested settings models: one flag per sub-field)."""
+    from pydantic import BaseModel
+
     from mtl_graph.config.schema import Flags, non_none
 
     specs = []
@@ -90,6 +94,8 @@ def parameter(spec: FlagSpec, from_env: bool = True) -> inspect.Parameter:
 
 def parse_flags(specs: list[FlagSpec], values: dict[str, Any], context_model: type[BaseModel]) -> Any:
     """The run context of the flags given (None: not given); a bad value raises one SettingsError line."""
+    from pydantic import ValidationError
+
     from mtl_graph.config.names import SettingsError, describe_error
 
     data: dict[str, Any] = {}
@@ -140,7 +146,7 @@ class RunSettingsCommand:
         return {p.name: p.annotation for p in self.__signature__.parameters.values()}
 
     def __call__(self, **kwargs: Any) -> Any:
-        from mtl_graph.cli.app import fail, settings
+        from mtl_graph.cli.common import fail, settings
         from mtl_graph.config.names import MTLContext, RunOverrides, SettingsError, merged
 
         values = {spec.param: kwargs.pop(spec.param, None) for spec in self.specs}

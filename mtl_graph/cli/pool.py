@@ -1,4 +1,6 @@
-"""`mtl pool`: maintenance of an embedded pool. Only typer and the standard library load at import time."""
+"""`mtl pool check` and `mtl pool namespaces`: an embedded pool checked (and repaired), a pool's namespaces. The
+other `mtl pool` commands are in snapshots.py and consolidate.py; app.py registers them all. Only typer and the
+standard library load at import time."""
 
 from __future__ import annotations
 
@@ -7,17 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from mtl_graph.cli.app import fail
+from mtl_graph.cli.common import JsonOption, PoolOption, fail, open_pool
 
 SHOWN = 20
 """Unreadable points listed in the text output."""
 
-pool_app = typer.Typer(help="Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it, "
-                       "list its namespaces.",
-                       no_args_is_help=True)
-
-
-@pool_app.command("check")
 def check(
     location: Annotated[Optional[str], typer.Argument(help="Pool directory. [env: MTL_POOL]")] = None,
     repair: Annotated[bool, typer.Option("--repair", help="Rebuild the pool from every readable memory; the damaged one is kept beside it.")] = False,
@@ -70,21 +66,8 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
         typer.echo("ok" + (": nothing to repair" if repair else ""))
 
 
-# The other `mtl pool` commands (their modules import only typer at the top).
-from mtl_graph.cli.consolidate import JsonOpt, PoolOpt, consolidate_cmd, prune_cmd  # noqa: E402
-from mtl_graph.cli.snapshots import diff_cmd, snapshot_app  # noqa: E402
-
-pool_app.add_typer(snapshot_app, name="snapshot")
-pool_app.command("diff")(diff_cmd)
-pool_app.command("consolidate")(consolidate_cmd)
-pool_app.command("prune")(prune_cmd)
-
-
-@pool_app.command("namespaces")
-def namespaces_cmd(pool: PoolOpt = None, json_out: JsonOpt = False) -> None:
+def namespaces_cmd(pool: PoolOption = None, json_out: JsonOption = False) -> None:
     """The pool's namespaces (teams or projects sharing it) with how many memories each holds."""
-    from mtl_graph.cli.app import open_pool
-
     with open_pool(pool) as opened:
         counts = opened.namespaces()
     if json_out:

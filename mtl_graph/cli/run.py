@@ -8,8 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from mtl_graph.cli.app import (JsonOption, PoolOption, app, check_model, console, fail, open_pool,
-                              settings)
+from mtl_graph.cli.common import JsonOption, PoolOption, check_model, console, fail, open_pool, settings
 from mtl_graph.cli.options import with_run_settings
 
 SandboxOption = Annotated[Optional[str], typer.Option("--sandbox", help="Where commands run: auto, bwrap, local or docker. \\[env: MTL_SANDBOX]")]
@@ -17,7 +16,6 @@ ApproveOption = Annotated[bool, typer.Option(
     "--approve-commands", help="Ask before each command the agent runs (y runs it, n stops the run).")]
 
 
-@app.command("run")
 @with_run_settings(from_env=True)
 def run_task(
     task: Annotated[Path, typer.Argument(help="Task directory (task.md, optional task.json and files/).")],
@@ -79,7 +77,6 @@ def run_task(
         fail("stopped: a question got no answer (nothing was written without one)")
 
 
-@app.command("demo")
 @with_run_settings(from_env=False)
 def demo(
     pool: Annotated[str, typer.Option("--pool", help="Pool location (default: a temporary embedded pool).")] = ":memory:",

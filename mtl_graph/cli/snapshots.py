@@ -8,10 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mtl_graph.cli.pool_options import NamespaceOption as NamespaceOpt, PoolOption as PoolOpt
-
-snapshot_app = typer.Typer(help="Snapshots of a pool: create one, list them, restore one exactly (undoable).",
-                           no_args_is_help=True)
+from mtl_graph.cli.common import NamespaceOption, PoolOption, console, open_pool
 
 DirOpt = Annotated[
     Optional[str],
@@ -25,13 +22,11 @@ SHOWN = 20
 """Ids listed per kind of change in the text output of diff."""
 
 
-@snapshot_app.command("create")
-def create(name: NameArg, pool: PoolOpt = None, namespace: NamespaceOpt = None, directory: DirOpt = None,
+def create(name: NameArg, pool: PoolOption = None, namespace: NamespaceOption = None, directory: DirOpt = None,
            force: Annotated[bool, typer.Option("--force", help="Replace a snapshot of that name (once the new one "
                                                                "is complete).")] = False,
            json_out: JsonOpt = False) -> None:
     """Snapshot every memory of the pool (vectors and whole payloads) under NAME."""
-    from mtl_graph.cli.app import open_pool
     from mtl_graph.memory.engine.snapshots.archive import create_snapshot
 
     with open_pool(pool, namespace) as opened:
@@ -42,11 +37,9 @@ def create(name: NameArg, pool: PoolOpt = None, namespace: NamespaceOpt = None, 
         typer.echo(f"snapshot {info.name}: {info.count} memories, {info.checksum} ({info.path})")
 
 
-@snapshot_app.command("list")
-def list_cmd(pool: PoolOpt = None,
-             namespace: NamespaceOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+def list_cmd(pool: PoolOption = None,
+             namespace: NamespaceOption = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
     """The pool's snapshots, oldest first (a snapshot with an unreadable manifest is listed with its problem)."""
-    from mtl_graph.cli.app import console, open_pool
     from mtl_graph.memory.engine.snapshots.archive import list_snapshots
 
     with open_pool(pool, namespace) as opened:
@@ -70,12 +63,10 @@ def list_cmd(pool: PoolOpt = None,
     console().print(table)
 
 
-@snapshot_app.command("restore")
-def restore(name: NameArg, pool: PoolOpt = None,
-            namespace: NamespaceOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+def restore(name: NameArg, pool: PoolOption = None,
+            namespace: NamespaceOption = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
     """Give the pool back exactly snapshot NAME (memories added since are removed). The snapshot is verified
     first; the pool as it was is kept as snapshot before-restore-<time>, so a restore can be undone."""
-    from mtl_graph.cli.app import open_pool
     from mtl_graph.memory.engine.snapshots.archive import restore_snapshot
 
     with open_pool(pool, namespace) as opened:
@@ -93,10 +84,9 @@ def restore(name: NameArg, pool: PoolOpt = None,
 
 def diff_cmd(a: Annotated[str, typer.Argument(help="A snapshot name, or `current` for the live pool.")],
              b: Annotated[str, typer.Argument(help="A snapshot name, or `current` for the live pool.")] = "current",
-             pool: PoolOpt = None,
-             namespace: NamespaceOpt = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+             pool: PoolOption = None,
+             namespace: NamespaceOption = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
     """What changed from A to B: memories added, removed, and changed (with the fields that differ)."""
-    from mtl_graph.cli.app import open_pool
     from mtl_graph.memory.engine.snapshots.archive import diff, points_of
 
     with open_pool(pool, namespace) as opened:

@@ -10,6 +10,15 @@ import pytest
 from mtl_graph.bench import baselines as bl
 from mtl_graph.bench import learning_sequences as ls
 
+
+def eval_baselines(*argv):
+    """`mtl eval-baselines ARGV` (the one entry point of the baselines)."""
+    from typer.testing import CliRunner
+
+    from mtl_graph.cli import app
+
+    return CliRunner().invoke(app, ["eval-baselines", *map(str, argv)])
+
 def _specs():
     specs = ls.make_tasks(12, prefix="bl")
     fails = next(s for s in specs if s.second_fix and not s.verifies_alone)  # fails unless a memory says verify
@@ -91,7 +100,7 @@ def test_the_report_puts_pass_rates_beside_pool_and_cost(result):
     assert paths["png"].stat().st_size > 1000
 
 
-def test_bad_input_is_one_clear_line(tmp_path, embeddings, capsys):
+def test_bad_input_is_one_clear_line(tmp_path, embeddings):
     with pytest.raises(ValueError, match=r"^unknown condition 'frozen'; choose one of reasoningbank, awm, mtl, "
                                          r"mtl\+lifecycle, mtl\+tool$"):
         bl.run_baselines([ls.make_tasks(1)[0].task], lambda: None, ls.agent_for, ["mtl", "frozen"])
@@ -104,8 +113,9 @@ def test_bad_input_is_one_clear_line(tmp_path, embeddings, capsys):
                        (["--tasks", "0"], "a sequence has 1 to 40 tasks, not 0"),
                        (["--attempts", "0"], "attempts must be at least 1, not 0"),
                        (["--start", "empty"], "unknown starting pool 'empty'; choose positive or transfer")):
-        assert bl.main([*argv, "--out", str(tmp_path / "bad")]) == 2
-        assert capsys.readouterr().err.strip().splitlines() == [f"error: {line}"]
+        result = eval_baselines(*argv, "--out", tmp_path / "bad")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines() == [f"error: {line}"]
         assert not (tmp_path / "bad").exists()  # nothing written
 
 
@@ -125,7 +135,7 @@ def test_mtl_eval_baselines_runs_the_scripted_sequence_and_writes_the_report(tmp
     assert summary["mtl"]["pass@1"] == 1.0  # the other domain's lesson serves MTL from the first run
 
 
-def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings, capsys):
+def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_pool(tmp_path, embeddings):
     from pathlib import Path
 
     from mtl_graph.memory.pool.pool import MemoryPool
@@ -143,7 +153,8 @@ def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_po
     before = sorted(p.name for p in start.rglob("*"))
     argv = ["--suite", f"dir:{examples}", "--model", f"scripted:{tmp_path / 'script.json'}", "--pool", str(start),
             "--condition", "reasoningbank", "--condition", "mtl", "--sandbox", "local", "--out", str(tmp_path / "o")]
-    assert bl.main(argv) == 0
+    result = eval_baselines(*argv)
+    assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "o" / "baselines.json").read_text())
     assert len(data["tasks"]) == 3 and set(data["summary"]) == {"reasoningbank", "mtl"}
     rb, mtl = data["summary"]["reasoningbank"], data["summary"]["mtl"]
@@ -151,17 +162,18 @@ def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_po
     assert "plan" not in rb["extra_per_stage_per_run"] and mtl["extra_per_stage_per_run"]["plan"]["calls"] == 1
     assert 0 < mtl["pass@1"] < 1  # the one script solves one of the three tasks
     assert sorted(p.name for p in start.rglob("*")) == before  # the starting pool is copied, never written
-    assert "| reasoningbank |" in capsys.readouterr().out
+    assert "| reasoningbank |" in result.stdout
 
 
-def test_a_suite_needs_a_model_and_a_usable_suite(tmp_path, capsys):
+def test_a_suite_needs_a_model_and_a_usable_suite(tmp_path):
     for argv, line in ((["--suite", "dir:tasks"], "--suite needs --model (provider:model or "
                                                             "scripted:FILE.json)"),
                        (["--suite", "nosuch:x", "--model", "scripted:no-such-script.json"],
                         None),
                        (["--suite", "dir:tasks", "--model", "nosuchprovider:m"], None)):
-        assert bl.main([*argv, "--out", str(tmp_path / "bad")]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
+        result = eval_baselines(*argv, "--out", tmp_path / "bad")
+        assert result.exit_code == 2, result.output
+        err = result.stderr.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and (line is None or err == [f"error: {line}"])
         assert not (tmp_path / "bad").exists()
 

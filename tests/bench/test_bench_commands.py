@@ -75,7 +75,8 @@ def test_report_on_a_missing_dir(cli, tmp_path):
 def test_the_cli_with_every_command_registered_imports_light():
     import subprocess
 
-    # the evaluation commands are registered at start-up: their work (matplotlib, numpy, rich) loads when they run
+    # every command is in the app's table from the start: its module, and its work (matplotlib, numpy, rich), load
+    # when it runs
     code = ("import sys, mtl_graph.cli; "
             "print(sorted(m for m in ('matplotlib', 'rich', 'numpy', 'langgraph', 'qdrant_client', 'onnxruntime') "
             "if m in sys.modules))")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from mtl_graph.bench import learning_sequences as ls
-from mtl_graph.bench.learning import main, run_sequence, scripted, write_report
+from mtl_graph.bench.learning import run_sequence, scripted, write_report
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
 from mtl_graph.memory.pool.pool import MemoryPool
 
@@ -80,7 +80,7 @@ def test_the_scripted_agent_reads_its_prompts_memory_block():
     assert "memory" not in alone.content.lower()
 
 
-def test_bad_inputs_fail_with_one_clear_error(tmp_path, embeddings, capsys):
+def test_bad_inputs_fail_with_one_clear_error(tmp_path, embeddings):
     with pytest.raises(ValueError, match="at least one task"):
         run_sequence([], _factory(tmp_path, embeddings, "positive"), ls.agent_for)
     with pytest.raises(ValueError, match="unknown condition 'frozen'"):
@@ -92,8 +92,13 @@ def test_bad_inputs_fail_with_one_clear_error(tmp_path, embeddings, capsys):
         scripted("neutral", 3)
     with pytest.raises(ValueError, match="unknown sequence"):
         ls.starting_pool(MemoryPool.open(":memory:", embeddings), "neutral")
-    assert main(["--sequence", "neutral", "--out", str(tmp_path / "cli")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    from typer.testing import CliRunner
+
+    from mtl_graph.cli import app
+
+    result = CliRunner().invoke(app, ["eval-learning", "--sequence", "neutral", "--out", str(tmp_path / "cli")])
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip().splitlines()
     assert err == ["error: unknown sequence 'neutral'; choose negative, positive or both"]
     assert not (tmp_path / "cli").exists()  # nothing written
 

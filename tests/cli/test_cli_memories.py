@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
@@ -86,13 +87,30 @@ def test_bad_input_is_one_clear_line(tmp_path):
     assert server.exit_code == 1 and "cannot reach the Qdrant server" in server.output
 
 
-def test_help_is_fast_and_imports_nothing_heavy():
-    # `--help` itself builds the run flags from the run settings (which name AgentConfig's fields): that too
-    # must not pull in LangChain.
+HEAVY = ("langgraph", "langchain", "qdrant_client", "qdrant_edge", "fastembed", "onnxruntime", "pydantic_settings",
+         "detect_secrets", "numpy")
+"""What `mtl --help` and a group's help must not load (`langchain`: langchain_core and every langchain_* too)."""
+
+
+@pytest.mark.parametrize("argv", [["--help"], [], ["pool", "--help"], ["eval", "--help"], ["memories", "--help"],
+                                  ["pool", "snapshot", "--help"]], ids=lambda argv: " ".join(["mtl", *argv]))
+def test_help_is_fast_and_imports_nothing_heavy(argv):
+    # Its own process, so what earlier tests imported does not count. `mtl eval --help` builds the run flags from
+    # the run settings (which name AgentConfig's fields): that too must not pull in LangChain or the settings.
+    code = (f"import sys\nsys.argv = ['mtl', *{argv!r}]\nfrom mtl_graph.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"heavy = sorted({{m for m in sys.modules if m.split('.')[0].startswith({HEAVY!r})}})\nprint(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Usage:" in out
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_mtl_help_builds_no_command():
+    # The list of commands comes from their docstrings: no command's options are built, so neither the run settings
+    # (mtl run's flags) nor the importers (mtl ingest --format's help) are imported.
     code = ("import sys\nsys.argv = ['mtl', '--help']\nfrom mtl_graph.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('qdrant_client', 'qdrant_edge', 'fastembed', 'langgraph', 'langchain_core', "
-            "'onnxruntime') if m in sys.modules]\nprint(heavy)")
+            "print(sorted(m for m in ('mtl_graph.config.names', 'mtl_graph.importers', 'pydantic') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
