@@ -53,10 +53,10 @@ def consolidate_cmd(
         fail(f"--threshold must be a cosine above 0 and at most 1, not {threshold}")
     chat = None
     if model is not None:
-        from mtl_graph.llm.structured import resolve_model
+        from mtl_graph.llm.chat import chat_model
 
         try:
-            chat = resolve_model(model)
+            chat = chat_model(model)
         except Exception as exc:  # unknown provider, missing package or key: init_chat_model's errors vary
             fail(f"cannot use model {model!r}: {exc}")
     report = None

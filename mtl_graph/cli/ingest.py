@@ -104,13 +104,13 @@ def _run(paths, location, model, config, ledger, console, namespace):  # type: i
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mtl_graph.importers.ingest import ingest as run_ingest
-    from mtl_graph.llm.structured import resolve_model
+    from mtl_graph.llm.chat import chat_model
     from mtl_graph.memory import formats as registry
 
     chat = None
     if model is not None and not config.dry_run:
         try:
-            chat = resolve_model(model)
+            chat = chat_model(model)
         except Exception as exc:  # init_chat_model raises ValueError/ImportError for unknown providers
             fail(f"cannot use model {model!r}: {exc}", USAGE)
     elif not config.dry_run and (config.judge or registry.needs_model(config.formats)):

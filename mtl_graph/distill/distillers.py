@@ -29,11 +29,10 @@ from mtl_graph.core.templates import render_template
 from mtl_graph.distill.quality import junk_reasons
 from mtl_graph.redaction.redact import Redactor
 from mtl_graph.llm.scripted import answerable
-from mtl_graph.llm.structured import (Revise, StructuredCallError, describe_validation_error, model_label,
-                                             resolve_model, structured_call)
+from mtl_graph.llm.chat import chat_model, model_label
+from mtl_graph.llm.structured import Revise, StructuredCallError, describe_validation_error, structured_call
 from mtl_graph.memory import formats as registry
 from mtl_graph.memory.formats import MemoryFormat
-from mtl_graph.memory.formats._drafts import count_sentences  # noqa: F401 (part of this module's API)
 from mtl_graph.memory.formats.insight import InsightDraft  # the built-in drafts, importable here too
 from mtl_graph.memory.formats.summary import SummaryDraft
 from mtl_graph.memory.formats.workflow import WorkflowDraft
@@ -276,7 +275,7 @@ def distill(trajectory: Trajectory, formats: Iterable[MemoryType | str], model: 
     config = config or DistillConfig()
     kinds = [f if isinstance(f, MemoryType) else memory_type_of(f) for f in formats]
     label = distill_model or model_label(model)
-    chat = resolve_model(model) if model is not None else None
+    chat = chat_model(model) if model is not None else None
     run = (redactor or Redactor()).redact_trajectory(trajectory)
     outcome = run.verdict.outcome if run.verdict else Outcome.UNKNOWN
     provenance = Provenance(run_id=run_id or f"run-{trajectory.content_hash()[:32]}", source_task_id=run.task.id,

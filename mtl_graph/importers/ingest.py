@@ -26,7 +26,7 @@ from mtl_graph.importers import MAX_FILE_BYTES, BadRecordError, Loaded, NotARunE
 from mtl_graph.importers.common import one_line
 from mtl_graph.judging.judges import Judge, JudgeConfig, LLMJudge
 from mtl_graph.redaction.redact import RedactionConfig, Redactor
-from mtl_graph.llm.structured import model_label, resolve_model
+from mtl_graph.llm.chat import chat_model, model_label
 from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, TokenUsage, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory import formats as registry
 from mtl_graph.memory.base import MemoryType
@@ -292,7 +292,7 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
         return report
 
     label = model_name or (model if isinstance(model, str) else model_label(model))
-    worker = _Worker(pool, resolve_model(model) if model is not None else None, label, config, ledger, judge)
+    worker = _Worker(pool, chat_model(model) if model is not None else None, label, config, ledger, judge)
     before = len(report.runs)  # the runs skipped or planned without a worker
     reported: set[Future[RunRecord]] = set()
     with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="mtl-ingest") as executor:

@@ -24,7 +24,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from pydantic import BaseModel, ValidationError
 
 from mtl_graph.llm.retry import current_retry, is_transient
-from mtl_graph.llm.chat import chat_model, model_label  # noqa: F401 (model_label is part of this module's API)
 from mtl_graph.core.templates import render_template
 from mtl_graph.core.trajectory import TokenUsage
 from mtl_graph.core.errors import MTLError
@@ -61,9 +60,6 @@ class StructuredResult(Generic[T]):
     errors: list[str] = field(default_factory=list)
     """The errors of the attempts before the successful one."""
 
-
-resolve_model = chat_model
-"""A chat model from a "provider:model" (or "scripted:FILE") string, or the model itself."""
 
 
 def usage_of(message: BaseMessage) -> TokenUsage:

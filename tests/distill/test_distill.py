@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from mtl_graph.distill.distillers import DistillConfig, InsightDraft, count_sentences, distill
+from mtl_graph.distill.distillers import DistillConfig, InsightDraft, distill
+from mtl_graph.memory.formats._drafts import count_sentences
 from mtl_graph.importers import load_file
 from mtl_graph.distill.leaks import find_leaks, task_specifics
 from helpers.fake_models import RoutedChatModel, RoutedTextModel

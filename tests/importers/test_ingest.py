@@ -159,10 +159,10 @@ def cli() -> typer.Typer:
 
 
 def test_cli_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddings) -> None:
-    import mtl_graph.llm.structured as structured
+    import mtl_graph.llm.chat as chat
 
     model = RoutedChatModel(route=route)
-    monkeypatch.setattr(structured, "resolve_model", lambda name: model)
+    monkeypatch.setattr(chat, "chat_model", lambda name: model)
     location = str(tmp_path / "cli-pool")
     args = ["ingest", *map(str, GOOD), str(LOGS / "bad"), "--pool", location, "--model", "openai:gpt-x",
             "--formats", "summary,trajectory", "--concurrency", "2", "--domain", "mixed"]

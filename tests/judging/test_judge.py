@@ -12,8 +12,8 @@ from mtl_graph.importers import load_file
 from mtl_graph.judging.judges import Judge, JudgeConfig, LabelJudge, LLMJudge
 from mtl_graph.core.rendering import render_trajectory
 from mtl_graph.judging.judges import fill
-from mtl_graph.llm.structured import (StructuredCallError, extract_json_object, model_label,
-                                             structured_call)
+from mtl_graph.llm.chat import model_label
+from mtl_graph.llm.structured import StructuredCallError, extract_json_object, structured_call
 from helpers.fake_models import RoutedChatModel, RoutedTextModel
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.core.task import TaskRef
