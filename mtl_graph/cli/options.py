@@ -96,7 +96,7 @@ def parse_flags(specs: list[FlagSpec], values: dict[str, Any], context_model: ty
     """The run context of the flags given (None: not given); a bad value raises one SettingsError line."""
     from pydantic import ValidationError
 
-    from mtl_graph.config.names import SettingsError, describe_error
+    from mtl_graph.core.errors import SettingsError, describe_error
 
     data: dict[str, Any] = {}
     for spec in specs:
@@ -147,7 +147,8 @@ class RunSettingsCommand:
 
     def __call__(self, **kwargs: Any) -> Any:
         from mtl_graph.cli.common import fail, settings
-        from mtl_graph.config.names import MTLContext, RunOverrides, SettingsError, merged
+        from mtl_graph.config.names import MTLContext, RunOverrides, merged
+        from mtl_graph.core.errors import SettingsError
 
         values = {spec.param: kwargs.pop(spec.param, None) for spec in self.specs}
         try:
