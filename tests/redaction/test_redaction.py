@@ -1,7 +1,7 @@
 """Redaction: every secret shape of the generated corpus goes, every look-alike stays, nothing else changes.
 
-The corpus (tests/secret_corpus.py) is generated from a seed at test time; no literal secret is in the repository.
-Set MTL_REDACTION_SEED to run the per-case tests on another draw.
+The corpus (tests/helpers/secret_corpus.py) is generated from a seed at test time; no literal secret is in the
+repository. Set MTL_REDACTION_SEED to run the per-case tests on another draw.
 """
 
 from __future__ import annotations
