@@ -3,7 +3,7 @@
     python benchmarks/cheats.py PATH [--limit N]
 
 PATH holds ``<lang>/exercises/practice/<name>/`` (e.g. a checkout of the public polyglot benchmark); the python
-track is used. For every exercise the test suite's generated battery (tests/cheat_battery.py: files the
+track is used. For every exercise the test suite's generated battery (tests/helpers/cheat_battery.py: files the
 interpreter loads, runner configuration, the solution reaching into the test run) is run as the agent's shell
 command in the bwrap sandbox, then graded by the same check the graph uses; the oracle (the exercise's reference
 solution) and the no-op agent are the controls. Prints passes per cheat class and how each failed.

@@ -2,8 +2,8 @@
 
     python benchmarks/redaction.py [--seeds 20] [--size-mb 20]
 
-Speed is measured on generated agent logs (tests/agent_log.py: source files, pytest / pip / git / compiler output,
-tracebacks, JSON tool calls, env dumps, with the corpus' look-alikes and secrets mixed in at a realistic and an
+Speed is measured on generated agent logs (tests/helpers/agent_log.py: source files, pytest / pip / git / compiler
+output, tracebacks, JSON tool calls, env dumps, with the corpus' look-alikes and secrets mixed in at a realistic and an
 adversarial rate) and on a trajectory cut into ~3 KB observations (what `mtl ingest` redacts). Both paths run in
 the same process on the same text; the table says whether their outputs are identical.
 """

@@ -2,10 +2,10 @@
 
     python benchmarks/screening.py [LOG_DIR_OR_FILE ...]
 
-The hostile corpus is generated (tests/screen_corpus.py: families x templates x obfuscations x languages), the
+The hostile corpus is generated (tests/helpers/screen_corpus.py: families x templates x obfuscations x languages), the
 benign one is realistic advice, SWE-bench-shaped distilled memories, advice in six other languages and the agent
-runs in tests/fixtures/logs (tests/screen_benign.py). Each row of the table counts texts flagged by their own rule
-(hostile) or by any rule (benign). The speed rows time the full screening (normalisation, decoded payloads, every
+runs in tests/fixtures/logs (tests/helpers/screen_benign.py). Each row of the table counts texts flagged by their own
+rule (hostile) or by any rule (benign). The speed rows time the full screening (normalisation, decoded payloads, every
 language) beside, in the same run, the English rule table alone on the NFKC text: the baseline of what screening
 did before it read obfuscated text. Extra log paths (e.g. public mini-swe-agent `*.traj.json` runs) are screened
 too and reported as one more benign row.

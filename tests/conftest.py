@@ -15,15 +15,6 @@ def embeddings():
     return local_embeddings()
 
 
-@pytest.fixture(scope="session")
-def studio_server(tmp_path_factory):
-    """One `langgraph dev` serving our graphs (test_studio.py) for every Studio test that asks: (client, its dir)."""
-    from test_studio import langgraph_dev
-
-    with langgraph_dev(tmp_path_factory.mktemp("studio")) as served:
-        yield served
-
-
 @pytest.fixture
 def pool(embeddings, tmp_path):
     """An empty pool in the test's directory (a test module may define its own, seeded, `pool`)."""

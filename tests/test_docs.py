@@ -10,8 +10,8 @@ import pytest
 
 from mtl_graph.config.names import RUN_SETTINGS
 from mtl_graph.core.environment import ProcessSettings
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 SETTINGS_DOC = ROOT / "docs" / "settings.md"

@@ -3,10 +3,7 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
 
 
 def run_example(name: str, tmp_path) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from mtl_graph.bench import baselines as bl
 from mtl_graph.bench import learning_sequences as ls
+from helpers.paths import EXAMPLES
 
 
 def eval_baselines(*argv):
@@ -140,7 +141,7 @@ def test_a_suite_runs_under_the_baselines_with_a_model_from_a_copied_starting_po
 
     from mtl_graph.memory.pool.pool import MemoryPool
 
-    examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+    examples = EXAMPLES
     script = json.loads((examples / "primes" / "demo_script.json").read_text())
     script["answers"]["ReasoningBankDraft"] = {"items": [{"title": ls.RERUN.title,
                                                           "description": ls.RERUN.description,

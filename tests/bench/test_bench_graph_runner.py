@@ -33,8 +33,8 @@ from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.memory.base import MemoryType
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = f"jsonl:{ROOT / 'tests' / 'fixtures' / 'bench' / 'problems.jsonl'}"
 SEED = 7
 ZERO, TRAJ = "zero_shot", "trajectory"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from mtl_graph.bench.results import RESULTS_FILE, ResultStore, StoreError
 from mtl_graph.bench.suites import load_suite
 from mtl_graph.memory.base import MemoryType
 from mtl_graph.core.task import Task
+from helpers import paths
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "bench"
+FIXTURES = paths.FIXTURES / "bench"
 PROBLEMS = f"jsonl:{FIXTURES / 'problems.jsonl'}"
 TASKS = f"dir:{FIXTURES / 'tasks'}"
 DOMAINS = ["humaneval", "problems", "tasks", "shell"]

@@ -17,8 +17,9 @@ from mtl_graph.bench.suites import load_suite, terminalbench
 from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY
 from mtl_graph.core.task import Task
 from mtl_graph.sandbox.bwrap import BwrapSandbox
+from helpers.paths import FIXTURES
 
-TASK = Path(__file__).parent.parent / "fixtures" / "terminalbench" / "word-tally"
+TASK = FIXTURES / "terminalbench" / "word-tally"
 needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap is not usable here")
 
 

@@ -15,8 +15,9 @@ from mtl_graph.bench.results import CONFIG_FILE, StoreError
 from mtl_graph.bench.suites import SuiteError
 from mtl_graph.core.trajectory import Verdict, VerdictStatus
 from mtl_graph.memory.base import MemoryType
+from helpers.paths import FIXTURES
 
-POLYGLOT = Path(__file__).parent.parent / "fixtures" / "polyglot"
+POLYGLOT = FIXTURES / "polyglot"
 PYTHON_ONLY = f"exercism:{POLYGLOT}?languages=python"
 INSIGHT = MemoryType.INSIGHT
 

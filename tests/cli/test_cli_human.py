@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app, human
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 SCRIPT = EXAMPLES / "slugify" / "demo_script.json"
 runner = CliRunner()
 

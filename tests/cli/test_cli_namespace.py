@@ -13,8 +13,8 @@ from mtl_graph.cli import app
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "tasks"
 LOGS = ROOT / "tests" / "fixtures" / "logs"
 runner = CliRunner()

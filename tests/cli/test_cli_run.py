@@ -1,13 +1,12 @@
 """`mtl run` and `mtl demo` through the CLI (scripted model, real sandbox, real pool)."""
 
 import json
-from pathlib import Path
 
 from typer.testing import CliRunner
 
 from mtl_graph.cli import app
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 runner = CliRunner()
 
 

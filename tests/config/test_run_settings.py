@@ -30,8 +30,8 @@ from mtl_graph.config.schema import LoopSettings, agent_config, non_none, settin
 from mtl_graph.core.errors import SettingsError
 from mtl_graph.config.environment import get_settings, settings_model
 from mtl_graph.core.task import Task
+from helpers.paths import ROOT, EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 FIELDS = list(RUN_SETTINGS)
 runner = CliRunner()
 
@@ -300,7 +300,7 @@ def test_the_studio_graph_takes_its_defaults_from_the_environment(tmp_path: Path
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import runpy
 
-    studio_graph = Path(__file__).resolve().parents[2] / "graphs" / "mtl.py"
+    studio_graph = ROOT / "graphs" / "mtl.py"
     script = EXAMPLES / "slugify" / "demo_script.json"
     for name, value in {"MTL_STEP_LIMIT": "1", "MTL_MEMORY_TYPE": "none", "MTL_ONLINE": "false",
                         "MTL_MODEL": f"scripted:{script}", "MTL_RUN_LOG": str(tmp_path / "runs.jsonl")}.items():

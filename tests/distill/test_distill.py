@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from langchain_core.messages import AIMessage
 
@@ -19,8 +17,8 @@ from mtl_graph.memory.formats.summary import SummaryMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory
 from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.core.task import TaskRef
+from helpers.paths import LOGS
 
-LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 INSIGHT = {"title": "Reproduce before you edit",
            "description": "Applies when fixing a reported bug in an unfamiliar codebase.",
            "content": "Write a minimal reproduction first and watch it fail. After the edit, rerun it as evidence."}

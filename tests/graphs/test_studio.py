@@ -4,36 +4,11 @@ One server for the session (starting one takes seconds): each test asserts on wh
 server's pool, run log and server log, counted from where they stood when it began."""
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server(studio_server):
-    """The session's server (conftest.py), shared with the other Studio modules that use this fixture."""
-    return studio_server
-
-
-def log_lines(tmp_path: Path) -> list[dict]:
-    """The server's run log so far, one record per run."""
-    log = tmp_path / "runs.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+from helpers.paths import ROOT
+from helpers.studio import log_lines
 
 
 def pool_now(client) -> tuple[int, set[str]]:
@@ -41,57 +16,6 @@ def pool_now(client) -> tuple[int, set[str]]:
     view = client.runs.wait(None, "pool_view", input={"k": 200})
     assert view["error"] is None
     return view["stats"]["total"], {h["id"] for h in view["hits"]}
-
-
-@contextmanager
-def langgraph_dev(tmp_path, **env_vars):
-    """`langgraph dev` serving our graphs from tmp_path, with `env_vars` in its environment; yields (client, tmp_path)."""
-    if not LANGGRAPH.exists():
-        pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
-    config = {"dependencies": [str(ROOT)], "graphs": {
-        "scripted": f"{ROOT}/tests/graphs/served/scripted_graph.py:graph",
-        "scripted_review": f"{ROOT}/tests/graphs/served/scripted_graph.py:review_graph",
-        "scripted_stream": f"{ROOT}/tests/graphs/served/scripted_graph.py:stream_graph",
-        "scripted_context": f"{ROOT}/tests/graphs/served/scripted_graph.py:context_graph",
-        "mtl": f"{ROOT}/graphs/mtl.py:graph",
-        "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
-        "blocking": f"{ROOT}/tests/graphs/served/blocking_graph.py:graph",
-        "crashing": f"{ROOT}/tests/graphs/served/crashing_graph.py:graph",
-    }}
-    (tmp_path / "langgraph.json").write_text(json.dumps(config))
-    port = free_port()
-    env = {**os.environ, "MTL_POOL": str(tmp_path / "pool"), "MTL_RUN_LOG": str(tmp_path / "runs.jsonl"),
-           "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1", **env_vars}
-    env.pop("MTL_MODEL", None)
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-                             "--port", str(port), "--config", "langgraph.json"],
-                            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + 90
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                client.assistants.search()
-                break
-        except Exception:
-            if time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("langgraph dev did not start in 90 s")
-            time.sleep(0.5)
-    try:
-        yield client, tmp_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_studio_runs_the_graph_end_to_end(server):

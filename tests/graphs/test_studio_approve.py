@@ -5,7 +5,9 @@ model through the run context, real sandbox, pool and run log)."""
 from pathlib import Path
 
 import pytest
-from test_studio import ROOT, langgraph_dev, log_lines
+
+from helpers.paths import ROOT
+from helpers.studio import langgraph_dev, log_lines
 
 SCRIPT = ROOT / "examples" / "tasks" / "slugify" / "demo_script.json"
 TASK = {"task": str(ROOT / "examples" / "tasks" / "slugify")}

@@ -15,7 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from test_studio import ROOT, langgraph_dev
+
+from helpers.paths import ROOT
+from helpers.studio import langgraph_dev
 
 CANARY = "-".join(["mtl", "canary", "7f3e91"])
 """Written into every server file a client must never see; it must appear in no answer, state or run log."""

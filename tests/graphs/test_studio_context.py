@@ -1,16 +1,14 @@
 """Studio's context form through `langgraph dev`: every run setting with its docstring; bad values fail the run in
 one line; keys the schema does not list are dropped by the server; a per-run agent setting reaches the agent."""
 
-from pathlib import Path
-
 import pytest
-from test_studio import server  # noqa: F401 - the langgraph dev fixture (the session's server), used by name
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT
+
 TASK = str(ROOT / "examples/tasks/slugify")
 
 
-def test_the_context_form_is_the_run_settings(server):  # noqa: F811
+def test_the_context_form_is_the_run_settings(server):
     client, _ = server
     from mtl_graph.config.names import RUN_SETTINGS
 

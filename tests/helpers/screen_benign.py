@@ -1,4 +1,4 @@
-"""Benign memories that write-time screening must leave alone (the other side of tests/screen_corpus.py).
+"""Benign memories that write-time screening must leave alone (the other side of tests/helpers/screen_corpus.py).
 
 Realistic coding advice that names tests, environments, downloads, credentials, remotes and encodings in their
 legitimate roles (often the same words and commands the hostile families use), memories shaped like those

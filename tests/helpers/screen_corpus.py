@@ -7,7 +7,7 @@ from slots, then each is disguised the ways an attacker would disguise a keyword
 zero-width characters, variation selectors, tag characters, fullwidth forms, combining marks, or the whole text
 hidden in base64, hex, percent-encoding or invisible tag characters. Instructions in zh, ja, ru, es, fr, de come
 in their own phrasings, disguised with what fits their script. Used by tests/memory/screening/test_screen_obfuscation.py and
-benchmarks/screening.py; the benign side is tests/screen_benign.py.
+benchmarks/screening.py; the benign side is tests/helpers/screen_benign.py.
 """
 
 from __future__ import annotations

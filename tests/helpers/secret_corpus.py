@@ -3,8 +3,9 @@
 Every secret is built from random characters of its real alphabet, length, prefix and structure, and placed in the
 file format it is found in (env files, YAML, INI, JSON, .npmrc, .pypirc, DSNs, HTTP headers, command lines, code,
 logs). Look-alikes are what must survive: hashes, ids, checksums, test constants, paths, references, placeholders.
-Used by tests/redaction/test_redaction.py and benchmarks/redaction.py; the look-alikes are in tests/secret_look_alikes.py, the
-base64-hidden and by-position classes in tests/secret_corpus_located.py.
+Used by tests/redaction/test_redaction.py and benchmarks/redaction.py; the look-alikes are in
+tests/helpers/secret_look_alikes.py, the base64-hidden and by-position classes in
+tests/helpers/secret_corpus_located.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The secret corpus' newer classes, generated like the rest (tests/secret_corpus.py): values hidden by base64 (a
-Kubernetes Secret's `data:`, a kubeconfig's `*-data`) and secrets known by where they sit (a token as a URL's user,
-webhook token paths, query signatures, positional passwords in tracebacks, .pgpass lines)."""
+"""The secret corpus' newer classes, generated like the rest (tests/helpers/secret_corpus.py): values hidden by
+base64 (a Kubernetes Secret's `data:`, a kubeconfig's `*-data`) and secrets known by where they sit (a token as a
+URL's user, webhook token paths, query signatures, positional passwords in tracebacks, .pgpass lines)."""
 
 from __future__ import annotations
 

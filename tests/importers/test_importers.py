@@ -23,8 +23,7 @@ from mtl_graph.importers import (
 )
 from mtl_graph.core.trajectory import Trajectory, VerdictStatus
 from mtl_graph.core.task import TaskRef
-
-LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
+from helpers.paths import LOGS
 
 
 def test_mini_swe_agent_v1() -> None:

@@ -17,8 +17,8 @@ from mtl_graph.core.task import TaskRef
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.importers import Importer, RegistrationError, iter_log_files, load_many, register, unregister
 from mtl_graph.importers.registry import DEFAULT_PATTERNS, file_patterns, reads_file_name
+from helpers.paths import AGENT_LOGS
 
-AGENT_LOGS = Path(__file__).parent.parent / "fixtures" / "agent_logs"
 AIDER = AGENT_LOGS / "aider" / ".aider.chat.history.md"
 CLAUDE = AGENT_LOGS / "claude_code" / "5b0c2f4e-9a1d-4c7e-8f3b-2d6a1e9c7b40.jsonl"
 

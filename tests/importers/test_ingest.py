@@ -17,8 +17,8 @@ from helpers.fake_models import RoutedChatModel
 from mtl_graph.memory.base import MemoryType, Outcome
 from mtl_graph.memory.formats.summary import SummaryMemory
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import LOGS
 
-LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 GOOD = [LOGS / d for d in ("runlog", "langchain", "mini_swe_agent", "swe_agent")]
 SUMMARIES = {
     "pallets__flask-4992": "A web framework's config loader could only open files in text mode, which broke binary TOML parsers.",

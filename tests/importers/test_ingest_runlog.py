@@ -23,8 +23,9 @@ from mtl_graph.importers.ingest import IngestConfig, Ledger, ingest
 from helpers.fake_models import RoutedChatModel
 from mtl_graph.memory.base import MemoryType
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import FIXTURES
 
-RUNLOG = Path(__file__).parent.parent / "fixtures" / "runlogs" / "mtl_run.jsonl"
+RUNLOG = FIXTURES / "runlogs" / "mtl_run.jsonl"
 TRAJECTORY = IngestConfig(formats=[MemoryType.TRAJECTORY])
 ERROR_LINE = 4
 

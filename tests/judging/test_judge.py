@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel, Field
@@ -17,8 +15,8 @@ from mtl_graph.llm.structured import StructuredCallError, extract_json_object, s
 from helpers.fake_models import RoutedChatModel, RoutedTextModel
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.core.task import TaskRef
+from helpers.paths import LOGS
 
-LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 ALL_OK = dict(spec_satisfied=True, technically_correct=True, no_regressions=True, interfaces_respected=True,
               verified_with_evidence=True)
 

@@ -10,6 +10,7 @@ import pytest
 
 from mtl_graph.judging.tamper_scan import scan_file, scan_python
 from mtl_graph.judging.tamper_scan import test_words as words_of
+from helpers.paths import FIXTURES
 
 # Each door, reached with each way of naming a module: import, alias, from-import, dunder import.
 DOORS = {
@@ -126,7 +127,7 @@ def test_compiled_solutions_are_not_flagged(rel):
 
 
 def test_the_fixture_reference_solutions_of_every_track_are_clean():
-    root = Path(__file__).resolve().parent.parent / "fixtures" / "polyglot"
+    root = FIXTURES / "polyglot"
     files = [p for p in root.glob("*/exercises/practice/*/.meta/**/*") if p.is_file()
              and p.suffix in (".py", ".go", ".rs", ".js", ".java", ".cpp", ".h", ".hpp")]
     assert len({p.relative_to(root).parts[0] for p in files}) == 6

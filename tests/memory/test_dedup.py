@@ -8,7 +8,6 @@ import random
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import Embeddings
 
 from mtl_graph.llm.scripted import ScriptedChatModel, load_action_script
 from mtl_graph.importers.ingest import IngestConfig, ingest
@@ -20,8 +19,9 @@ from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.engine.storage import StoredPoint
+from helpers.embeddings import Memoised
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 ADVICE = ("Check leap-year rules against the tests", "When a date rule has exceptions.",
           "Read every assertion before coding the exceptions; century years are the usual trap.")
 
@@ -76,21 +76,6 @@ def test_only_same_type_outcome_and_content_merge(pool):
     group = [m.id for m in SET[:3]]
     assert by_runs[("r1", "r2", "r3")].id == min(group)
     assert {r.merged_into for r in report if r.status == "merged"} == {min(group), min(SET[5].id, SET[6].id)}
-
-
-class Memoised(Embeddings):
-    """The real local embedder, each distinct text embedded once (the permutations repeat a few texts)."""
-
-    def __init__(self, inner: Embeddings) -> None:
-        self.inner, self.cache, self.model_name = inner, {}, inner.model_name
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        self.cache.update(zip(missing, self.inner.embed_documents(missing)) if missing else ())
-        return [self.cache[t] for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
 
 
 def test_merges_do_not_depend_on_insertion_order(embeddings):

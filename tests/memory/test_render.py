@@ -4,7 +4,6 @@ nothing forgeable."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
@@ -17,8 +16,8 @@ from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 GUESSED = "0123456789abcdef"
 SOURCE = [Provenance(domain="elsewhere", source_task_id="other-task")]
 

@@ -21,8 +21,9 @@ from mtl_graph.llm.retry import RetrySettings, is_transient, retry_after
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.core.task import Task
 from helpers.fresh_process import Zygote
+from helpers.paths import DRIVERS
 
-DRIVER = Path(__file__).parent.parent / "drivers" / "resumable_run.py"
+DRIVER = DRIVERS / "resumable_run.py"
 TASK = Task(id="hello", instruction="Create hello.py that prints 'hello, world'.",
             check="python3 hello.py | grep -qx 'hello, world'")
 WRITE = "printf \"print('hello, world')\\n\" > hello.py"

@@ -14,8 +14,7 @@ from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+from helpers.paths import EXAMPLES
 
 
 class RecordingModel(ScriptedChatModel):

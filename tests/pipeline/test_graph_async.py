@@ -105,7 +105,7 @@ def test_the_pool_view_streams_without_blocking_the_loop(pool):
 
 
 def test_a_rate_limited_plan_is_retried_under_astream(pool, tmp_path):
-    from test_graph_flow import Flaky
+    from helpers.provider_errors import Flaky
 
     model = Flaky(responses=script(), failing={1})
     graph = build_mtl_graph(model, pool, top_k=1, online=False, sandbox="bwrap", run_log=tmp_path / "runs.jsonl",

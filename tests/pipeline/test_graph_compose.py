@@ -18,8 +18,8 @@ from mtl_graph.pipeline.state import MTLOutput
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 OUTPUT_KEYS = set(MTLOutput.__annotations__)
 
 

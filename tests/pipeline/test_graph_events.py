@@ -1,7 +1,6 @@
 """Progress through LangGraph's custom stream: the events of a scripted run, in order, and the CLI rendering them."""
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -15,8 +14,8 @@ from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from helpers.memory_fixtures import seeded
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 PLAN = "Read slug.py and its tests, rewrite slugify, run the unit tests, submit when they pass."
 
 

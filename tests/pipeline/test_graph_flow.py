@@ -12,7 +12,6 @@ import openai
 import pytest
 from helpers.leftovers import files_in
 from langchain_core.messages import AIMessage
-from pydantic import Field
 
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.pipeline import build_mtl_graph
@@ -21,6 +20,7 @@ from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
+from helpers.provider_errors import Flaky, rate_limited
 
 CHECKED = Task(id="flow-task", domain="math", instruction="Make f.X equal 2 so that test_f.py passes.",
                files={"f.py": "X = 1\n", "test_f.py": "import unittest\nimport f\n\nclass T(unittest.TestCase):\n"
@@ -38,39 +38,8 @@ INSIGHT = {"title": "Reproduce before you edit",
            "content": "Write a minimal reproduction first and watch it fail. After the edit, rerun it as evidence."}
 
 
-def rate_limited() -> Exception:
-    request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
-    return openai.RateLimitError("Error code: 429 - Rate limit reached", response=httpx.Response(429, request=request),
-                                 body=None)
-
-
 def tool_answer(name: str, args: dict) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{name}", "type": "tool_call"}])
-
-
-def server_error() -> Exception:
-    request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
-    return openai.InternalServerError("Error code: 503 - overloaded", response=httpx.Response(503, request=request),
-                                      body=None)
-
-
-def timed_out() -> Exception:
-    return openai.APITimeoutError(request=httpx.Request("POST", "https://api.openai.com/v1/chat/completions"))
-
-
-class Flaky(ScriptedChatModel):
-    """A scripted model whose calls with these numbers (1-based) fail as a provider under load fails (429 unless
-    `error` names another failure)."""
-
-    failing: set[int] = Field(default_factory=set)
-    error: str = "429"
-    calls: int = 0
-
-    def _generate(self, *args, **kwargs):
-        self.calls += 1
-        if self.calls in self.failing:
-            raise {"429": rate_limited, "503": server_error, "timeout": timed_out}[self.error]()
-        return super()._generate(*args, **kwargs)
 
 
 def visited(graph, task, **kwargs) -> tuple[list[str], dict]:

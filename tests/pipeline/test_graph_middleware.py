@@ -24,10 +24,10 @@ from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.sandbox.factory import make_sandbox
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.core.task import Task
-from test_tamper import CHEATS, SOLUTION, make_exercism
+from helpers.tampering import CHEATS, SOLUTION, make_exercism
 from helpers.memory_fixtures import float_sum_task, money_memory, seeded
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 PLAN = "Read the module and its tests, rewrite the function, run the unit tests, submit when they pass."
 OWN_PROMPT = "You are a careful coding agent. Use the bash tool."
 

@@ -1,7 +1,6 @@
 """The pool view graph: search and list a real pool, with provenance, stats and screening state."""
 
 import runpy
-from pathlib import Path
 
 import pytest
 
@@ -10,8 +9,7 @@ from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory
 from mtl_graph.memory.pool.pool import MemoryPool
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT
 
 
 def insight(title: str, domain: str, task: str, **extra) -> InsightMemory:

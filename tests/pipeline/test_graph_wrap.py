@@ -19,22 +19,15 @@ from typing_extensions import TypedDict
 
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
-from mtl_graph.bench.suites import load_suite
 from mtl_graph.pipeline import with_memories, with_memory_transfer
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.core.task import Task
-from test_tamper import CHEATS, SOLUTION, make_exercism
+from helpers.tampering import CHEATS
+from helpers.wrapping import SOLVE, call, exercism_task, wrap
 from helpers.memory_fixtures import float_sum_task, money_memory
-
-PLAN = AIMessage("Read the exercise, write the function, run its tests, then answer.")
-SOLVE = f"cat > primes.py <<'EOF'\n{SOLUTION}EOF"
-
-
-def call(name: str, n: int, **args: Any) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"{name}-{n}", "type": "tool_call"}])
 
 
 class Recording(ScriptedChatModel):
@@ -56,22 +49,9 @@ def pool(embeddings, tmp_path):
         yield p
 
 
-def exercism_task(root: Path) -> Task:
-    """A real-shaped Exercism Python exercise whose setup removes the reference solution under .meta."""
-    [task] = load_suite(f"exercism:{make_exercism(root / 'polyglot')}").tasks
-    assert task.setup and ".meta" in task.setup
-    return task
-
-
 @pytest.fixture
 def exercise(tmp_path) -> Task:
     return exercism_task(tmp_path)
-
-
-def wrap(agent, pool, tmp_path, **options):
-    options = {"memory_type": "none", "online": False, "sandbox": "bwrap", **options}
-    return with_memory_transfer(agent, pool, model=ScriptedChatModel(responses=[PLAN]),
-                                run_log=tmp_path / "runs.jsonl", **options)
 
 
 def test_setup_runs_in_the_runs_sandbox_before_the_agent_and_is_released_after(exercise, tmp_path):

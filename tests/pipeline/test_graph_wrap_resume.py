@@ -17,7 +17,7 @@ from mtl_graph.llm.scripted import ScriptedChatModel, bash_call
 from mtl_graph.agent.tools import sandbox_tools
 from mtl_graph.sandbox.registry import is_open
 from mtl_graph.core.task import Task
-from test_graph_wrap import SOLVE, call, exercism_task, wrap
+from helpers.wrapping import SOLVE, call, exercism_task, wrap
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.pipeline.server_policy import PolicyError, ServerPolicy
 from mtl_graph.config import MTLContext, SettingsError
 from mtl_graph.config.environment import get_settings
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 STUDIO_GRAPH = ROOT / "graphs" / "mtl.py"
 POLICY_VARIABLES = ("MTL_TASK_ROOTS", "MTL_ALLOWED_BASE_URLS", "MTL_ALLOWED_PROVIDERS", "MTL_ALLOW_SETUP_NETWORK")
 

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -28,8 +27,8 @@ from mtl_graph.pipeline.stages import make_config, make_nodes
 from mtl_graph.pipeline.services import PoolSource, RunMemo, StageServices
 from mtl_graph.pipeline.services import open_default_pool
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 SCRIPT = EXAMPLES / "slugify" / "demo_script.json"
 SLUGIFY = str(EXAMPLES / "slugify")
 

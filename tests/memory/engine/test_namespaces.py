@@ -20,8 +20,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from test_dedup import Memoised
-
 from mtl_graph.cli import app
 from mtl_graph.memory.lifecycle import consolidate
 from mtl_graph.memory.engine.snapshots import archive as snapshots
@@ -33,6 +31,7 @@ from mtl_graph.memory.engine.namespace import NamespaceError, check_namespace
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
 from mtl_graph.memory.engine.storage import NAMESPACE_KEY, Conditions
+from helpers.embeddings import Memoised
 
 SERVER = os.environ.get("QDRANT_URL")
 ENGINES = ["edge", "client", "server"]

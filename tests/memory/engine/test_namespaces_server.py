@@ -13,13 +13,12 @@ import uuid
 
 import pytest
 
-import test_consolidate
-import test_dedup
-import test_lifecycle
-import test_pool
-import test_retrieval_fusion
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.engine.storage import ClientStore, Conditions, StoredPoint
+from helpers.cases import load_cases
+
+test_consolidate, test_dedup, test_lifecycle, test_pool, test_retrieval_fusion = map(load_cases, [
+    "test_consolidate", "test_dedup", "test_lifecycle", "test_pool", "test_retrieval_fusion"])
 
 SERVER = os.environ.get("QDRANT_URL")
 NO_SERVER = "no Qdrant server: set QDRANT_URL (docker compose up -d; make test-server)"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from helpers.screen_benign import benign_texts
@@ -18,8 +17,8 @@ from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.screening.normalize import payloads, views
 from mtl_graph.memory.screening.screen import ALL_RULES, RULE_NAMES, RULES, screen, screen_text
+from helpers.paths import LOGS as FIXTURE_LOGS
 
-FIXTURE_LOGS = Path(__file__).parents[2] / "fixtures" / "logs"
 CASES = hostile_cases()
 
 

@@ -23,8 +23,7 @@ from helpers.memory_fixtures import seeded
 from typing_extensions import TypedDict
 
 from mtl_graph.memory.store.store import PoolStore
-
-ROOT = Path(__file__).resolve().parents[3]
+from helpers.paths import ROOT
 
 
 class State(TypedDict, total=False):

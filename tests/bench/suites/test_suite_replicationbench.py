@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
 from mtl_graph.bench.suites.hidden import gpu_reason
 from mtl_graph.sandbox.bwrap import BwrapSandbox
+from helpers.paths import FIXTURES
 
-CHECKOUT = Path(__file__).parent.parent / "fixtures" / "replicationbench"
+CHECKOUT = FIXTURES / "replicationbench"
 SANDBOX = "bwrap" if BwrapSandbox.is_available() else "local"
 OUTER = "replicationbench/toy_orbits/outer_period"
 LIST = "replicationbench/toy_orbits/period_list"

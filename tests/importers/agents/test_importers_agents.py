@@ -14,9 +14,8 @@ import pytest
 from mtl_graph.importers import (BadRecordError, detect_format, format_names, get_importer, import_file,
                                             importers, load_file)
 from mtl_graph.importers.sessions import MAX_RECORD_BYTES
+from helpers.paths import LOGS, AGENT_LOGS
 
-AGENT_LOGS = Path(__file__).parent.parent / "fixtures" / "agent_logs"
-LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 CLAUDE = AGENT_LOGS / "claude_code" / "5b0c2f4e-9a1d-4c7e-8f3b-2d6a1e9c7b40.jsonl"
 CODEX = AGENT_LOGS / "codex" / "rollout-2025-10-02T14-10-00-0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl"
 CODEX_OLD = AGENT_LOGS / "codex" / "rollout-2025-05-20T08-00-00-5e6f7a8b-1111-4222-8333-944455566677.jsonl"

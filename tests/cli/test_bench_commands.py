@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from mtl_graph.cli.evaluation import eval_cmd, report_cmd
+from helpers import paths
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "bench"
+FIXTURES = paths.FIXTURES / "bench"
 TASKS = f"dir:{FIXTURES / 'tasks'}"
 PROBLEMS = f"jsonl:{FIXTURES / 'problems.jsonl'}"
 

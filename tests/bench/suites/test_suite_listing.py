@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from mtl_graph.cli.evaluation import eval_cmd
 from mtl_graph.bench.suites import SUITE_INFO, SUITES
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+from helpers.paths import FIXTURES
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
 from mtl_graph.sandbox.bwrap import BwrapSandbox
+from helpers.paths import FIXTURES
 
-CHECKOUT = Path(__file__).parent.parent / "fixtures" / "mlgym"
+CHECKOUT = FIXTURES / "mlgym"
 SANDBOX = "bwrap" if BwrapSandbox.is_available() else "local"
 BETTER = {"mlgym/patternPennies": {"strategy.py": "def row_strategy(history):\n"
                                                   "    return 1 if len(history) % 3 == 2 else 0\n"},

@@ -1,7 +1,6 @@
 """The hybrid fusion (memory/pool/search.py): its properties, exact identifiers, and MemoryPool.search's default order."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +9,9 @@ from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.search import fuse, names_identifier, rrf
 from mtl_graph.memory.pool.points import search_conditions
 from mtl_graph.memory.engine.storage import QuerySpec
+from helpers.paths import ROOT
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "identifier_cases.json")
+CASES = json.loads((ROOT / "benchmarks" / "data" / "identifier_cases.json")
                    .read_text(encoding="utf-8"))
 DENSE = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6)]
 BM25 = [("x", 12.0), ("c", 3.0), ("y", 2.5), ("a", 2.0)]

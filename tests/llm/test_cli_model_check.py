@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from mtl_graph.llm.chat import (MissingCredentials, ModelNotConfigured, ProviderPackageMissing, UnknownModelProvider,
                             check_model, chat_model)
 from mtl_graph.cli import app
+from helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 runner = CliRunner()
 
 

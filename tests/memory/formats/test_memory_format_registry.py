@@ -5,7 +5,6 @@ distilled by a scripted model, stored in and retrieved from a real pool; unregis
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -20,6 +19,7 @@ from mtl_graph.memory import formats
 from mtl_graph.memory.formats import FormatError, MemoryFormat, registered
 from mtl_graph.memory.base import MEMORY_CLASSES, MemoryBase, MemoryType, Outcome, Text, memory_type_of, parse_memory
 from mtl_graph.memory.formats.insight import InsightMemory
+from helpers.paths import FIXTURES
 
 PAPER = ["trajectory", "workflow", "summary", "insight"]
 BUILT_IN = [*PAPER, "reasoningbank"]
@@ -49,7 +49,7 @@ class ToyDraft(BaseModel):
 
 TOY = MemoryFormat(name="toy", memory=ToyMemory, summary="one tip", key=lambda m: m.tip,
                    label=lambda m: f"tip{m.outcome_tag()}", body=lambda m, chars: m.tip, draft=ToyDraft,
-                   prompts=("toy", "toy"), prompt_dir=Path(__file__).parent.parent / "fixtures" / "toy_format",
+                   prompts=("toy", "toy"), prompt_dir=FIXTURES / "toy_format",
                    task_free=True)
 
 

@@ -15,8 +15,7 @@ from mtl_graph.cli import app
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+from helpers.paths import EXAMPLES
 
 
 def closed_port() -> int:

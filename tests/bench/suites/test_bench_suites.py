@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
 from mtl_graph.bench.suites import base as suite_base
 from mtl_graph.bench.suites.exercism import languages as exercism_languages
+from helpers import paths
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "bench"
+FIXTURES = paths.FIXTURES / "bench"
 EXERCISM = FIXTURES / "exercism"
 PROBLEMS = FIXTURES / "problems.jsonl"
 

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from mtl_graph.cli import MAX_ERROR_LINES, app
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
+from helpers.paths import LOGS
 
 runner = CliRunner()
 
@@ -75,7 +76,7 @@ def test_pool_directory_is_refused_with_the_way_out(tmp_path: Path) -> None:
 
 
 def test_an_agent_log_given_to_import_points_to_ingest(tmp_path: Path) -> None:
-    log = Path(__file__).parent.parent / "fixtures" / "logs" / "swe_agent" / "django__django-11099.traj"
+    log = LOGS / "swe_agent" / "django__django-11099.traj"
     result = invoke("memories", "import", log, "--pool", tmp_path / "pool")
     assert result.exit_code == 1
     assert f"{log} looks like a swe-agent agent log: make memories from it with `mtl ingest {log}`" in result.output

@@ -9,8 +9,8 @@ import pytest
 
 from mtl_graph.importers import (NotARunError, TrajectoryImportError, detect_format, import_file,
                                             load_file, load_many, parse_observation, task_text)
+from helpers.paths import LOGS
 
-LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 SHAPES = LOGS / "shapes"
 MINI = SHAPES / "mini_swe_agent"
 TAIL = "2 failed, 400 passed in 3.21s"

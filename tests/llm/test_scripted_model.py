@@ -4,7 +4,6 @@ under every memory format, and the README's `mtl run` line with the shipped demo
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain.agents import create_agent
@@ -19,8 +18,8 @@ from mtl_graph.cli import app
 from mtl_graph.core.task import Task
 from mtl_graph.distill.distillers import InsightDraft
 from mtl_graph.pipeline import build_mtl_graph
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PRIMES = ROOT / "examples" / "tasks" / "primes"
 INSIGHT = {"title": "Run the tests before submitting", "description": "When a task ships its own unit tests.",
            "content": "Run the unit tests after each edit and submit only once they pass."}

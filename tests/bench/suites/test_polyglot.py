@@ -19,8 +19,9 @@ from mtl_graph.bench.suites.exercism import read_exercise
 from mtl_graph.bench.suites.exercism import languages as langs
 from mtl_graph.judging.ground_truth import run_setup
 from mtl_graph.sandbox import BwrapSandbox, make_sandbox
+from helpers.paths import FIXTURES
 
-POLYGLOT = Path(__file__).parent.parent / "fixtures" / "polyglot"
+POLYGLOT = FIXTURES / "polyglot"
 LANGUAGES = ["python", "go", "rust", "javascript", "java", "cpp"]
 SANDBOX = "bwrap" if BwrapSandbox.is_available() else "local"
 

@@ -17,8 +17,9 @@ from mtl_graph.core.trajectory import VerdictStatus
 from mtl_graph.judging.ground_truth import run_check
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.bwrap import BwrapSandbox
+from helpers.paths import FIXTURES
 
-TASKS = Path(__file__).parent.parent / "fixtures" / "terminalbench"
+TASKS = FIXTURES / "terminalbench"
 NO_ENGINE = "no Docker engine reachable (docker info failed)"
 needs_bwrap = pytest.mark.skipif(not BwrapSandbox.is_available(), reason="bubblewrap is not usable here")
 

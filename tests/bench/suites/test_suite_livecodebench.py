@@ -17,8 +17,9 @@ from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
 from mtl_graph.bench.suites import base as suite_base
 from mtl_graph.bench.suites.livecodebench import decode_cases
 from mtl_graph.sandbox.bwrap import BwrapSandbox
+from helpers.paths import FIXTURES
 
-RELEASE = Path(__file__).parent.parent / "fixtures" / "livecodebench"
+RELEASE = FIXTURES / "livecodebench"
 SANDBOX = "bwrap" if BwrapSandbox.is_available() else "local"
 HIDDEN = ("rhythm", "queueing", "[5, 6]")  # inputs of the private tests only
 SOLUTIONS = {

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from mtl_graph.cli import app
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import AGENT_LOGS
 
-AGENT_LOGS = Path(__file__).parent.parent / "fixtures" / "agent_logs"
 CLAUDE = AGENT_LOGS / "claude_code" / "5b0c2f4e-9a1d-4c7e-8f3b-2d6a1e9c7b40.jsonl"
 CODEX = AGENT_LOGS / "codex" / "rollout-2025-10-02T14-10-00-0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl"
 OPENHANDS = AGENT_LOGS / "openhands" / "shelfapp-pagination.json"

@@ -11,9 +11,9 @@ from typing import Iterator
 import pytest
 
 from mtl_graph.live import LiveServerError, LocalModelServer
+from helpers.paths import EXAMPLES
 
 pytestmark = pytest.mark.live
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 
 
 @pytest.fixture(scope="module")
