@@ -132,7 +132,7 @@ def _live(memory: Memory) -> bool:
 def _vectors(pool: Any, ids: list[str], batch: int = 256) -> np.ndarray:
     rows: dict[str, list[float]] = {}
     for start in range(0, len(ids), batch):
-        rows.update((h.id, h.dense) for h in pool.store.retrieve(ids[start:start + batch], with_dense=True)
+        rows.update((h.id, h.dense) for h in pool.store.fetch(ids[start:start + batch], with_dense=True)
                     if h.dense is not None)
     matrix = np.asarray([rows.get(i) or [0.0] * pool.dim for i in ids], dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -320,7 +320,7 @@ def _apply_one(pool: Any, proposal: Proposal) -> str:
             probe = [1.0] + [0.0] * (pool.dim - 1)
             [clash] = pool.store.query([QuerySpec(limit=1, where=Conditions(equals={"dedup_key": key}),
                                                   dense=probe)])
-            if clash or pool.store.retrieve([merged.id]):
+            if clash or pool.store.fetch([merged.id]):
                 other = clash[0].id if clash else merged.id
                 raise ConsolidationError(f"the merged memory repeats stored memory {other}")
             flags = screen(merged)

@@ -235,7 +235,7 @@ class LifecycleOps:
         import numpy as np
 
         stored = {h.id: h for h in self._retrieve(among)}
-        vectors = {h.id: h.dense for h in self.store.retrieve(list(stored), with_dense=True) if h.dense}
+        vectors = {h.id: h.dense for h in self.store.fetch(list(stored), with_dense=True) if h.dense}
         types = {i: h.payload.get("type") for i, h in stored.items()}
         if not vectors:
             return {}

@@ -222,7 +222,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
         found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
                                             dense=vectors[m.key_text()]) for key, m in keyed.items()])
         stored: dict[str, dict[str, Memory]] = {}
-        for hit in [*(h for hits in found for h in hits), *self.store.retrieve(list({m.id for m in items}))]:
+        for hit in [*(h for hits in found for h in hits), *self.store.fetch(list({m.id for m in items}))]:
             memory = memory_of(hit)
             stored.setdefault(dedup_key(memory), {})[memory.id] = memory
             if isinstance(hit.payload.get(CREDIT_KEY), dict):
@@ -232,7 +232,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
     def delete(self, memory_id: str) -> bool:
         """Delete one memory; False when it was not there."""
         with self._write_lock:
-            if not self.store.retrieve([memory_id]):
+            if not self.store.fetch([memory_id]):
                 return False
             self.store.delete([memory_id])
             return True
@@ -288,7 +288,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
     def _retrieve(self, ids: list[str]) -> list[RawHit]:
         """The stored points for ids, each once; an id merged into another memory finds that memory."""
         ids = [i for i in ids if is_uuid(i)]  # an id that is not a point id is simply not in the pool
-        hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
+        hits = {h.id: h for h in self.store.fetch(ids)} if ids else {}
         missing = [i for i in ids if i not in hits]
         if missing:  # any vector will do: the filter on the indexed alias list is exact
             probe = [1.0] + [0.0] * (self.dim - 1)

@@ -147,7 +147,7 @@ def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float
     missing = [point for point, _, _ in considered if point not in cosines]
     if missing:
         query = np.asarray(dense, dtype=np.float32)
-        cosines.update((h.id, _cosine(query, h.dense)) for h in store.retrieve(missing, with_dense=True))
+        cosines.update((h.id, _cosine(query, h.dense)) for h in store.fetch(missing, with_dense=True))
     ranked = []
     for point, score, retriever in fused:
         if point not in cosines:  # deleted between the two calls
@@ -157,7 +157,7 @@ def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float
         ranked.append(RankedHit(RawHit(point, score, {}), cosines[point], retriever))
         if len(ranked) == k:
             break
-    payloads = {h.id: h.payload for h in store.retrieve([r.raw.id for r in ranked])} if ranked else {}
+    payloads = {h.id: h.payload for h in store.fetch([r.raw.id for r in ranked])} if ranked else {}
     for r in ranked:
         r.raw.payload = payloads.get(r.raw.id, {})
     return [r for r in ranked if r.raw.id in payloads]  # deleted between the calls: gone
