@@ -45,6 +45,7 @@ from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory import formats
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
 from mtl_graph.memory.usage import stored_stats
+from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 from mtl_graph.core.templates import render_template
 from mtl_graph.core.errors import MTLError
@@ -304,7 +305,7 @@ def _apply_one(pool: Any, proposal: Proposal) -> str:
 
     assert proposal.merged is not None
     ids = proposal.cluster.ids
-    with pool._write_lock:  # nothing credited between the sum and the archive (credit takes the same lock)
+    with pool.write_lock:  # nothing credited between the sum and the archive (credit takes the same lock)
         originals = _current(pool, ids)
         merged = merged_memory(redact_memory(proposal.merged), originals)  # the records as they are now
         key = dedup_key(merged)
@@ -314,7 +315,7 @@ def _apply_one(pool: Any, proposal: Proposal) -> str:
             kept = merged_memory(same, originals)
             kept = kept.model_copy(update={"stats": stored_stats(same).plus(summed(others))})
             kept._stored_stats = None  # its own credit entries stay in its payload and are added when read
-            pool.store.set_payload(same.id, pool._payload(kept))
+            pool.store.set_payload(same.id, payload_of(kept))
             new_id = same.id
         else:
             probe = [1.0] + [0.0] * (pool.dim - 1)

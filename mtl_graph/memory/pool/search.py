@@ -25,6 +25,13 @@ import numpy as np
 from mtl_graph.memory.engine.storage import RRF_K, Conditions, QuerySpec, RawHit, Store
 
 Retriever = Literal["dense", "bm25", "both"]
+"""Which retriever found a hit (a search's mode is one of points.RETRIEVERS)."""
+
+PREFETCH = 20
+"""Length of each of the two lists a hybrid search fuses (longer only for a k above it). One length whatever k is
+asked: the fusion normalises each list's scores over the list, so a k-dependent length would reorder the first
+hits (the lifecycle's 20 candidates, or a search for k + the memories already shown, would rank its top 3 unlike
+a search for 3)."""
 
 IDENTIFIER = re.compile(r"""(?x)
     \w_\w                                        # snake_case, SCREAMING_SNAKE (ERR_SSL_PROTOCOL_ERROR)
