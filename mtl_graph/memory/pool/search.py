@@ -130,8 +130,8 @@ def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], lis
     if bm25_only:
         if not sparse[0]:  # no word of the query is in the vocabulary: nothing matches by keyword
             return []
-        [bm25_hits] = store.query([QuerySpec(limit=prefetch if min_score is not None else k, where=where,
-                                             sparse=sparse, with_payload=False)])
+        # as long a list whatever k is: the engine orders equal BM25 scores by the list it was asked for
+        [bm25_hits] = store.query([QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False)])
         cosines: dict[str, float] = {}
         fused = [(h.id, h.score, "bm25") for h in bm25_hits]
         return _with_cosines(store, dense, fused, cosines, k, min_score)
