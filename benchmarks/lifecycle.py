@@ -32,6 +32,7 @@ import retrieval as rb  # noqa: E402
 from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig  # noqa: E402
 from mtl_graph.memory.base import Outcome  # noqa: E402
+from mtl_graph.memory.pool.points import memory_of, payload_of  # noqa: E402
 from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
 from mtl_graph.memory.usage import Use  # noqa: E402
 
@@ -51,14 +52,14 @@ def _median_ms(fn, n: int, warmup: int = 3) -> float:
 
 def _old_update_stats(pool: MemoryPool, ids: list[str], outcome: Outcome) -> None:
     """What `update_stats` did before the credit entries: read each memory, bump its counters, rewrite it."""
-    with pool._write_lock:
-        for hit in pool._retrieve(list(dict.fromkeys(ids))):
-            memory = pool._memory_of(hit)
+    with pool.write_lock:
+        for hit in pool.fetch(list(dict.fromkeys(ids))):
+            memory = memory_of(hit)
             stats = memory.stats.model_copy()
             stats.retrieved += 1
             stats.retrieved_success += outcome == Outcome.SUCCESS
             stats.retrieved_failure += outcome == Outcome.FAILURE
-            pool.store.set_payload(hit.id, pool._payload(memory.model_copy(update={"stats": stats})))
+            pool.store.set_payload(hit.id, payload_of(memory.model_copy(update={"stats": stats})))
 
 
 def run_size(n: int, data: rb.Data, queries: int, runs: int, directory: Path) -> dict[str, Any]:

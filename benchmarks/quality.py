@@ -184,13 +184,14 @@ Lists = tuple[list[tuple[int, float]], list[tuple[int, float]], str]
 
 
 def pool_lists(data: LabelledSet, prefetch: int = 40) -> list[Lists]:
-    """Per query the pool's dense and BM25 lists (memory index, score), exactly as MemoryPool.search(k=10) asks."""
-    from mtl_graph.memory.pool.points import search_conditions
+    """Per query the pool's dense and BM25 lists (memory index, score) as MemoryPool.search asks them, `prefetch` long
+    (40: what a search for k=10 asked while the lists grew with k; it now asks search.PREFETCH, 20, up to k=20)."""
+    from mtl_graph.memory.pool.filter import SearchFilter
     from mtl_graph.memory.engine.storage import QuerySpec
 
     out = []
     with _pool_of(data) as (pool, index):
-        where = search_conditions("insight", None, (), (), None, False)
+        where = SearchFilter(type="insight").conditions()
         for _, _, text in data.queries:
             dense, bm25 = pool.store.query([
                 QuerySpec(limit=prefetch, where=where, dense=pool.query_vector(text), with_payload=False),

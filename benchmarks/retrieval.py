@@ -50,7 +50,7 @@ from mtl_graph.memory.engine.storage import Conditions, QuerySpec, StoredPoint  
 DEFAULT_ENGINE = "edge"
 ENGINES = ("edge", "client")
 K = 3
-PREFETCH = 20  # what MemoryPool.search uses for k=3: max(20, 4k)
+PREFETCH = 20  # what MemoryPool.search uses up to k=20 (search.PREFETCH)
 TARGET_P95_MS = 5.0
 TARGET_SPEEDUP = 10.0
 TARGET_RECALL = 0.98

@@ -56,7 +56,7 @@ def warning(message: str) -> None:
 
 
 def retrieved(records: list[dict[str, Any]], refresh: bool = False) -> None:
-    """The memories a search returned (records of `refresh.retrieved_record`), best first."""
+    """The memories a search returned (records of `retrieval.retrieved_record`), best first."""
     emit("retrieved", refresh=refresh, memories=[
         {"id": r["id"], "format": r["type"], "domains": r["domains"], "source_task_ids": r["source_task_ids"],
          "score": r["score"], "similarity": r["similarity"], "retriever": r["retriever"]} for r in records])

@@ -24,9 +24,9 @@ from mtl_graph.agent.tools import SEARCH_TOOL, recorded_step, tell_step
 from mtl_graph.core.task import Task
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.pipeline import events
-from mtl_graph.config import MTLConfig, lifecycle_of
-from mtl_graph.pipeline.refresh import exclusions, retrieved_record
+from mtl_graph.config import MTLConfig
 from mtl_graph.pipeline.prompting import prompt
+from mtl_graph.pipeline.retrieval import retrieve_for, retrieved_record
 from mtl_graph.memory.fence import fence_memories
 
 MAX_K = 10
@@ -125,12 +125,11 @@ class RunSearch:
             return self._told(step, f"k must be a whole number from 1 to {MAX_K}, not {str(k)[:40]!r}.")
         step.args["k"] = want
         try:
-            found = self.pool.retrieve(text, type=self.cfg.retrieval.memory_type, k=want + len(self.shown),
-                                       lifecycle=lifecycle_of(self.cfg), **exclusions(self.task, self.cfg))
+            found = retrieve_for(self.pool, self.task, self.cfg, text, want, exclude_ids=self.shown)
         except Exception as exc:  # a search is a help: its failure is told, never the end of the run
             events.warning(f"memory search failed: {exc}")
             return self._told(step, f"The memory search failed ({type(exc).__name__}); go on without it.")
-        fresh = [h for h in found.hits if h.memory.id not in self.shown][:want]
+        fresh = found.hits
         hop = self.searches + 1
         self.searches = hop
         records = [retrieved_record(h) for h in fresh]

@@ -22,12 +22,13 @@ from langgraph.runtime import Runtime
 from mtl_graph.core.errors import ErrorKind, error_kind_of, failure
 from mtl_graph.core.trajectory import Trajectory, Verdict, VerdictStatus
 from mtl_graph.pipeline import events
-from mtl_graph.config import MTLConfig, MTLContext, lifecycle_of
+from mtl_graph.config import MTLConfig, MTLContext
 from mtl_graph.pipeline.credit import shown_ids, write_run
 from mtl_graph.pipeline.services import Sealed, StageServices
 from mtl_graph.pipeline.memory_tool import injects, search_trace, uses_tool
 from mtl_graph.pipeline.lease import close_workspace, new_workspace, workspace_base, workspace_path
-from mtl_graph.pipeline.refresh import MemoryRefresh, exclusions, retrieved_record
+from mtl_graph.pipeline.refresh import MemoryRefresh
+from mtl_graph.pipeline.retrieval import retrieve_for, retrieved_record
 from mtl_graph.pipeline.state import RunState, fresh_run_state
 from mtl_graph.llm.chat import chat_model
 from mtl_graph.distill.quality import plan_problems
@@ -200,9 +201,7 @@ class MTLNodes(Sealed):
         except PolicyError as exc:
             return {**failure(ErrorKind.INVALID_TASK, str(exc)), "retrieved": [], "memory_block": ""}
         try:
-            found = self.pool_of(cfg).retrieve(state.query or "", type=cfg.retrieval.memory_type,
-                                               k=cfg.retrieval.top_k, lifecycle=lifecycle_of(cfg),
-                                               **exclusions(task, cfg))
+            found = retrieve_for(self.pool_of(cfg), task, cfg, state.query or "", cfg.retrieval.top_k)
         except Exception as exc:
             return {**failure(ErrorKind.RETRIEVAL, str(exc)), "retrieved": [], "memory_block": ""}
         retrieved = [retrieved_record(h) for h in found.hits]

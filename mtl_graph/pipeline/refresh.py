@@ -7,8 +7,9 @@ from typing import Any
 
 from mtl_graph.core.trajectory import Step
 from mtl_graph.pipeline import events
-from mtl_graph.config import MTLConfig, lifecycle_of
+from mtl_graph.config import MTLConfig
 from mtl_graph.pipeline.prompting import prompt
+from mtl_graph.pipeline.retrieval import retrieve_for, retrieved_record
 from mtl_graph.memory.fence import fence_memories
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
@@ -19,29 +20,6 @@ TEST_COMMAND = re.compile(
     r"|\b(go|cargo|npm|yarn|pnpm|mvn|gradle|make|dotnet|mix|swift)\s+test\b"
     r"|\btest_\w+\.py\b|\b\w+_test\.(py|go)\b"
 )
-
-
-def exclusions(task: Task, cfg: MTLConfig) -> dict[str, Any]:
-    """The retrieval filters every search of a run shares (hold-one-out or same-domain, contamination guard,
-    subsets), and how it ranks. Hold-one-out with same-domain would leave nothing to retrieve: a SettingsError."""
-    retrieval = cfg.retrieval
-    if retrieval.same_domain and retrieval.hold_one_out:
-        from mtl_graph.config.names import SettingsError
-
-        raise SettingsError("same_domain and hold_one_out exclude each other: one keeps only the task's own "
-                            "domain, the other leaves it out")
-    return {
-        "retriever": retrieval.retriever,
-        "exclude_domains": [*retrieval.exclude_domains, *([task.domain] if retrieval.hold_one_out else [])],
-        "exclude_task_ids": [task.id, *retrieval.exclude_task_ids],
-        "only_ids": retrieval.only_ids,
-        "domain": task.domain if retrieval.same_domain else None,
-    }
-
-
-def retrieved_record(hit: Any) -> dict[str, Any]:
-    return {"id": hit.memory.id, "score": hit.score, "similarity": hit.similarity, "retriever": hit.retriever,
-            "type": hit.memory.type, "domains": hit.memory.domains, "source_task_ids": hit.memory.source_task_ids}
 
 
 class MemoryRefresh:
@@ -60,13 +38,11 @@ class MemoryRefresh:
         self.used = True
         query = f"{self.task.instruction[:1500]}\n\nA test run failed with:\n{step.observation[-1000:]}"
         try:
-            found = self.pool.retrieve(query, type=self.cfg.retrieval.memory_type,
-                                       k=self.cfg.retrieval.top_k + len(self.already), lifecycle=lifecycle_of(self.cfg),
-                                       **exclusions(self.task, self.cfg)).hits
+            fresh = retrieve_for(self.pool, self.task, self.cfg, query, self.cfg.retrieval.top_k,
+                                 exclude_ids=self.already).hits
         except Exception as exc:  # a refresh is a bonus: never let it end the run
             events.warning(f"re-retrieval failed: {exc}")
             return None
-        fresh = [h for h in found if h.memory.id not in self.already][: self.cfg.retrieval.top_k]
         if not fresh:
             return None
         self.hits = [retrieved_record(h) for h in fresh]

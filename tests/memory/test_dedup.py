@@ -154,7 +154,7 @@ def test_stats_survive_a_replacement_by_a_smaller_id(pool):
 def test_points_written_before_dedup_keys_still_dedup_exactly(pool):
     old = insight("old")
     payload = {"memory": old.model_dump(mode="json"), "type": "insight", "outcome": "success"}
-    pool.store.upsert([StoredPoint(old.id, pool._embed([old.key_text()])[0], pool._sparse(old.key_text()), payload)])
+    pool.store.upsert([StoredPoint(old.id, pool.embed([old.key_text()])[0], pool._sparse(old.key_text()), payload)])
     result = pool.add(insight("new"))
     assert result.status == "identical" and pool.count() == 1
     assert [s.run_id for s in pool.get(old.id).sources] == ["new", "old"]

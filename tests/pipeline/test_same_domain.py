@@ -5,7 +5,7 @@ import pytest
 
 from mtl_graph.core.task import Task
 from mtl_graph.config import MTLConfig
-from mtl_graph.pipeline.refresh import exclusions
+from mtl_graph.pipeline.retrieval import run_filter
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
@@ -27,13 +27,12 @@ def test_same_domain_keeps_only_the_tasks_own_domain(tmp_path, embeddings, engin
     try:
         pool.add_many([_memory(d, n) for d in ("python", "sql", "rust") for n in range(2)])
         task = Task(id="t-1", domain="sql", instruction="Fix the query so the check passes.")
-        both = exclusions(task, MTLConfig(retrieval={"same_domain": True}))
-        assert both["domain"] == "sql" and exclusions(task, MTLConfig())["domain"] is None
-        hits = pool.search(LESSON, type="insight", k=6, **both)
+        both = run_filter(task, MTLConfig(retrieval={"same_domain": True}))
+        assert both.domain == "sql" and run_filter(task, MTLConfig()).domain is None
+        hits = pool.search(LESSON, k=6, where=both)
         assert len(hits) == 2 and {d for h in hits for d in h.memory.domains} == {"sql"}
-        assert len(pool.search(LESSON, type="insight", k=6, **exclusions(task, MTLConfig()))) == 6
-        ranked = pool.retrieve(LESSON, type="insight", k=6, lifecycle=LifecycleConfig(relevance_floor=-1.0),
-                               **both)
+        assert len(pool.search(LESSON, k=6, where=run_filter(task, MTLConfig()))) == 6
+        ranked = pool.retrieve(LESSON, k=6, lifecycle=LifecycleConfig(relevance_floor=-1.0), where=both)
         assert {d for h in ranked.hits for d in h.memory.domains} == {"sql"}
         assert pool.search(LESSON, type="insight", k=6, domain="go") == []  # a domain with no memory: none
     finally:

@@ -158,8 +158,8 @@ class GuardedStore:
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
         self._call("writing", self.inner.set_payload, point_id, payload, key)
 
-    def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
-        return self._call("reading", self.inner.retrieve, ids, with_dense)
+    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
+        return self._call("reading", self.inner.fetch, ids, with_dense)
 
     def count(self, where: Conditions | None = None) -> int:
         return self._call("counting", self.inner.count, where)

@@ -45,6 +45,7 @@ from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory import formats
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
 from mtl_graph.memory.usage import stored_stats
+from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 from mtl_graph.core.templates import render_template
 from mtl_graph.core.errors import MTLError
@@ -132,7 +133,7 @@ def _live(memory: Memory) -> bool:
 def _vectors(pool: Any, ids: list[str], batch: int = 256) -> np.ndarray:
     rows: dict[str, list[float]] = {}
     for start in range(0, len(ids), batch):
-        rows.update((h.id, h.dense) for h in pool.store.retrieve(ids[start:start + batch], with_dense=True)
+        rows.update((h.id, h.dense) for h in pool.store.fetch(ids[start:start + batch], with_dense=True)
                     if h.dense is not None)
     matrix = np.asarray([rows.get(i) or [0.0] * pool.dim for i in ids], dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -304,7 +305,7 @@ def _apply_one(pool: Any, proposal: Proposal) -> str:
 
     assert proposal.merged is not None
     ids = proposal.cluster.ids
-    with pool._write_lock:  # nothing credited between the sum and the archive (credit takes the same lock)
+    with pool.write_lock:  # nothing credited between the sum and the archive (credit takes the same lock)
         originals = _current(pool, ids)
         merged = merged_memory(redact_memory(proposal.merged), originals)  # the records as they are now
         key = dedup_key(merged)
@@ -314,13 +315,13 @@ def _apply_one(pool: Any, proposal: Proposal) -> str:
             kept = merged_memory(same, originals)
             kept = kept.model_copy(update={"stats": stored_stats(same).plus(summed(others))})
             kept._stored_stats = None  # its own credit entries stay in its payload and are added when read
-            pool.store.set_payload(same.id, pool._payload(kept))
+            pool.store.set_payload(same.id, payload_of(kept))
             new_id = same.id
         else:
             probe = [1.0] + [0.0] * (pool.dim - 1)
             [clash] = pool.store.query([QuerySpec(limit=1, where=Conditions(equals={"dedup_key": key}),
                                                   dense=probe)])
-            if clash or pool.store.retrieve([merged.id]):
+            if clash or pool.store.fetch([merged.id]):
                 other = clash[0].id if clash else merged.id
                 raise ConsolidationError(f"the merged memory repeats stored memory {other}")
             flags = screen(merged)

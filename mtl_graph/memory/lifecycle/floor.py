@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 
 if TYPE_CHECKING:
-    from mtl_graph.memory.pool.pool import MemoryPool
+    from mtl_graph.memory.lifecycle.protocol import LifecyclePool
+    from mtl_graph.memory.pool.filter import SearchFilter
 
 MIN_FLOOR = 0.15
 """The floor of a small pool, and the lowest calibrated one (MiniLM puts unrelated English text around 0-0.15)."""
@@ -47,20 +48,23 @@ class FloorCache:
         with self._lock:
             self._floors.clear()
 
-    def floor(self, pool: "MemoryPool", type: str | None, where: Conditions) -> tuple[float, str]:
-        """(floor, how it was decided) for searches of one format."""
-        key = type or "*"
+    def floor(self, pool: "LifecyclePool", where: "SearchFilter") -> tuple[float, str]:
+        """(floor, how it was decided) for searches of one format (`where.type`; None: every format) under the
+        search's filter (the probes are searched with it; the format's size counts its equality conditions)."""
+        key = where.type or "*"
+        conditions = where.conditions()
         total = pool.store.count()  # the whole pool's tally: ~0.05 ms on Edge, where a filtered count walks it
         with self._lock:
             cached = self._floors.get(key)
             if cached is not None and abs(total - cached[0]) <= RECALIBRATE * max(cached[0], 1):
                 return cached[1], cached[2]
-        size = pool.store.count(Conditions(equals=dict(where.equals)))
+        size = pool.store.count(Conditions(equals=dict(conditions.equals)))
         if size < MIN_MEMORIES:
             value, source = MIN_FLOOR, f"default ({size} {key} memories: too few to calibrate)"
         else:
             vectors = self._probes(pool)
-            hits = pool.store.query([QuerySpec(limit=1, where=where, dense=v, with_payload=False) for v in vectors])
+            hits = pool.store.query([QuerySpec(limit=1, where=conditions, dense=v, with_payload=False)
+                                     for v in vectors])
             best = sorted(h[0].score for h in hits if h)
             value = max(MIN_FLOOR, best[-1] if best else MIN_FLOOR)
             source = (f"calibrated: the best of {len(best)} off-topic probes against {size} {key} memories "
@@ -69,7 +73,7 @@ class FloorCache:
             self._floors[key] = (total, value, source)
         return value, source
 
-    def _probes(self, pool: "MemoryPool") -> list[list[float]]:
+    def _probes(self, pool: "LifecyclePool") -> list[list[float]]:
         if self._probe_vectors is None:
             self._probe_vectors = probe_vectors(pool.embeddings, pool.dim)
         return self._probe_vectors

@@ -1,25 +1,26 @@
 """The pool's side of the online loop: credit runs, retrieve with re-ranking and a floor, quarantine, release.
 
-`MemoryPool` inherits these; they need its store, write lock and `_memory_of` / `_payload` helpers.
+`PoolLifecycle` is held by each pool handle (`pool.lifecycle`) and given the pool as a `LifecyclePool` (its public
+search, read and write API); the pool's `credit`, `retrieve`, `quarantined`... hand over to it. Its state, the
+calibrated floors and the base rate, is per handle.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
+from mtl_graph.memory.base import Memory, Outcome
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 from mtl_graph.memory.lifecycle.floor import FloorCache
 from mtl_graph.memory.lifecycle.policy import (BaseRate, Candidate, LifecycleConfig, clears_itself, quarantine_reason,
-                                        rerank)
-from mtl_graph.memory.base import Memory, MemoryType, Outcome
+                                               rerank)
+from mtl_graph.memory.lifecycle.protocol import LifecyclePool
+from mtl_graph.memory.pool.filter import SearchFilter
+from mtl_graph.memory.pool.points import SearchHit, memory_of, payload_of
 from mtl_graph.memory.usage import CREDIT_KEY, CreditEntry, Use, record_of, tally, verdict_source
-from mtl_graph.memory.engine.storage import Conditions, QuerySpec
-
-if TYPE_CHECKING:
-    from mtl_graph.memory.pool.pool import SearchHit
 
 DESCENDANT = "descendant of "
 """How a descendant's quarantine reason starts (followed by the harmful memory's id)."""
@@ -41,7 +42,7 @@ class CreditReport:
 class Retrieval:
     """What a lifecycle search found and why: the hits to inject and every candidate's trace."""
 
-    hits: list["SearchHit"]
+    hits: list[SearchHit]
     candidates: list[Candidate]
     floor: float | None
     floor_source: str
@@ -58,35 +59,33 @@ def _listed(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-class LifecycleOps:
-    """Mixin of MemoryPool: the online loop's reads and writes."""
+class PoolLifecycle:
+    """The online loop's reads and writes on one pool handle: base rate, credit, quarantine, release, retrieval
+    with re-ranking and the relevance floor."""
 
-    _lifecycle_lock = threading.Lock()
-
-    def _lifecycle_state(self) -> tuple[FloorCache, list[BaseRate | None]]:
-        state = self.__dict__.get("_lifecycle")
-        if state is None:
-            with self._lifecycle_lock:
-                state = self.__dict__.setdefault("_lifecycle", (FloorCache(), [None]))
-        return state
+    def __init__(self, pool: LifecyclePool) -> None:
+        self.pool = pool
+        self.floors = FloorCache()
+        """The calibrated relevance floor of each format (see floor.py)."""
+        self.rate: BaseRate | None = None
+        """The base rate, once read from the pool (None until then); kept current by this handle's credits."""
 
     def contents_changed(self) -> None:
         """Forget what was computed from the pool's contents (after a restore, or another writer's bulk change)."""
-        floors, base = self._lifecycle_state()
-        floors.clear()
-        base[0] = None
+        self.floors.clear()
+        self.rate = None
 
     # ------------------------------------------------------------------ the base rate
     def base_rate(self) -> BaseRate:
         """Successes and failures of the credited runs the pool's memories were shown in (computed once per handle
         by reading the pool, then kept up to date by this handle's credits)."""
-        _, cell = self._lifecycle_state()
-        if cell[0] is None:
+        rate = self.rate
+        if rate is None:
             rate = BaseRate()
-            for hit in self.store.scroll():  # counts straight from the payloads: no memory is parsed
+            for hit in self.pool.store.scroll():  # counts straight from the payloads: no memory is parsed
                 rate.add(record_of(hit.payload))
-            cell[0] = rate
-        return cell[0]
+            self.rate = rate
+        return rate
 
     # ------------------------------------------------------------------ credit
     def credit(self, run_id: str, uses: Iterable[Use], outcome: Outcome | str, source: str = "given", *,
@@ -101,8 +100,9 @@ class LifecycleOps:
         wanted: dict[str, bool] = {}
         for use in uses:
             wanted[use.id] = wanted.get(use.id, False) or use.cited
-        with self._write_lock:
-            found = {hit.id: hit for hit in self._retrieve(list(wanted))}
+        store = self.pool.store
+        with self.pool.write_lock:
+            found = {hit.id: hit for hit in self.pool.fetch(list(wanted))}
             aliases = {i: h.id for h in found.values() for i in [h.id, *_listed(h.payload.get("merged_ids"))]}
             for given, cited in wanted.items():
                 stored = aliases.get(given)
@@ -110,12 +110,12 @@ class LifecycleOps:
                     report.missing.append(given)
                     continue
                 report.credited[stored] = report.credited.get(stored, False) or cited
-            rate = self.__dict__.get("_lifecycle", (None, [None]))[1][0]
+            rate = self.rate  # only a rate already read is kept current: reading it here would count this run twice
             for stored, cited in report.credited.items():
                 entry = CreditEntry(run_id, cited, outcome, verdict_source(source), at)
                 before = found[stored].payload.get(CREDIT_KEY)
                 fresh = not isinstance(before, dict) or run_id not in before
-                self.store.set_payload(stored, {run_id: entry.payload()}, key=CREDIT_KEY)
+                store.set_payload(stored, {run_id: entry.payload()}, key=CREDIT_KEY)
                 if fresh and rate is not None:
                     rate.add(tally([entry]))
             if lifecycle is not None:
@@ -133,12 +133,12 @@ class LifecycleOps:
             return []
         rate = self.base_rate()
         out = []
-        for memory in [self._memory_of(h) for h in self._retrieve(ids)]:
+        for memory in [memory_of(h) for h in self.pool.fetch(ids)]:
             if memory.quarantined or memory.archived:
                 continue
             reason = quarantine_reason(memory, rate.without(memory.stats), cfg)
             if reason is not None:
-                self.store.set_payload(memory.id, self._payload(memory.model_copy(update={"quarantined": [reason]})))
+                self._rewrite(memory, quarantined=[reason])
                 out += [memory.id, *self._quarantine_descendants(memory.id, rate, cfg)]
         return out
 
@@ -155,29 +155,31 @@ class LifecycleOps:
                     continue
                 reason = f"{DESCENDANT}{current} (distilled from a run that cited it)"
                 if reason not in memory.quarantined:
-                    self.store.set_payload(memory.id, self._payload(
-                        memory.model_copy(update={"quarantined": sorted({*memory.quarantined, reason})})))
+                    self._rewrite(memory, quarantined=sorted({*memory.quarantined, reason}))
                     out.append(memory.id)
                 frontier.append(memory.id)
         return out
 
     def _derived_from(self, memory_id: str) -> list[Memory]:
-        probe = [1.0] + [0.0] * (self.dim - 1)
-        hits = self.store.query([QuerySpec(limit=1000, where=Conditions(equals={"derived_from": memory_id}),
-                                           dense=probe)])[0]
-        return [self._memory_of(h) for h in hits]
+        probe = [1.0] + [0.0] * (self.pool.dim - 1)  # any vector will do: the filter on derived_from is exact
+        hits = self.pool.store.query([QuerySpec(limit=1000, where=Conditions(equals={"derived_from": memory_id}),
+                                                dense=probe)])[0]
+        return [memory_of(h) for h in hits]
+
+    def _rewrite(self, memory: Memory, **update: Any) -> None:
+        self.pool.store.set_payload(memory.id, payload_of(memory.model_copy(update=update)))
 
     def quarantined(self) -> list[Memory]:
         """The memories the online loop stopped serving, with their evidence."""
-        return [m for m in self if m.quarantined]
+        return [m for m in self.pool if m.quarantined]
 
     def release_quarantine(self, memory: Memory) -> list[str]:
         """A person clears a quarantined memory: it is served again, judged only on evidence from now on; the
         descendants quarantined because of it are released too. Returns the ids released."""
         out = [memory.id]
-        self.store.set_payload(memory.id, self._payload(memory.model_copy(update={
-            "quarantined": [], "quarantine_released": sorted({*memory.quarantine_released, *memory.quarantined}),
-            "quarantine_baseline": memory.stats})))
+        self._rewrite(memory, quarantined=[],
+                      quarantine_released=sorted({*memory.quarantine_released, *memory.quarantined}),
+                      quarantine_baseline=memory.stats)
         frontier, seen = [memory.id], {memory.id}
         while frontier:  # down the chain: a grandchild followed its parent, which followed this one
             parent = frontier.pop()
@@ -187,44 +189,43 @@ class LifecycleOps:
                     continue
                 seen.add(child.id)
                 rest = [r for r in child.quarantined if r not in mine]
-                self.store.set_payload(child.id, self._payload(child.model_copy(update={"quarantined": rest})))
+                self._rewrite(child, quarantined=rest)
                 if not rest:
                     out.append(child.id)
                     frontier.append(child.id)
         return out
 
     # ------------------------------------------------------------------ retrieval
-    def retrieve(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
-                 lifecycle: LifecycleConfig | None = None, **filters: Any) -> Retrieval:
+    def retrieve(self, query: str, k: int, where: SearchFilter, *, lifecycle: LifecycleConfig | None = None,
+                 retriever: str = "hybrid", min_score: float | None = None) -> Retrieval:
         """Top-k memories with the lifecycle: `candidates` by the ranker, the floor, re-ranking by utility and
-        decay, k kept. Without a lifecycle config it is `search` (the research's retrieval), traced."""
-        from mtl_graph.memory.pool.pool import SearchHit
-
+        decay, k kept. Without a lifecycle config it is the pool's `search` (the research's retrieval), traced."""
         if lifecycle is None:
-            hits = self.search(query, type=type, k=k, **filters)
+            hits = self.pool.search(query, k=k, where=where, retriever=retriever, min_score=min_score)
             candidates = [Candidate(h.memory.id, h.similarity, h.score, i, rank_after=i, injected=True)
                           for i, h in enumerate(hits)]
-            return Retrieval(hits, candidates, filters.get("min_score"), "off (research retrieval)", 0.5)
-        found = self._ranked(query, type, max(k, lifecycle.candidates), include_quarantined=False, **filters)
+            return Retrieval(hits, candidates, min_score, "off (research retrieval)", 0.5)
+        where = where.without_quarantined()
+        found = self.pool.ranked(query, max(k, lifecycle.candidates), where, retriever=retriever,
+                                 min_score=min_score)
         if lifecycle.relevance_floor is not None:
             floor, source = lifecycle.relevance_floor, "set"
         else:
-            where = self._search_where(type, filters)
-            floor, source = self._lifecycle_state()[0].floor(self, type and str(type), where)
+            floor, source = self.floors.floor(self.pool, where)
         records = [record_of(h.raw.payload) for h in found]  # the candidates' records; only the kept are parsed
         needs_rate = any(r.retrieved for r in records)
         base = self.base_rate().rate if needs_rate else 0.5
         candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i) for i, h in enumerate(found)]
         order = rerank(candidates, records, k, floor, base, lifecycle)
-        hits = [SearchHit(self._memory_of(found[i].raw), found[i].raw.score, found[i].similarity,
-                          found[i].retriever) for i in order]
+        hits = [SearchHit(memory_of(found[i].raw), found[i].raw.score, found[i].similarity, found[i].retriever)
+                for i in order]
         return Retrieval(hits, candidates, floor, source, base)
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's credit entries, oldest first: run, when, cited, outcome, who gave the verdict."""
         from mtl_graph.memory.usage import history
 
-        hits = self._retrieve([memory_id])
+        hits = self.pool.fetch([memory_id])
         return history(hits[0].payload) if hits else []
 
     def near_copies(self, memories: list[Memory], among: list[str], threshold: float) -> dict[int, str]:
@@ -234,12 +235,12 @@ class LifecycleOps:
             return {}
         import numpy as np
 
-        stored = {h.id: h for h in self._retrieve(among)}
-        vectors = {h.id: h.dense for h in self.store.retrieve(list(stored), with_dense=True) if h.dense}
+        stored = {h.id: h for h in self.pool.fetch(among)}
+        vectors = {h.id: h.dense for h in self.pool.store.fetch(list(stored), with_dense=True) if h.dense}
         types = {i: h.payload.get("type") for i, h in stored.items()}
         if not vectors:
             return {}
-        keys = self._embed([m.key_text() for m in memories])
+        keys = self.pool.embed([m.key_text() for m in memories])
         out = {}
         for index, (memory, vector) in enumerate(zip(memories, keys)):
             q = np.asarray(vector, dtype=np.float32)

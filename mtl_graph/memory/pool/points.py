@@ -1,19 +1,19 @@
-"""How a memory becomes a stored point and a search becomes a filter: the payload written for a memory, the
-memory read back from a point, the retrieval filter, and the hit a search returns."""
+"""How a memory becomes a stored point: the payload written for a memory, the memory read back from a point, and
+the hit a search returns (the retrieval filter is filter.py's SearchFilter)."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from mtl_graph.memory.dedup import dedup_key
 from mtl_graph.memory.engine.location import PoolError
-from mtl_graph.memory.base import Memory, MemoryType, Outcome, first_validation_error, memory_type_of, parse_memory
+from mtl_graph.memory.base import Memory, first_validation_error, parse_memory
 from mtl_graph.memory.usage import stored_stats, with_record
-from mtl_graph.memory.engine.storage import Conditions, RawHit
+from mtl_graph.memory.engine.storage import RawHit
 
 
 @dataclass
@@ -55,23 +55,6 @@ def memory_of(hit: RawHit) -> Memory:
     except (KeyError, TypeError, ValidationError) as exc:
         detail = first_validation_error(exc) if isinstance(exc, ValidationError) else "no memory in its payload"
         raise PoolError(f"point {hit.id} in the pool is not a valid memory ({detail})") from None
-
-
-def search_conditions(type: MemoryType | str | None, outcome: Outcome | str | None, exclude_domains: Iterable[str],
-                      exclude_task_ids: Iterable[str], only_ids: Iterable[str] | None,
-                      include_flagged: bool, include_quarantined: bool = True,
-                      domain: str | None = None) -> Conditions:
-    """The retrieval filter: format, outcome, hold-one-out / same-task exclusions, a subset, screening and the
-    lifecycle's statuses (archived memories are never retrieved; quarantined ones not with the lifecycle on);
-    `domain`: only memories with a source in that domain (same-domain retrieval)."""
-    equals = {name: str(value) for name, value in
-              (("type", type and memory_type_of(str(type)).value), ("outcome", outcome and Outcome(outcome).value),
-               ("domains", domain)) if value}
-    excludes = {"domains": list(exclude_domains), "source_task_ids": list(exclude_task_ids)}
-    if not include_flagged:  # "must not be flagged": points written before screening existed still match
-        excludes["flagged"] = ["true"]
-    excludes["status"] = ["archived"] if include_quarantined else ["archived", "quarantined"]
-    return Conditions(equals=equals, excludes=excludes, only_ids=list(only_ids) if only_ids is not None else None)
 
 
 RETRIEVERS = ("hybrid", "dense", "bm25")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from datetime import datetime
 from typing import Any, Iterable, Iterator, Literal
 
 from langchain_core.embeddings import Embeddings
@@ -28,16 +29,18 @@ from mtl_graph.memory.base import (
     parse_memory,
 )
 from mtl_graph.memory.pool.files import ImportReport, PoolFiles
-from mtl_graph.memory.lifecycle.ops import CreditReport, LifecycleOps, Retrieval
-from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of, search_conditions
+from mtl_graph.memory.lifecycle.ops import CreditReport, PoolLifecycle, Retrieval
+from mtl_graph.memory.lifecycle.policy import BaseRate, LifecycleConfig
+from mtl_graph.memory.pool.filter import SearchFilter
+from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of
 from mtl_graph.memory.pool.query_cache import QueryVectorCache
-from mtl_graph.memory.usage import CREDIT_KEY
+from mtl_graph.memory.usage import CREDIT_KEY, Use
 from mtl_graph.memory.screening.screen import released, rescreened
-from mtl_graph.memory.pool.search import ranked_search
+from mtl_graph.memory.pool.search import PREFETCH, RankedHit, ranked_search
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec, RawHit, StoredPoint
 
-__all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "ImportReport", "PoolError", "PoolLockedError",
-           "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
+__all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "SearchFilter", "ImportReport", "PoolError",
+           "PoolLockedError", "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
 
 
 
@@ -52,10 +55,12 @@ class _Shared:
     pools: int = 0
 
 
-class MemoryPool(LifecycleOps, PoolFiles):
+class MemoryPool(PoolFiles):
     """Add, search and manage memories. Open with `MemoryPool.open(location)`.
 
-    A pool is one namespace of its location: every read and write goes through `store`, a NamespacedStore."""
+    A pool is one namespace of its location: every read and write goes through `store`, a NamespacedStore. The
+    online loop (credit, quarantine, retrieval with the lifecycle) is `lifecycle`, a PoolLifecycle given this
+    pool; `credit`, `retrieve`, `quarantined` and the like hand over to it."""
 
     _open_pools: dict[tuple[str, str], "MemoryPool"] = {}
     _shared: dict[str, _Shared] = {}
@@ -74,9 +79,11 @@ class MemoryPool(LifecycleOps, PoolFiles):
         self.location = location
         self._bm25 = Bm25()
         self._refs = 1
-        # one per directory: the namespaces of one engine take turns writing, as one pool's writers do
-        self._write_lock = write_lock if write_lock is not None else threading.RLock()
+        self.write_lock = write_lock if write_lock is not None else threading.RLock()
+        """Held while writing; one per directory: the namespaces of one engine take turns, as one pool's writers do."""
         self._query_cache = QueryVectorCache()
+        self.lifecycle = PoolLifecycle(self)
+        """The online loop on this handle: credit, quarantine, release, retrieval with re-ranking and the floor."""
 
     @classmethod
     def open(cls, location: str | Path = ":memory:", embeddings: Embeddings | str | None = None, *,
@@ -121,7 +128,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
         namespace = check_namespace(namespace)
         if namespace == self.namespace:
             return self
-        return MemoryPool(self._opened, self.embeddings, self.location, namespace, self._write_lock)
+        return MemoryPool(self._opened, self.embeddings, self.location, namespace, self.write_lock)
 
     def close(self) -> None:
         """Release this handle; the pool closes when the last handle in the process is released (its engine when
@@ -152,7 +159,8 @@ class MemoryPool(LifecycleOps, PoolFiles):
         self.close()
 
     # ------------------------------------------------------------------ vectors
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Document vectors for texts (one batch), each checked against the pool's vector size."""
         vectors = self.embeddings.embed_documents(texts)
         for v in vectors:
             if len(v) != self.dim:
@@ -181,9 +189,9 @@ class MemoryPool(LifecycleOps, PoolFiles):
                  for m in memories]
         if not items:
             return AddReport()
-        with self._write_lock:
+        with self.write_lock:
             texts = list(dict.fromkeys(m.key_text() for m in items))  # runs of one task share a key: embed it once
-            vectors = dict(zip(texts, self._embed(texts)))
+            vectors = dict(zip(texts, self.embed(texts)))
             credits: dict[str, dict[str, Any]] = {}
             plan = plan_merges(items, self._stored_like(items, vectors, credits))
             new = [m for m in plan.write if m.id not in plan.stored_ids]
@@ -222,7 +230,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
         found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
                                             dense=vectors[m.key_text()]) for key, m in keyed.items()])
         stored: dict[str, dict[str, Memory]] = {}
-        for hit in [*(h for hits in found for h in hits), *self.store.retrieve(list({m.id for m in items}))]:
+        for hit in [*(h for hits in found for h in hits), *self.store.fetch(list({m.id for m in items}))]:
             memory = memory_of(hit)
             stored.setdefault(dedup_key(memory), {})[memory.id] = memory
             if isinstance(hit.payload.get(CREDIT_KEY), dict):
@@ -231,8 +239,8 @@ class MemoryPool(LifecycleOps, PoolFiles):
 
     def delete(self, memory_id: str) -> bool:
         """Delete one memory; False when it was not there."""
-        with self._write_lock:
-            if not self.store.retrieve([memory_id]):
+        with self.write_lock:
+            if not self.store.fetch([memory_id]):
                 return False
             self.store.delete([memory_id])
             return True
@@ -244,7 +252,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
     def release(self, memory_id: str) -> Memory | None:
         """Re-admit a flagged or quarantined memory to retrieval (screening reasons move to `released`, quarantine
         reasons to `quarantine_released`, with the record so far as the baseline); None when it is not there."""
-        with self._write_lock:
+        with self.write_lock:
             memory = self.get(memory_id)
             if memory is not None and memory.flagged:
                 memory = released(memory)
@@ -256,7 +264,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
 
     def archive(self, memory_id: str, why: str) -> Memory | None:
         """Keep a memory with its record but never retrieve it again (consolidated, pruned); None when absent."""
-        with self._write_lock:
+        with self.write_lock:
             memory = self.get(memory_id)
             if memory is not None and not memory.archived:
                 memory = memory.model_copy(update={"archived": why.strip() or "archived"})
@@ -266,7 +274,7 @@ class MemoryPool(LifecycleOps, PoolFiles):
     def rescreen(self) -> list[str]:
         """Screen every memory again (new rules, or a pool written before screening); returns the newly flagged."""
         newly = []
-        with self._write_lock:
+        with self.write_lock:
             for memory in list(self):
                 flags = rescreened(memory)
                 if flags != memory.flagged:
@@ -282,13 +290,14 @@ class MemoryPool(LifecycleOps, PoolFiles):
     # ------------------------------------------------------------------ reading
     def get(self, memory_id: str) -> Memory | None:
         """One memory by id (or by the id of a near-duplicate merged into it), or None."""
-        hits = self._retrieve([memory_id])
+        hits = self.fetch([memory_id])
         return memory_of(hits[0]) if hits else None
 
-    def _retrieve(self, ids: list[str]) -> list[RawHit]:
-        """The stored points for ids, each once; an id merged into another memory finds that memory."""
+    def fetch(self, ids: list[str]) -> list[RawHit]:
+        """The stored points for ids (payloads not parsed), each once; an id merged into another memory finds that
+        memory."""
         ids = [i for i in ids if is_uuid(i)]  # an id that is not a point id is simply not in the pool
-        hits = {h.id: h for h in self.store.retrieve(ids)} if ids else {}
+        hits = {h.id: h for h in self.store.fetch(ids)} if ids else {}
         missing = [i for i in ids if i not in hits]
         if missing:  # any vector will do: the filter on the indexed alias list is exact
             probe = [1.0] + [0.0] * (self.dim - 1)
@@ -323,51 +332,93 @@ class MemoryPool(LifecycleOps, PoolFiles):
         return out
 
     def search(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
+               where: SearchFilter | None = None, retriever: str = "hybrid", min_score: float | None = None,
                exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
-               outcome: Outcome | str | None = None, hybrid: bool = True,
-               min_score: float | None = None, only_ids: Iterable[str] | None = None,
-               include_flagged: bool = False, include_quarantined: bool = True,
-               domain: str | None = None, retriever: str = "hybrid") -> list[SearchHit]:
-        """Top-k memories for a query. Hybrid: dense + BM25, BM25 weighing in for identifiers (memory/pool/search.py).
+               outcome: Outcome | str | None = None, domain: str | None = None,
+               only_ids: Iterable[str] | None = None, include_flagged: bool = False,
+               include_quarantined: bool = True, hybrid: bool = True) -> list[SearchHit]:
+        """Top-k memories for a query, by the ranker alone. Hybrid: dense + BM25, BM25 weighing in for identifiers
+        (memory/pool/search.py); retriever: hybrid, dense (cosine only) or bm25 (keywords only); min_score is a
+        floor on cosine similarity. The first k do not depend on k (up to search.PREFETCH).
 
-        exclude_domains / exclude_task_ids drop any memory with a source in them (hold-one-out and
-        the same-task contamination guard); domain keeps only memories with a source in it; min_score is a floor on cosine similarity; only_ids restricts the
-        search to a subset of the pool (e.g. a seeded fraction for scaling experiments); memories flagged by
-        write-time screening are left out unless include_flagged. retriever: hybrid, dense (also hybrid=False)
-        or bm25 (keywords only)."""
-        ranked = self._ranked(query, type, k, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
-                              outcome=outcome, hybrid=hybrid, min_score=min_score, only_ids=only_ids,
-                              include_flagged=include_flagged, include_quarantined=include_quarantined,
-                              domain=domain, retriever=retriever)
+        Which memories may be returned is `where`, a SearchFilter, or its fields as keywords (see SearchFilter:
+        type, exclude_domains / exclude_task_ids for hold-one-out and the same-task guard, domain, outcome,
+        only_ids for a subset, include_flagged, include_quarantined); not both. hybrid=False is the older
+        spelling of retriever="dense"."""
+        where = SearchFilter.of(where, type, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
+                                outcome=outcome, domain=domain, only_ids=only_ids, include_flagged=include_flagged,
+                                include_quarantined=include_quarantined)
+        if not hybrid and retriever == "hybrid":
+            retriever = "dense"
+        ranked = self.ranked(query, k, where, retriever=retriever, min_score=min_score)
         return [SearchHit(memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
-    def _ranked(self, query: str, type: MemoryType | str | None, k: int, *, hybrid: bool = True,
-                min_score: float | None = None, include_quarantined: bool = True, retriever: str = "hybrid",
-                **filters: Any) -> list[Any]:
-        """`search`'s hits before their memories are parsed (payloads read)."""
+    def ranked(self, query: str, k: int, where: SearchFilter, *, retriever: str = "hybrid",
+               min_score: float | None = None) -> list[RankedHit]:
+        """`search`'s top k before their memories are parsed (payloads read, not validated)."""
         if not query or not query.strip():
             raise ValueError("search query is empty")
-        if k <= 0:
-            return []
-        where = search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
-                                   filters.get("exclude_task_ids", ()), filters.get("only_ids"),
-                                   filters.get("include_flagged", False), include_quarantined,
-                                   filters.get("domain"))
         if retriever not in RETRIEVERS:
             raise ValueError(f"unknown retriever {retriever!r}: one of {', '.join(RETRIEVERS)}")
+        if k <= 0:
+            return []
         dense = self.query_vector(query)
-        sparse = self._sparse(query, query=True) if hybrid and retriever != "dense" else None
-        return ranked_search(self.store, dense, sparse, where, k, max(20, 4 * k), min_score, query,
+        sparse = self._sparse(query, query=True) if retriever != "dense" else None
+        # the lists are as long whatever k is (up to PREFETCH): the fused order of the first k does not depend on k
+        return ranked_search(self.store, dense, sparse, where.conditions(), k, max(PREFETCH, k), min_score, query,
                              bm25_only=retriever == "bm25")
 
-    def _search_where(self, type: MemoryType | str | None, filters: dict[str, Any]) -> Conditions:
-        """The filter `search` would use for these arguments, quarantined memories left out."""
-        return search_conditions(type, filters.get("outcome"), filters.get("exclude_domains", ()),
-                                  filters.get("exclude_task_ids", ()), filters.get("only_ids"),
-                                  filters.get("include_flagged", False), False, filters.get("domain"))
+    def retrieve(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
+                 lifecycle: LifecycleConfig | None = None, where: SearchFilter | None = None,
+                 retriever: str = "hybrid", min_score: float | None = None,
+                 exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
+                 outcome: Outcome | str | None = None, domain: str | None = None,
+                 only_ids: Iterable[str] | None = None, include_flagged: bool = False,
+                 include_quarantined: bool = True) -> Retrieval:
+        """Top-k memories with the lifecycle (PoolLifecycle.retrieve): `candidates` by the ranker, quarantined
+        memories left out, the relevance floor, re-ranking by utility and decay, k kept. Without a lifecycle
+        config it is `search` (the research's retrieval), traced. The filter is given as for `search`."""
+        where = SearchFilter.of(where, type, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
+                                outcome=outcome, domain=domain, only_ids=only_ids, include_flagged=include_flagged,
+                                include_quarantined=include_quarantined)
+        return self.lifecycle.retrieve(query, k, where, lifecycle=lifecycle, retriever=retriever,
+                                       min_score=min_score)
 
-    _memory_of = staticmethod(memory_of)  # for the lifecycle mixin (pool_lifecycle.py)
-    _payload = staticmethod(payload_of)
+    # ------------------------------------------------------------------ the online loop (PoolLifecycle's)
+    def credit(self, run_id: str, uses: Iterable[Use], outcome: Outcome | str, source: str = "given", *,
+               lifecycle: LifecycleConfig | None = None, at: datetime | None = None) -> CreditReport:
+        """Record one judged run in the record of every memory it was shown (PoolLifecycle.credit)."""
+        return self.lifecycle.credit(run_id, uses, outcome, source, lifecycle=lifecycle, at=at)
+
+    def update_stats(self, ids: Iterable[str], outcome: Outcome | str) -> None:
+        """Count one showing of each memory in a run that ended with `outcome` (no citation information)."""
+        self.lifecycle.update_stats(ids, outcome)
+
+    def base_rate(self) -> BaseRate:
+        """Successes and failures of the credited runs the pool's memories were shown in (PoolLifecycle.base_rate)."""
+        return self.lifecycle.base_rate()
+
+    def quarantined(self) -> list[Memory]:
+        """The memories the online loop stopped serving, with their evidence."""
+        return self.lifecycle.quarantined()
+
+    def release_quarantine(self, memory: Memory) -> list[str]:
+        """Serve a quarantined memory again, and the descendants that followed it (PoolLifecycle.release_quarantine);
+        returns the ids released."""
+        return self.lifecycle.release_quarantine(memory)
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's credit entries, oldest first: run, when, cited, outcome, who gave the verdict."""
+        return self.lifecycle.history(memory_id)
+
+    def near_copies(self, memories: list[Memory], among: list[str], threshold: float) -> dict[int, str]:
+        """Which of `memories` (index -> id) are near copies of one of the `among` memories
+        (PoolLifecycle.near_copies)."""
+        return self.lifecycle.near_copies(memories, among, threshold)
+
+    def contents_changed(self) -> None:
+        """Forget what was computed from the pool's contents (after a restore, or another writer's bulk change)."""
+        self.lifecycle.contents_changed()
 
     def query_vector(self, query: str) -> list[float]:
         """The query's vector, from the pool's LRU cache when it was asked before."""

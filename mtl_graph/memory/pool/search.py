@@ -25,6 +25,13 @@ import numpy as np
 from mtl_graph.memory.engine.storage import RRF_K, Conditions, QuerySpec, RawHit, Store
 
 Retriever = Literal["dense", "bm25", "both"]
+"""Which retriever found a hit (a search's mode is one of points.RETRIEVERS)."""
+
+PREFETCH = 20
+"""Length of each of the two lists a hybrid search fuses (longer only for a k above it). One length whatever k is
+asked: the fusion normalises each list's scores over the list, so a k-dependent length would reorder the first
+hits (the lifecycle's 20 candidates, or a search for k + the memories already shown, would rank its top 3 unlike
+a search for 3)."""
 
 IDENTIFIER = re.compile(r"""(?x)
     \w_\w                                        # snake_case, SCREAMING_SNAKE (ERR_SSL_PROTOCOL_ERROR)
@@ -123,8 +130,8 @@ def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], lis
     if bm25_only:
         if not sparse[0]:  # no word of the query is in the vocabulary: nothing matches by keyword
             return []
-        [bm25_hits] = store.query([QuerySpec(limit=prefetch if min_score is not None else k, where=where,
-                                             sparse=sparse, with_payload=False)])
+        # as long a list whatever k is: the engine orders equal BM25 scores by the list it was asked for
+        [bm25_hits] = store.query([QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False)])
         cosines: dict[str, float] = {}
         fused = [(h.id, h.score, "bm25") for h in bm25_hits]
         return _with_cosines(store, dense, fused, cosines, k, min_score)
@@ -147,7 +154,7 @@ def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float
     missing = [point for point, _, _ in considered if point not in cosines]
     if missing:
         query = np.asarray(dense, dtype=np.float32)
-        cosines.update((h.id, _cosine(query, h.dense)) for h in store.retrieve(missing, with_dense=True))
+        cosines.update((h.id, _cosine(query, h.dense)) for h in store.fetch(missing, with_dense=True))
     ranked = []
     for point, score, retriever in fused:
         if point not in cosines:  # deleted between the two calls
@@ -157,7 +164,7 @@ def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float
         ranked.append(RankedHit(RawHit(point, score, {}), cosines[point], retriever))
         if len(ranked) == k:
             break
-    payloads = {h.id: h.payload for h in store.retrieve([r.raw.id for r in ranked])} if ranked else {}
+    payloads = {h.id: h.payload for h in store.fetch([r.raw.id for r in ranked])} if ranked else {}
     for r in ranked:
         r.raw.payload = payloads.get(r.raw.id, {})
     return [r for r in ranked if r.raw.id in payloads]  # deleted between the calls: gone

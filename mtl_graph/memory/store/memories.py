@@ -1,7 +1,7 @@
 """The memory pool seen through a LangGraph store: ("mtl", <format>) namespaces, read-only.
 
 An item's key is the memory's id and its value the memory as JSON (what `mtl pool show` prints). Searching with a
-query is the pool's own dense search (`MemoryPool.search(..., hybrid=False)`, score = cosine similarity) within
+query is the pool's own dense search (`MemoryPool.search(..., retriever="dense")`, score = cosine similarity) within
 the format; without one, the retrievable memories of the format, newest first. Flagged and archived memories are
 left out of searches as they are out of retrieval; `get` finds any memory by id (or a merged-away id).
 """
@@ -71,7 +71,7 @@ class PoolView:
         for fmt in formats:
             k = need
             while True:  # the filter runs on the hits: widen k until enough pass or the format is exhausted
-                found = self.pool.search(query, type=fmt, k=k, hybrid=False)
+                found = self.pool.search(query, type=fmt, k=k, retriever="dense")
                 kept = [h for h in found if matches(h.memory.model_dump(mode="json"), flt)]
                 if len(kept) >= need or len(found) < k:
                     break

@@ -28,6 +28,7 @@ from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.engine.namespace import NamespaceError, check_namespace
+from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
 from mtl_graph.memory.engine.storage import NAMESPACE_KEY, Conditions
@@ -247,7 +248,9 @@ RECIPES: dict[str, Callable[[MemoryPool, Path], Any]] = {
     "credit": lambda p, t: p.credit("a-run", [Use(SHARED.id, True), Use(B_ONLY.id, False)], "success",
                                     lifecycle=LifecycleConfig()).missing == [B_ONLY.id] or pytest.fail("credited"),
     "delete": lambda p, t: (_unseen(p.delete(B_ONLY.id)), p.delete(SHARED.id)),
+    "embed": lambda p, t: p.embed(["quokka"]) and None,
     "export": lambda p, t: _export(p, t),
+    "fetch": lambda p, t: (_unseen(p.fetch([B_ONLY.id])), [h.payload for h in p.fetch([SHARED.id, A_ONLY.id])]),
     "flagged": lambda p, t: p.flagged(),
     "get": lambda p, t: (_unseen(p.get(B_ONLY.id)), p.get(SHARED.id)),
     "history": lambda p, t: _history_is_mine(p),
@@ -256,6 +259,7 @@ RECIPES: dict[str, Callable[[MemoryPool, Path], Any]] = {
     "optimize": lambda p, t: p.optimize(),
     "quarantined": lambda p, t: p.quarantined(),
     "query_vector": lambda p, t: p.query_vector("quokka") and None,
+    "ranked": lambda p, t: [h.raw.payload for h in p.ranked("zebra quokka", 5, SearchFilter())],
     "release": lambda p, t: _unseen(p.release(B_ONLY.id)),
     "release_quarantine": lambda p, t: p.release_quarantine(p.get(SHARED.id)),
     "rescreen": lambda p, t: p.rescreen(),
@@ -282,7 +286,7 @@ NOT_WALKED = {
 
 
 def pool_operations() -> set[str]:
-    """Every public method of MemoryPool (its mixins' too) and every public memory function taking a pool."""
+    """Every public method of MemoryPool (its bases' too) and every public memory function taking a pool."""
     names = set()
     for cls in MemoryPool.__mro__[:-1]:
         for name, value in vars(cls).items():

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig, utility, wilson_upper
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import CREDIT_KEY, Use
 
@@ -89,7 +90,7 @@ def test_a_stale_rewrite_of_a_memory_keeps_the_credit_another_writer_added(pool)
     pool.add(memory)
     stale = pool.get(memory.id)  # read by one writer...
     pool.credit("other-process-run", [Use(memory.id, True)], "success", "tests")  # ...another credits...
-    pool.store.set_payload(memory.id, MemoryPool._payload(stale.model_copy(update={"archived": ""})))  # ...rewrite
+    pool.store.set_payload(memory.id, payload_of(stale.model_copy(update={"archived": ""})))  # ...rewrite
     assert pool.get(memory.id).stats.cited_success == 1
 
 

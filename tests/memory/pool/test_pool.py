@@ -77,7 +77,7 @@ def test_hybrid_finds_exact_identifier_that_dense_misses(pool):
     target = insight("Numeric parsing", "The parser in check_id_42 expected an int but got a string.")
     pool.add_many([insight(f"Sign-in trouble {i}", t) for i, t in enumerate(SIGN_IN)] + [target])
     query = "cannot sign in: error in check_id_42"
-    dense_only = [h.memory.id for h in pool.search(query, k=3, hybrid=False)]
+    dense_only = [h.memory.id for h in pool.search(query, k=3, retriever="dense")]
     assert target.id not in dense_only
     hybrid = {h.memory.id: h for h in pool.search(query, k=3)}
     assert target.id in hybrid
@@ -235,7 +235,7 @@ def test_a_corrupt_point_in_the_pool_is_a_clear_error(pool):
     from mtl_graph.memory.engine.storage import StoredPoint
 
     pool.add(TESTING)
-    vector = pool._embed(["Verify changes with the test suite"])[0]
+    vector = pool.embed(["Verify changes with the test suite"])[0]
     pool.store.upsert([StoredPoint("00000000-0000-0000-0000-000000000001", vector, ([1], [1.0]),
                                    {"memory": {"type": "insight", "title": ""}, "type": "insight"})])
     with pytest.raises(PoolError, match="point 00000000-0000-0000-0000-000000000001 .* not a valid memory"):

@@ -7,7 +7,7 @@ import pytest
 
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.search import fuse, names_identifier, rrf
-from mtl_graph.memory.pool.points import search_conditions
+from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.engine.storage import QuerySpec
 from helpers.paths import ROOT
 
@@ -74,7 +74,7 @@ def _seed(pool):
 
 
 def _old_rrf_rank(pool, query, target):
-    where = search_conditions(None, None, (), (), None, False)  # what MemoryPool.search filters by
+    where = SearchFilter().conditions()  # what MemoryPool.search filters by
     dense, bm25 = pool.store.query([
         QuerySpec(limit=20, where=where, dense=pool.query_vector(query), with_payload=False),
         QuerySpec(limit=20, where=where, sparse=pool._sparse(query, query=True), with_payload=False)])
@@ -88,7 +88,7 @@ def test_identifier_queries_rank_their_memories_at_least_as_well_as_the_old_rrf(
     for memory, case in zip(memories, CASES["cases"]):
         assert names_identifier(case["query"]), case["query"]
         got = [h.memory.id for h in pool.search(case["query"], k=3)]
-        dense = [h.memory.id for h in pool.search(case["query"], k=3, hybrid=False)]
+        dense = [h.memory.id for h in pool.search(case["query"], k=3, retriever="dense")]
         new_ranks.append(got.index(memory.id) if memory.id in got else 99)
         dense_ranks.append(dense.index(memory.id) if memory.id in dense else 99)
         old_ranks.append(_old_rrf_rank(pool, case["query"], memory.id))
@@ -130,7 +130,7 @@ def test_default_search_on_a_small_pool_puts_the_lesson_first_and_follows_dense_
     for query in plain:
         assert not names_identifier(query)
         default = [(h.memory.id, h.similarity) for h in pool.search(query, k=5)]
-        assert default == [(h.memory.id, h.similarity) for h in pool.search(query, k=5, hybrid=False)]
+        assert default == [(h.memory.id, h.similarity) for h in pool.search(query, k=5, retriever="dense")]
         sims = [s for _, s in default]
         assert sims == sorted(sims, reverse=True)
     top = pool.search("the page will not open and shows ERR_SSL_PROTOCOL_ERROR", k=3)

@@ -221,7 +221,7 @@ def test_rescreen_flags_memories_written_before_screening(tmp_path):
 
     location = tmp_path / "pool"
     with MemoryPool.open(str(location)) as pool:  # written by an older version: no screening, no flag
-        vector = pool._embed([BAD.key_text()])[0]
+        vector = pool.embed([BAD.key_text()])[0]
         pool.store.upsert([StoredPoint(BAD.id, vector, pool._sparse(BAD.key_text()),
                                        {"memory": BAD.model_dump(mode="json"), "type": "insight"})])
         pool.add(GOOD)

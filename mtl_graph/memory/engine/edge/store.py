@@ -128,8 +128,8 @@ class EdgeStore:
         self._write(self._q.UpdateOperation.set_payload([point_id], payload, key=key),
                     ("payload", point_id, payload, key))
 
-    def retrieve(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
-        """Points by id: payloads, or (with_dense) dense vectors alone."""
+    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
+        """Points by id (the shard's `retrieve`): payloads, or (with_dense) dense vectors alone."""
         with self._guard.shared():
             records = self.shard.retrieve(ids, not with_dense, [DENSE] if with_dense else False)
         return [RawHit(str(r.id), 0.0, r.payload or {}, r.vector.get(DENSE) if isinstance(r.vector, dict) else None)

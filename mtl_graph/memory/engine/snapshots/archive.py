@@ -122,7 +122,7 @@ def create_snapshot(pool: Any, name: str, directory: str | Path | None = None, *
     except OSError as exc:
         raise SnapshotError(f"cannot write snapshots in {root}: {exc.strerror or exc}") from None
     try:
-        with pool._write_lock:  # writers in this process wait: the snapshot is one state of the pool
+        with pool.write_lock:  # writers in this process wait: the snapshot is one state of the pool
             digests = []
             with open(tmp / POINTS, "wb") as raw:
                 # level 1: a quarter of level 6's time, files ~10% larger (float digits barely compress)
@@ -203,7 +203,7 @@ def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None) 
         snap = load_snapshot(root, name, (embeddings_name(pool.embeddings), pool.dim))
     except SnapshotError as exc:
         raise SnapshotError(f"{exc}; the pool was not changed") from None
-    with pool._write_lock:
+    with pool.write_lock:
         doomed, upserts, payloads = [], [], []
 
         def plan(point: StoredPoint, line_digest: str) -> None:

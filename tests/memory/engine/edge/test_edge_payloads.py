@@ -24,7 +24,7 @@ def points(n: int, seed: int) -> list[StoredPoint]:
 def assert_readable(store: EdgeStore, written: list[StoredPoint]) -> None:
     by_id = {p.id: p for p in written}
     assert store.count() == len(by_id)
-    assert {h.id: h.payload for h in store.retrieve(list(by_id))} == {i: p.payload for i, p in by_id.items()}
+    assert {h.id: h.payload for h in store.fetch(list(by_id))} == {i: p.payload for i, p in by_id.items()}
     for p in written[::25]:
         [hits] = store.query([QuerySpec(limit=1, where=Conditions(equals={"type": p.payload["type"]}),
                                         dense=p.dense)])

@@ -41,7 +41,7 @@ def write(store: EdgeStore, batch: list[StoredPoint], size: int) -> None:
 def assert_holds(store: EdgeStore, expected: dict[str, StoredPoint]) -> None:
     """Exactly these points, each with its latest payload, each found first by its own vector (filtered too)."""
     assert store.count() == len(expected)
-    got = {h.id: h.payload for h in store.retrieve(list(expected))}
+    got = {h.id: h.payload for h in store.fetch(list(expected))}
     assert got == {pid: p.payload for pid, p in expected.items()}
     for p in list(expected.values())[:: max(1, len(expected) // 40)]:
         [hits] = store.query([QuerySpec(limit=1, where=Conditions(equals={"type": p.payload["type"]}), dense=p.dense)])

@@ -57,7 +57,7 @@ def searches(pool) -> list:
 
 def tag(pool, memory_id: str, **keys) -> None:
     """Top-level payload keys beside the memory (as other features add, e.g. status or credit)."""
-    payload = pool.store.retrieve([memory_id])[0].payload
+    payload = pool.store.fetch([memory_id])[0].payload
     pool.store.set_payload(memory_id, {**payload, **keys})
 
 
@@ -151,7 +151,7 @@ def test_diff_reports_added_removed_and_changed_fields(seeded):
     pool.delete(added[3].id)
     pool.update_stats([added[4].id], "success")
     tag(pool, added[0].id, status="retired")
-    payload = pool.store.retrieve([added[1].id])[0].payload
+    payload = pool.store.fetch([added[1].id])[0].payload
     payload["memory"]["stats"]["retrieved"] = 7
     pool.store.set_payload(added[1].id, payload)
     create_snapshot(pool, "b")
