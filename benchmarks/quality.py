@@ -224,7 +224,7 @@ def fusion_candidates() -> dict[str, Callable[[Lists], list[int]]]:
         return [(str(i), s) for i, s in pairs]
 
     return {
-        "dense list alone (hybrid=False)": lambda L: [i for i, _ in L[0]],
+        "dense list alone (retriever=\"dense\")": lambda L: [i for i, _ in L[0]],
         "BM25 list alone": lambda L: [i for i, _ in L[1]],
         "RRF, k 60 (old default)": lambda L: ranked(rrf(ids(L[0]), ids(L[1]))),
         "RRF, BM25 weight 0.5": lambda L: weighted_rrf(L[0], L[1]),

@@ -126,8 +126,8 @@ def memories_search(
     """Search the pool (hybrid dense + BM25 by default) and show memories with scores."""
     with open_pool(pool, namespace) as opened:
         try:
-            hits = opened.search(text, type=type, k=k, exclude_domains=exclude_domain or (), hybrid=not dense_only,
-                                 include_flagged=include_flagged)
+            hits = opened.search(text, type=type, k=k, exclude_domains=exclude_domain or (),
+                                 retriever="dense" if dense_only else "hybrid", include_flagged=include_flagged)
         except ValueError as exc:
             fail(str(exc))
     if json_out:

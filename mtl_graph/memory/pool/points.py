@@ -22,7 +22,10 @@ class SearchHit:
 
     memory: Memory
     score: float
-    """The ranking score (RRF when hybrid, cosine otherwise)."""
+    """The ranking score, as the search's retriever computes it: hybrid, distribution-based score fusion (each
+    list's scores mapped to about [0, 1] through its mean +- 3 std, summed over the dense and BM25 lists when the
+    query names an identifier, the dense list alone otherwise, where a BM25-only hit scores 0; see
+    memory/pool/search.py); dense, the cosine; bm25, the BM25 score. Comparable within one search only."""
     similarity: float
     """Cosine similarity between the query and the memory's key text."""
     retriever: Literal["dense", "bm25", "both"]

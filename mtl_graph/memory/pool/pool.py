@@ -336,20 +336,17 @@ class MemoryPool(PoolFiles):
                exclude_domains: Iterable[str] = (), exclude_task_ids: Iterable[str] = (),
                outcome: Outcome | str | None = None, domain: str | None = None,
                only_ids: Iterable[str] | None = None, include_flagged: bool = False,
-               include_quarantined: bool = True, hybrid: bool = True) -> list[SearchHit]:
+               include_quarantined: bool = True) -> list[SearchHit]:
         """Top-k memories for a query, by the ranker alone. Hybrid: dense + BM25, BM25 weighing in for identifiers
         (memory/pool/search.py); retriever: hybrid, dense (cosine only) or bm25 (keywords only); min_score is a
         floor on cosine similarity. The first k do not depend on k (up to search.PREFETCH).
 
         Which memories may be returned is `where`, a SearchFilter, or its fields as keywords (see SearchFilter:
         type, exclude_domains / exclude_task_ids for hold-one-out and the same-task guard, domain, outcome,
-        only_ids for a subset, include_flagged, include_quarantined); not both. hybrid=False is the older
-        spelling of retriever="dense"."""
+        only_ids for a subset, include_flagged, include_quarantined); not both."""
         where = SearchFilter.of(where, type, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
                                 outcome=outcome, domain=domain, only_ids=only_ids, include_flagged=include_flagged,
                                 include_quarantined=include_quarantined)
-        if not hybrid and retriever == "hybrid":
-            retriever = "dense"
         ranked = self.ranked(query, k, where, retriever=retriever, min_score=min_score)
         return [SearchHit(memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
