@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from mtl_graph.memory.store.store import PoolStore, StoreError
+from mtl_graph.memory.store.pool_store import PoolStore, StoreError
 
 INDEX: dict[str, Any] = {"fields": ["$"]}
 

@@ -17,7 +17,7 @@ _WHERE = {
     "MTLConfig": "mtl_graph.config.schema",
     "MTLContext": "mtl_graph.config.names",
     "MemoryPool": "mtl_graph.memory.pool.pool",
-    "PoolStore": "mtl_graph.memory.store.store",
+    "PoolStore": "mtl_graph.memory.store.pool_store",
     "Task": "mtl_graph.core.task",
     "Trajectory": "mtl_graph.core.trajectory",
     "ScriptedChatModel": "mtl_graph.llm.scripted",
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from mtl_graph.core.trajectory import Trajectory
     from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
     from mtl_graph.memory.pool.pool import MemoryPool
-    from mtl_graph.memory.store.store import PoolStore
+    from mtl_graph.memory.store.pool_store import PoolStore
     from mtl_graph.pipeline.build import build_mtl_graph
     from mtl_graph.pipeline.memory_tool import memory_tools
     from mtl_graph.pipeline.middleware import MemoryTransferMiddleware

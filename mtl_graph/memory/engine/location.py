@@ -146,7 +146,7 @@ def remove_orphaned_temp_pools(root: Path | None = None) -> list[Path]:
 
 def _engine_store(path: Path, engine: str, dim: int) -> Store:
     if engine == "edge":
-        from mtl_graph.memory.engine.edge.store import EdgeStore
+        from mtl_graph.memory.engine.edge.edge_store import EdgeStore
 
         (path / engine).mkdir(exist_ok=True)
         return EdgeStore(str(path / engine), dim)

@@ -1,7 +1,7 @@
 """Two embedded Qdrant engines (plus a server) behind one small storage protocol.
 
 `ClientStore` is qdrant-client: local mode (":memory:" or a directory) or a server URL, one code path.
-`EdgeStore` (memory/engine/edge/store.py) is Qdrant Edge (qdrant-edge-py), the in-process Rust engine with HNSW and
+`EdgeStore` (memory/engine/edge/edge_store.py) is Qdrant Edge (qdrant-edge-py), the in-process Rust engine with HNSW and
 payload indexes.
 Hybrid fusion (dense + BM25 via RRF) runs inside Qdrant in both: prefetch + fusion query.
 """

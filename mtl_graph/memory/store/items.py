@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mtl_graph.memory.engine.location import lock_directory
-from mtl_graph.memory.engine.edge.store import EdgeStore
+from mtl_graph.memory.engine.edge.edge_store import EdgeStore
 from mtl_graph.memory.engine.storage import ClientStore, Conditions, QuerySpec, StoredPoint
 from mtl_graph.memory.store.match import StoreError
 

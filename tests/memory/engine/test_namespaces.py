@@ -340,7 +340,7 @@ def test_a_pool_written_before_namespaces_reads_as_default(engine, cached, tmp_p
     if engine == "edge":  # a shard made before the namespace field was indexed gets the index when opened
         from qdrant_edge import UpdateOperation
 
-        from mtl_graph.memory.engine.edge.store import EdgeStore
+        from mtl_graph.memory.engine.edge.edge_store import EdgeStore
 
         shard = EdgeStore(str(tmp_path / "old" / "edge"), 384)
         shard.shard.update(UpdateOperation.delete_field_index(NAMESPACE_KEY))

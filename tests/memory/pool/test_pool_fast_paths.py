@@ -102,7 +102,7 @@ def test_the_shards_tally_counts_exactly_through_overwrites_deletes_indexing_and
     import numpy as np
 
     from mtl_graph.memory.engine.edge.indexing import EdgeIndexConfig
-    from mtl_graph.memory.engine.edge.store import EdgeStore
+    from mtl_graph.memory.engine.edge.edge_store import EdgeStore
     from mtl_graph.memory.engine.storage import StoredPoint
 
     rng = np.random.default_rng(7)

@@ -16,7 +16,7 @@ from helpers.memory_fixtures import money_memory, seeded
 from mtl_graph.memory.engine.location import PoolLockedError
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.workflow import WorkflowMemory
-from mtl_graph.memory.store.store import PoolStore, StoreClosedError, StoreError, StoreReadOnlyError
+from mtl_graph.memory.store.pool_store import PoolStore, StoreClosedError, StoreError, StoreReadOnlyError
 
 
 class Clock:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from mtl_graph.memory.store.store import PoolStore
+from mtl_graph.memory.store.pool_store import PoolStore
 
 DIMS = 24
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()

@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from helpers.memory_fixtures import seeded
 from typing_extensions import TypedDict
 
-from mtl_graph.memory.store.store import PoolStore
+from mtl_graph.memory.store.pool_store import PoolStore
 from helpers.paths import ROOT
 
 
@@ -172,7 +172,7 @@ def test_langgraph_dev_serves_the_store_from_langgraph_json(tmp_path):
 def test_the_factory_on_an_unreachable_qdrant_server_is_one_clear_error(tmp_path, monkeypatch):
     import importlib.util
 
-    from mtl_graph.memory.store.store import StoreError
+    from mtl_graph.memory.store.pool_store import StoreError
 
     spec = importlib.util.spec_from_file_location("studio_store", ROOT / "graphs" / "store.py")
     factory = importlib.util.module_from_spec(spec)

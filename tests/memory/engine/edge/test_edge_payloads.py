@@ -6,7 +6,7 @@ import uuid
 import numpy as np
 import qdrant_edge as q
 
-from mtl_graph.memory.engine.edge.store import EdgeStore
+from mtl_graph.memory.engine.edge.edge_store import EdgeStore
 from mtl_graph.memory.engine.storage import DENSE, INDEXED_FIELDS, SPARSE, Conditions, QuerySpec, StoredPoint
 
 DIM = 384

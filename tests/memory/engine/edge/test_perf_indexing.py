@@ -15,7 +15,7 @@ import pytest
 from mtl_graph.memory.engine.edge.build_worker import INDEX_MARKER
 from mtl_graph.memory.engine.edge.indexing import EdgeIndexConfig
 from mtl_graph.memory.engine.edge.rebuild import generations, next_generation, point_link, recover_interrupted_swap, replaced_dir
-from mtl_graph.memory.engine.edge.store import EdgeStore, RebuildError
+from mtl_graph.memory.engine.edge.edge_store import EdgeStore, RebuildError
 from mtl_graph.memory.engine.storage import DENSE, Conditions, QuerySpec, StoredPoint
 
 DIM = 32
@@ -260,7 +260,7 @@ WRITER = """
 import sys
 sys.path.insert(0, sys.argv[3])
 from test_perf_indexing import SMALL, DIM, points
-from mtl_graph.memory.engine.edge.store import EdgeStore
+from mtl_graph.memory.engine.edge.edge_store import EdgeStore
 store = EdgeStore(sys.argv[1], DIM, SMALL)
 seed = int(sys.argv[2])
 for k in range(10_000):
