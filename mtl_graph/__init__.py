@@ -5,8 +5,9 @@ use, so ``import mtl_graph`` (and ``mtl --help``) pulls in neither LangChain nor
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mtl_graph.core.faces import lazy_names
 
 _WHERE = {
     "build_mtl_graph": "mtl_graph.pipeline.build",
@@ -42,13 +43,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from mtl_graph.pipeline.wrap import with_memories, with_memory_transfer
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -5,20 +5,14 @@ pull in LangChain."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from mtl_graph.core.faces import lazy_names
 
 _WHERE = {
-    "Agent": "base", "AgentResult": "base", "AgentConfig": "config", "DefaultAgent": "default", "TOOLS": "actions",
-    "build_agent": "loop",
+    "Agent": ".base", "AgentResult": ".base", "AgentConfig": ".config", "DefaultAgent": ".default", "TOOLS": ".actions",
+    "build_agent": ".loop",
 }
 
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

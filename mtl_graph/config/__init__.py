@@ -16,8 +16,7 @@ module of this package (`mtl_graph.config.names`, say) must not build the whole 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from mtl_graph.core.faces import lazy_names
 
 _WHERE = {
     "MTLContext": "mtl_graph.config.names", "RUN_SETTINGS": "mtl_graph.config.names",
@@ -37,10 +36,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

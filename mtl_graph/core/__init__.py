@@ -4,20 +4,16 @@ the process's own MTL_* settings (`environment`).
 Names load on first use: `from mtl_graph.core.errors import MTLError` (every module's error base) costs no model
 building, so `mtl --help` stays quick."""
 
-import importlib
-from typing import Any
+from mtl_graph.core.faces import lazy_names
 
 _HOME = {
-    "ErrorKind": "errors", "MTLError": "errors", "RunError": "errors", "SettingsError": "errors",
-    "error_kind_of": "errors", "ProcessSettings": "environment", "process_settings": "environment",
-    "Task": "task", "TaskError": "task", "TaskRef": "task", "as_task": "task",
-    "INFRASTRUCTURE_EXIT_STATUSES": "trajectory", "Outcome": "trajectory", "Step": "trajectory",
-    "TokenUsage": "trajectory", "Trajectory": "trajectory", "Verdict": "trajectory", "VerdictStatus": "trajectory",
+    "ErrorKind": ".errors", "MTLError": ".errors", "RunError": ".errors", "SettingsError": ".errors",
+    "error_kind_of": ".errors", "ProcessSettings": ".environment", "process_settings": ".environment",
+    "Task": ".task", "TaskError": ".task", "TaskRef": ".task", "as_task": ".task",
+    "INFRASTRUCTURE_EXIT_STATUSES": ".trajectory", "Outcome": ".trajectory", "Step": ".trajectory",
+    "TokenUsage": ".trajectory", "Trajectory": ".trajectory", "Verdict": ".trajectory", "VerdictStatus": ".trajectory",
 }
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'mtl_graph.core' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"mtl_graph.core.{_HOME[name]}"), name)
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
