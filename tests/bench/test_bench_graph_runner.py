@@ -7,10 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -34,6 +30,7 @@ from mtl_graph.memory.base import MemoryType
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.core.task import Task
 from helpers.paths import ROOT
+from helpers.studio import free_port, serve
 
 PROBLEMS = f"jsonl:{ROOT / 'tests' / 'fixtures' / 'bench' / 'problems.jsonl'}"
 SEED = 7
@@ -183,53 +180,19 @@ def test_make_runner_builds_the_graph_runner_and_the_cli_runs_it(tmp_path):
 
 
 def test_remote_runner_refuses_an_unreachable_server():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     with pytest.raises(RunnerUnavailable, match=f"cannot reach the LangGraph server at http://127.0.0.1:{port}"):
         RemoteRunner(f"http://127.0.0.1:{port}", model="openai:x")
-
-
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
 
 
 @pytest.fixture
 def server(tmp_path):
     """`langgraph dev` serving the project's exported graph; its pool is a directory the test can write."""
-    if not LANGGRAPH.exists():
-        pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
-    (tmp_path / "langgraph.json").write_text(json.dumps(
-        {"dependencies": [str(ROOT)], "graphs": {"mtl": f"{ROOT}/graphs/mtl.py:graph"}}))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {**os.environ, "MTL_POOL": str(tmp_path / "pool"), "MTL_RUN_LOG": str(tmp_path / "server-runs.jsonl"),
            "MTL_SANDBOX": "local", "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
            "MTL_TASK_ROOTS": str(tmp_path)}  # the replayed script lies here: the served graph loads none elsewhere
-    with open(tmp_path / "server.log", "w") as log:
-        proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-                                 "--port", str(port), "--config", "langgraph.json"],
-                                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 90
-        try:
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"langgraph dev exited:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        RemoteRunner(url)
-                    break
-                except (OSError, RunnerUnavailable):
-                    if time.monotonic() > deadline:
-                        pytest.fail("langgraph dev did not start in 90 s")
-                    time.sleep(0.5)
-            yield url, tmp_path
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with serve(tmp_path, {"mtl": f"{ROOT}/graphs/mtl.py:graph"}, env, ready=RemoteRunner) as url:
+        yield url, tmp_path
 
 
 def test_eval_through_a_langgraph_server(server):

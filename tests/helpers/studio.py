@@ -1,4 +1,4 @@
-"""`langgraph dev` serving our graphs (graphs/ and the scripted ones in tests/graphs/served) for the Studio tests."""
+"""`langgraph dev` serving our graphs (graphs/ and the scripted ones in tests/graphs/served) for the tests of a server."""
 
 import json
 import os
@@ -8,6 +8,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -29,11 +30,45 @@ def log_lines(tmp_path: Path) -> list[dict]:
 
 
 @contextmanager
-def langgraph_dev(tmp_path, **env_vars):
-    """`langgraph dev` serving our graphs from tmp_path, with `env_vars` in its environment; yields (client, tmp_path)."""
+def serve(tmp_path: Path, graphs: dict[str, str], env: dict[str, str], ready: Callable[[str], object]):
+    """`langgraph dev` serving `graphs` from tmp_path with environment `env`; yields its URL once `ready(url)` stops
+    raising (90 s at most), and stops the server afterwards. Its output is in tmp_path/server.log."""
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli[inmem] is not installed (pip install -e '.[test]')")
-    config = {"dependencies": [str(ROOT)], "graphs": {
+    (tmp_path / "langgraph.json").write_text(json.dumps({"dependencies": [str(ROOT)], "graphs": graphs}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "server.log", "w") as log:
+        proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
+                                 "--port", str(port), "--config", "langgraph.json"],
+                                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"langgraph dev exited with {proc.returncode}:\n"
+                                f"{(tmp_path / 'server.log').read_text()[-3000:]}")
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        ready(url)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        pytest.fail("langgraph dev did not start in 90 s")
+                    time.sleep(0.5)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@contextmanager
+def langgraph_dev(tmp_path, **env_vars):
+    """`langgraph dev` serving our graphs from tmp_path, with `env_vars` in its environment; yields (client, tmp_path)."""
+    graphs = {
         "scripted": f"{SERVED}/scripted_graph.py:graph",
         "scripted_review": f"{SERVED}/scripted_graph.py:review_graph",
         "scripted_stream": f"{SERVED}/scripted_graph.py:stream_graph",
@@ -42,38 +77,11 @@ def langgraph_dev(tmp_path, **env_vars):
         "pool_view": f"{ROOT}/graphs/pool_view.py:graph",
         "blocking": f"{SERVED}/blocking_graph.py:graph",
         "crashing": f"{SERVED}/crashing_graph.py:graph",
-    }}
-    (tmp_path / "langgraph.json").write_text(json.dumps(config))
-    port = free_port()
+    }
     env = {**os.environ, "MTL_POOL": str(tmp_path / "pool"), "MTL_RUN_LOG": str(tmp_path / "runs.jsonl"),
            "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1", **env_vars}
     env.pop("MTL_MODEL", None)
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-                             "--port", str(port), "--config", "langgraph.json"],
-                            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     from langgraph_sdk import get_sync_client
 
-    client = get_sync_client(url=f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + 90
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                client.assistants.search()
-                break
-        except Exception:
-            if time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("langgraph dev did not start in 90 s")
-            time.sleep(0.5)
-    try:
-        yield client, tmp_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with serve(tmp_path, graphs, env, ready=lambda url: get_sync_client(url=url).assistants.search()) as url:
+        yield get_sync_client(url=url), tmp_path
