@@ -19,7 +19,7 @@ def run_filter(task: Task, cfg: MTLConfig) -> SearchFilter:
     subset. Hold-one-out with same-domain would leave nothing to retrieve: a SettingsError."""
     retrieval = cfg.retrieval
     if retrieval.same_domain and retrieval.hold_one_out:
-        from mtl_graph.config.names import SettingsError
+        from mtl_graph.core.errors import SettingsError
 
         raise SettingsError("same_domain and hold_one_out exclude each other: one keeps only the task's own "
                             "domain, the other leaves it out")
