@@ -259,10 +259,11 @@ def propose(cluster: Cluster, model: Any = None, config: ConsolidateConfig | Non
             return Proposal(cluster, error=f"{fmt.name} memories declare no merge prompt: they are not consolidated")
         if model is None:
             return Proposal(cluster, error=f"a model is needed to merge {cluster.type.value} memories (--model)")
-        from mtl_graph.llm.structured import StructuredCallError, resolve_model, structured_call
+        from mtl_graph.llm.chat import chat_model
+        from mtl_graph.llm.structured import StructuredCallError, structured_call
 
         try:
-            result = structured_call(resolve_model(model), fmt.draft, _messages(cluster, fmt),
+            result = structured_call(chat_model(model), fmt.draft, _messages(cluster, fmt),
                                      max_attempts=config.max_attempts, json_mode=config.json_mode)
         except StructuredCallError as exc:
             return Proposal(cluster, error=f"no valid answer from the model: {exc.errors[-1] if exc.errors else exc}",

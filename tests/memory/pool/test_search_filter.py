@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.pool import MemoryPool
+from helpers.paths import ROOT
 
 
 def test_a_filter_is_normalised_once_and_frozen():
@@ -100,7 +100,7 @@ def test_the_first_hits_do_not_depend_on_k(crowded, retriever, query):
 def test_an_identifier_query_ranks_its_first_hits_alike_at_any_k(pool):
     """The lists fused used to grow with k (max(20, 4k)): on this pool the lifecycle's 20 candidates put another
     memory in the top 3 than a search for 3 did."""
-    cases = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "identifier_cases.json")
+    cases = json.loads((ROOT / "benchmarks" / "data" / "identifier_cases.json")
                        .read_text(encoding="utf-8"))
     pool.add_many([InsightMemory(title=t, description=d, content=d)
                    for t, d in [c["memory"] for c in cases["cases"]] + cases["distractors"]])
