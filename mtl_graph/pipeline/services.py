@@ -8,6 +8,7 @@ per run from the build's config and the run's context (`RunMemo`), not again at 
 from __future__ import annotations
 
 import copy
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -26,6 +27,21 @@ def open_default_pool() -> MemoryPool:
     from mtl_graph.config.environment import get_settings
 
     return MemoryPool.open(get_settings().pool)
+
+
+def check_kinds(pool: Any, model: Any) -> None:
+    """Raise TypeError unless `pool` is a MemoryPool or None (MTL_POOL's, opened at the first run) and `model` a
+    chat model, a "provider:model" string or None (the run's context names it)."""
+    from langchain_core.language_models import BaseLanguageModel
+    from langchain_core.runnables import Runnable
+
+    if pool is not None and not isinstance(pool, MemoryPool):
+        hint = f": open it first, MemoryPool.open({pool!r})"[:120] if isinstance(pool, (str, os.PathLike)) else ""
+        raise TypeError(f"pool: a MemoryPool or None (MTL_POOL's, opened at the first run), not "
+                        f"{type(pool).__name__}{hint}")
+    if model is not None and not isinstance(model, (str, BaseLanguageModel, Runnable)):
+        raise TypeError(f"model: a chat model, a 'provider:model' string or None (the run's context names it), "
+                        f"not {type(model).__name__}")
 
 
 V = TypeVar("V")
@@ -152,7 +168,9 @@ class StageServices:
     @classmethod
     def of(cls, pool: MemoryPool | None, model: Any, agent: Any, judge: Any, distiller: Any, config: MTLConfig,
            policy: ServerPolicy | None = None) -> StageServices:
-        """The services of one graph; a served graph (one with a policy) keeps its own ledger of runs."""
+        """The services of one graph; a served graph (one with a policy) keeps its own ledger of runs. Every graph
+        factory comes here, so a pool or model of the wrong kind is a one-line TypeError before anything is built."""
+        check_kinds(pool, model)
         return cls(PoolSource(pool), model, agent, judge, distiller, config, policy,
                    ServedRuns() if policy is not None else None)
 

@@ -232,6 +232,9 @@ def resolve_embeddings(spec: str | Embeddings | None) -> Embeddings:
     """None or "local" -> the bundled model; "provider:model" -> `init_embeddings`; objects pass through."""
     if isinstance(spec, Embeddings):
         return spec
+    if spec is not None and not isinstance(spec, str):
+        raise TypeError(f"embeddings are a LangChain Embeddings object, 'local' or a 'provider:model' string, "
+                        f"not {type(spec).__name__}")
     if spec is None or spec.strip().lower() in {"", "local", LOCAL_MODEL_NAME}:
         return local_embeddings()
     from langchain.embeddings import init_embeddings

@@ -31,13 +31,31 @@ from mtl_graph.memory.engine.integrity import (
 from mtl_graph.memory.engine.edge.rebuild import recover_interrupted_swap
 from mtl_graph.memory.engine.storage import Store
 
-__all__ = ["PoolError", "PoolLockedError", "EmbeddingMismatchError", "OpenedStore", "open_directory", "open_server"]
+__all__ = ["PoolError", "PoolLockedError", "EmbeddingMismatchError", "OpenedStore", "location_of", "open_directory",
+           "open_server"]
 
 META_FILE = "pool.json"
 LOCK_FILE = ".lock"
 COLLECTION = "mtl_memories"
 FORMAT_VERSION = 1
 TEMP_PREFIX = "mtl-pool-"
+
+
+def location_of(value: Any, where: str) -> str:
+    """A pool or store location as text: ":memory:", a directory (a str or an os.PathLike) or an http(s):// URL.
+
+    Anything else is a one-line TypeError naming `where` (a pool object, a number, None, bytes would otherwise be
+    turned into a directory named after its repr), an empty or blank one a ValueError (it would be the working
+    directory)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        hint = " (it is already open: pass it as it is, e.g. pool=...)" if hasattr(value, "add_many") else ""
+        raise TypeError(f"{where}: a location is ':memory:', a directory path or an http(s):// URL, "
+                        f"not {type(value).__name__}{hint}")
+    if not value.strip():
+        raise ValueError(f"{where}: the location is empty (':memory:' for a temporary one)")
+    return value
 
 
 @dataclass

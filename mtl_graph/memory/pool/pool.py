@@ -17,6 +17,7 @@ from mtl_graph.memory.engine.location import (
     OpenedStore,
     PoolError,
     PoolLockedError,
+    location_of,
     open_directory,
     open_server,
 )
@@ -98,7 +99,7 @@ class MemoryPool(PoolFiles):
         settings = process_settings()
         # MTL_NAMESPACE is the run setting `namespace` (unset: the default namespace)
         namespace = check_namespace(namespace if namespace is not None else settings.namespace or DEFAULT_NAMESPACE)
-        location = str(location)
+        location = location_of(location, "MemoryPool.open")
         emb = resolve_embeddings(embeddings if embeddings is not None else settings.embeddings)
         if location.startswith(("http://", "https://")):
             return cls(open_server(location, emb, api_key or settings.qdrant_api_key), emb, location, namespace)

@@ -112,15 +112,18 @@ class PoolStore(BaseStore):
         qdrant-client local mode (default: the pool settings' engine). index: LangGraph's IndexConfig; without
         `embed` it is the bundled local model. pool: a MemoryPool (or its location) shown under ("mtl", ...)."""
         from mtl_graph.core.environment import process_settings
+        from mtl_graph.memory.engine.location import location_of
+        from mtl_graph.memory.pool.pool import MemoryPool
 
+        location = location_of(location, "PoolStore.open")
+        owns = pool is not None and not isinstance(pool, MemoryPool)
+        if owns:  # a location: checked before anything is opened or embedded
+            pool = location_of(pool, "PoolStore.open(pool=...): a MemoryPool or its location")
         emb, dims, name = _embeddings(index) if index else (None, None, None)
         if emb is not None and dims is None:
             dims = len(emb.embed_query("dimension probe"))
-        owns = pool is not None and not hasattr(pool, "search")
         if owns:
-            from mtl_graph.memory.pool.pool import MemoryPool
-
-            pool = MemoryPool.open(str(pool))
+            pool = MemoryPool.open(pool)
         try:
             if pool is not None and _inside(location, getattr(pool, "location", ":memory:")):
                 raise StoreError(f"the store needs a directory of its own, outside the pool's ({location})")
