@@ -18,9 +18,10 @@ from typing import Any, Callable, Iterable
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from mtl_graph.agent.tools import SEARCH_TOOL, recorded_step, tell_step
+from mtl_graph.agent.config import AgentConfig
+from mtl_graph.agent.tools import SEARCH_TOOL, recorded_step, tell_step, thought_of
 from mtl_graph.core.task import Task
 from mtl_graph.core.trajectory import Step, Trajectory
 from mtl_graph.pipeline import events
@@ -33,6 +34,8 @@ MAX_K = 10
 """Most memories one search returns, whatever the agent asks."""
 MAX_QUERY = 2000
 """Characters of a query kept (untrusted model output)."""
+MAX_SHOWN_ARG = 80
+"""Characters of a bad argument quoted back to the model and recorded."""
 
 
 class SearchArgs(BaseModel):
@@ -42,6 +45,25 @@ class SearchArgs(BaseModel):
 
     query: str = Field(description="What to look for: the problem, an error message, or an approach.")
     k: int | None = Field(default=None, description=f"How many memories (default: the run's top_k; at most {MAX_K}).")
+
+
+class TakenArgs(BaseModel):
+    """What the tool accepts: any value of the arguments `SearchArgs` shows the model. They are untrusted model
+    output, checked by RunSearch itself, so a bad one is a step of the run with a short answer, never a validation
+    error that quotes the whole argument back (a 1 MB query) and records nothing."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: Any = None
+    k: Any = None
+
+
+class _SearchTool(StructuredTool):
+    """search_memories: shows the model `SearchArgs`, validates with `TakenArgs`."""
+
+    @property
+    def tool_call_schema(self) -> type[BaseModel]:
+        return SearchArgs
 
 
 def uses_tool(cfg: MTLConfig) -> bool:
@@ -113,16 +135,19 @@ class RunSearch:
     def __call__(self, query: Any, k: Any = None) -> tuple[str, Step]:
         """What the model reads, and the step recorded."""
         text = query.strip()[:MAX_QUERY] if isinstance(query, str) else ""
-        step = Step(action=text or "(no query)", tool=SEARCH_TOOL, args={"query": text, "k": k, "found": []})
+        step = Step(action=text or "(no query)", tool=SEARCH_TOOL, args={"query": text, "k": _shown(k), "found": []})
         if not text:
             return self._told(step, "search_memories needs a query: describe the problem or the error.")
         budget = self.cfg.retrieval.search_budget
         if self.searches >= budget:
             return self._told(step, f"No searches left: this run's {budget} are spent. Work with what you have.")
         try:
+            if isinstance(k, bool) or (k is not None and not isinstance(k, (int, float, str))):
+                raise TypeError
             want = min(MAX_K, max(1, int(k))) if k is not None else max(1, min(MAX_K, self.cfg.retrieval.top_k or 3))
-        except (TypeError, ValueError):
-            return self._told(step, f"k must be a whole number from 1 to {MAX_K}, not {str(k)[:40]!r}.")
+        except (TypeError, ValueError, OverflowError):
+            step.args["k"] = _shown(k)
+            return self._told(step, f"k must be a whole number from 1 to {MAX_K}, not {_shown(k)}.")
         step.args["k"] = want
         try:
             found = retrieve_for(self.pool, self.task, self.cfg, text, want, exclude_ids=self.shown)
@@ -159,6 +184,15 @@ class RunSearch:
         return message, step
 
 
+def _shown(value: Any) -> Any:
+    """An argument as recorded and quoted back: None and small whole numbers as they are, anything else cut to a
+    short repr (the model's arguments are untrusted and may be huge)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**6):
+        return value
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN_ARG else text[:MAX_SHOWN_ARG] + f"... ({len(text)} characters)"
+
+
 SearchOf = Callable[[Any], "RunSearch | None"]
 """How a host finds the run of a tool call (from the tool's runtime); None: the run offers no search."""
 
@@ -166,21 +200,26 @@ SearchOf = Callable[[Any], "RunSearch | None"]
 def search_tool(search_of: SearchOf) -> BaseTool:
     """The `search_memories` tool; its artifact is the step (what the trajectory records)."""
 
-    def search_memories(query: str, runtime: Any, k: int | None = None) -> tuple[str, dict[str, Any]]:
+    def search_memories(runtime: Any, query: Any = None, k: Any = None) -> tuple[str, dict[str, Any]]:
         search = search_of(runtime)
         if search is None:
-            step = Step(action=str(query)[:MAX_QUERY], tool=SEARCH_TOOL, args={"query": query, "k": k, "found": []},
+            text = query[:MAX_QUERY] if isinstance(query, str) else ""
+            step = Step(action=text or "(no query)", tool=SEARCH_TOOL,
+                        args={"query": text, "k": _shown(k), "found": []},
                         observation="Memory search is off for this run.")
             return step.observation, step.model_dump(mode="json")
         text, step = search(query, k)
+        # the words of the reply that made this call: a citation there ("Using Memory 2: searching on from it")
+        # is read like one before a command (search_memories is only ever a tool call)
+        step.reasoning = thought_of(runtime, AgentConfig())
         tell_step(runtime, step)
         return text, step.model_dump(mode="json")
 
     from langchain.tools import ToolRuntime
 
     search_memories.__annotations__["runtime"] = ToolRuntime
-    return StructuredTool.from_function(search_memories, name=SEARCH_TOOL, description=SearchArgs.__doc__,
-                                        args_schema=SearchArgs, response_format="content_and_artifact")
+    return _SearchTool.from_function(search_memories, name=SEARCH_TOOL, description=SearchArgs.__doc__,
+                                     args_schema=TakenArgs, response_format="content_and_artifact")
 
 
 def without_search(tools: list[Any]) -> list[Any]:

@@ -125,18 +125,67 @@ def test_what_the_model_reads_is_fenced_like_the_memory_block(pool, tmp_path):
 def test_the_budget_bad_calls_and_an_empty_pool_are_told_to_the_agent(pool, tmp_path):
     model = ScriptedChatModel(responses=[
         search("   ", call="blank"), search("constants", k="lots", call="bad"), search("constants", k=99, call="1"),
-        search("unit tests", call="2"), search("anything else", call="over"),
+        search("unit tests", call="2"),
         AIMessage("", tool_calls=[{"name": SEARCH_TOOL, "args": {}, "id": "call_none", "type": "tool_call"}]),
         submit_call("done")])
-    graph = build_mtl_graph(model, pool, retrieval="tool", search_budget=2, online=False, sandbox="bwrap",
+    graph = build_mtl_graph(model, pool, retrieval="tool", search_budget=3, online=False, sandbox="bwrap",
                             run_log=tmp_path / "runs.jsonl")
     out, _ = run(graph)
-    steps = searches(out)
+    steps = searches(out)  # every call is a step, a bad one too: the budget bounds the calls
     assert steps[0]["observation"].startswith("search_memories needs a query:")
-    assert steps[1]["args"]["k"] == 10 and steps[1]["args"]["found"]  # k is capped, not refused
-    assert steps[3]["observation"].startswith("No searches left: this run's 2 are spent")
-    assert len(steps) == 4  # k="lots" and the call with no query: tool errors the model saw, not steps
+    assert steps[1]["observation"] == "k must be a whole number from 1 to 10, not 'lots'." and not steps[1]["args"]["found"]
+    assert steps[2]["args"]["k"] == 10 and steps[2]["args"]["found"]  # k is capped, not refused
+    assert steps[3]["observation"].startswith("No searches left: this run's 3 are spent")
+    assert steps[4]["observation"].startswith("search_memories needs a query:")  # no arguments at all
+    assert len(steps) == 5 and [s["tool"] for s in out["trajectory"]["steps"]] == [SEARCH_TOOL] * 5 + ["submit"]
     assert out["error"] is None and out["trajectory"]["exit_status"] == "submitted"
+
+
+@pytest.mark.parametrize("args", [
+    {"query": "constants " * 100_000, "k": "abc" * 100_000},  # a 1 MB query with a bad k
+    {"query": ["constants"] * 50_000, "k": 2},  # not a string
+    {"query": {"nested": "x" * 500_000}},
+    {"query": "constants", "k": 10**400},  # no int fits it
+    {"query": "constants", "k": float("nan")},
+    {"query": "constants", "k": [1] * 100_000},
+    {"query": "constants", "k": True},
+    {"query": "constants", "k": 2, "extra": "y" * 1_000_000},  # an argument the tool does not take
+], ids=["huge-query-bad-k", "list-query", "dict-query", "huge-int-k", "nan-k", "list-k", "bool-k", "extra-arg"])
+def test_a_call_with_bad_arguments_is_a_short_answer_and_a_step(pool, tmp_path, args):
+    from mtl_graph.pipeline.memory_tool import MAX_QUERY
+
+    call = AIMessage("", tool_calls=[{"name": SEARCH_TOOL, "args": args, "id": "call_bad", "type": "tool_call"}])
+    model = ScriptedChatModel(responses=[call, submit_call("done")])
+    out, _ = run(build_mtl_graph(model, pool, retrieval="tool", online=False, sandbox="bwrap",
+                                 run_log=tmp_path / "runs.jsonl"))
+    [step] = searches(out)
+    told = [m for m in out["messages"] if getattr(m, "type", "") == "tool" and m.tool_call_id == "call_bad"]
+    [answer] = told
+    content = str(answer.content)
+    if not step["args"]["found"]:  # told what is wrong, in a line: never the argument quoted back whole
+        assert len(content) < 400, content[:500]
+    for value in args.values():
+        assert str(value)[:300] not in content or len(str(value)) <= 300
+    assert len(step["action"]) <= MAX_QUERY and len(repr(step["args"])) < MAX_QUERY + 400
+    assert step["observation"] == answer.content or step["args"]["found"]  # what the agent was told is recorded
+    [trace] = out["retrieval"]["searches"]
+    assert trace["told"] == (None if step["args"]["found"] else answer.content)
+    assert out["error"] is None and out["trajectory"]["exit_status"] == "submitted"
+
+
+def test_a_citation_in_a_reply_that_searches_again_is_credited(pool, tmp_path):
+    model = ScriptedChatModel(responses=[
+        search("unit test fails on a module constant", k=1, call="a"),
+        search("module constants that a test imports", k=1, call="b",
+               thought="Using Memory 1: following its lead with a narrower search."),
+        bash_call("echo 'X = 2' > f.py"), submit_call("set X")])
+    out, _ = run(build_mtl_graph(model, pool, retrieval="tool", distill_formats=["trajectory"], sandbox="bwrap",
+                                 run_log=tmp_path / "runs.jsonl"))
+    first, second = searches(out)
+    assert second["reasoning"] == "Using Memory 1: following its lead with a narrower search."
+    assert first["reasoning"] is None  # a call with no words around it
+    assert out["credit"]["cited"] == first["args"]["found"] and len(first["args"]["found"]) == 1
+    assert pool.get(first["args"]["found"][0]).stats.cited == 1
 
 
 def test_inject_runs_do_not_offer_the_tool_and_tool_runs_skip_the_plan(pool, tmp_path):
