@@ -11,7 +11,14 @@ marker). Three things keep it data:
   a line of the prompt (all Unicode line breaks count as lines). The only unquoted lines inside the block are the
   ``Memory N (type, outcome):`` headings the renderer writes, which therefore cannot be forged either;
 * chat-template special tokens (``<|im_start|>``), memory markers and invisible control / bidi characters are
-  defused inside the text, so they cannot act even mid-line.
+  defused inside the text, so they cannot act even mid-line;
+* a quoted line that reads like the block's own structure (a ``Memory N ...`` heading, a memory marker with any
+  token, a markdown heading such as the block's header, a role line such as ``System:`` or ``[assistant]``, an
+  "end of memories") is shown after ``[memory text]``, so a memory cannot look like a further memory or like the
+  end of the block to the model reading it. What reads like structure is decided on the line as a reader sees
+  it: compatibility forms folded (NFKC: fullwidth letters and digits), case folded, invisible format characters
+  (zero-width, bidi marks) dropped, and leading decoration (spaces, quote bars, bullets, emphasis) skipped. Marking
+  a harmless line costs a few characters, so the forms are broad.
 
 The token is on the block's two markers only, not on every memory's: with every line quoted it adds no protection
 per memory, and each copy of 16 hex digits costs ~15 tokens (the top-3 insight block went from 644 to 531 word
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -37,6 +45,26 @@ _SPECIAL_TOKEN_END = re.compile(r"\|\s*>")
 _MARKER = re.compile(r"<\s*(/?)\s*(memor)", re.IGNORECASE)  # <memory-..., </memories...
 # C0/C1 controls (tab kept), and the bidi overrides / isolates that can make text read differently than it is.
 _INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+MARK = "[memory text] "
+"""Shown before a quoted line that reads like the block's structure (the headers say so)."""
+_DECORATION = re.compile(r"^[\W_]*?(?=[\w#<\[(]|$)")  # spaces, bars, bullets, emphasis, quotes before the first word
+_LIST_NUMBER = re.compile(r"^\d{1,3}[.)]\s+")  # "3. Human: ..." is a role line in a numbered list
+_ROLES = ("system", "user", "assistant", "developer", "human", "ai", "bot", "model", "tool", "function",
+          "instruction", "instructions", "admin", "operator")
+_STRUCTURE = re.compile(r"""(?x)
+    \#                                         # a markdown heading (the block's header is one)
+  | [<\[(]?\s*/?\s*memor                       # Memory N (...):, Memories ..., <memory-...>, </memory-...>, [memory]
+  | end\b.{0,20}\bmemor                        # END OF MEMORIES, end memory block
+  | [<\[(]?\s*/?\s*(?:""" + "|".join(_ROLES) + r""")\b\s*(?:[>\])]\s*)?[:>\]|)]   # System:, [assistant], <user>
+""")
+
+
+def reads_as_structure(line: str) -> bool:
+    """Whether a line of memory text reads like the block's structure or a role line (see the module docstring)."""
+    seen = "".join(c for c in unicodedata.normalize("NFKC", line) if unicodedata.category(c) != "Cf").casefold()
+    seen = _LIST_NUMBER.sub("", _DECORATION.sub("", seen, count=1), count=1)
+    return bool(_STRUCTURE.match(_DECORATION.sub("", seen, count=1)))
 
 
 @dataclass(frozen=True)
@@ -55,8 +83,10 @@ def _defuse(line: str) -> str:
 
 
 def quote(text: str) -> str:
-    """Every line of text prefixed with the quote bar and defused (empty text gives one quoted empty line)."""
-    return "\n".join(QUOTE + _defuse(line) for line in (text.splitlines() or [""]))
+    """Every line of text prefixed with the quote bar and defused, a line that reads like the block's structure
+    marked (empty text gives one quoted empty line)."""
+    return "\n".join(QUOTE + (MARK if reads_as_structure(line) else "") + _defuse(line)
+                      for line in (text.splitlines() or [""]))
 
 
 def open_marker(boundary: str) -> str:
