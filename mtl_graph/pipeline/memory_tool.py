@@ -146,7 +146,6 @@ class RunSearch:
                 raise TypeError
             want = min(MAX_K, max(1, int(k))) if k is not None else max(1, min(MAX_K, self.cfg.retrieval.top_k or 3))
         except (TypeError, ValueError, OverflowError):
-            step.args["k"] = _shown(k)
             return self._told(step, f"k must be a whole number from 1 to {MAX_K}, not {_shown(k)}.")
         step.args["k"] = want
         try:

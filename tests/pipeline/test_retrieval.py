@@ -39,18 +39,17 @@ LEFT_OUT = [advice(4, "math", "m4"),  # the task's own domain: held out
             advice(6, "text", "banned")]  # an excluded task
 
 
-class Recording:
-    """A pool that records every `retrieve` it is asked (and answers it)."""
+def Recording(pool: MemoryPool) -> MemoryPool:
+    """The pool itself, recording every `retrieve` it is asked in `pool.calls` (and answering it)."""
+    answer = pool.retrieve
+    pool.calls = []
 
-    def __init__(self, pool: MemoryPool) -> None:
-        self.pool, self.calls = pool, []
+    def retrieve(query: str, **kwargs: Any) -> Any:
+        pool.calls.append(kwargs)
+        return answer(query, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.pool, name)
-
-    def retrieve(self, query: str, **kwargs: Any) -> Any:
-        self.calls.append(kwargs)
-        return self.pool.retrieve(query, **kwargs)
+    pool.retrieve = retrieve
+    return pool
 
 
 @pytest.fixture()
