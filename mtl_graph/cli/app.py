@@ -37,6 +37,12 @@ COMMANDS: tuple[Entry, ...] = (
         Command("quarantined", "mtl_graph.cli.memories_lifecycle:memories_quarantined"),
         Command("release", "mtl_graph.cli.memories_lifecycle:memories_release"),
     )),
+    Group("export", "Write the memories that measurably helped into the files coding agents read: AGENTS.md, "
+                    "CLAUDE.md, skill folders.", (
+        Command("agents-md", "mtl_graph.cli.export:agents_md"),
+        Command("claude-md", "mtl_graph.cli.export:claude_md"),
+        Command("skills", "mtl_graph.cli.export:skills"),
+    )),
     Group("pool", "Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it, list "
                   "its namespaces.", (
         Command("check", "mtl_graph.cli.pool:check"),
