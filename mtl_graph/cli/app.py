@@ -43,9 +43,10 @@ COMMANDS: tuple[Entry, ...] = (
         Command("claude-md", "mtl_graph.cli.export:claude_md"),
         Command("skills", "mtl_graph.cli.export:skills"),
     )),
-    Group("pool", "Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it, list "
+    Group("pool", "Maintain a pool: check and repair it, verify its memories against the code, snapshot and roll it back, consolidate and prune it, list "
                   "its namespaces.", (
         Command("check", "mtl_graph.cli.pool:check"),
+        Command("verify", "mtl_graph.cli.pool:verify_cmd"),
         Command("diff", "mtl_graph.cli.snapshots:diff_cmd"),
         Command("consolidate", "mtl_graph.cli.consolidate:consolidate_cmd"),
         Command("prune", "mtl_graph.cli.consolidate:prune_cmd"),

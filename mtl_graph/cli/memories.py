@@ -15,8 +15,8 @@ from mtl_graph.cli.format_options import formats_option
 from mtl_graph.cli.memory_views import memory_row, print_held, resolve_id
 from mtl_graph.cli.tables import print_records
 
-STATUSES = ("active", "flagged", "quarantined", "archived")
-"""A memory's status (Memory.status): only active memories are served with the online loop on."""
+STATUSES = ("active", "stale", "flagged", "quarantined", "archived")
+"""A memory's status (Memory.status): active and stale (ranked lower) memories are served with the online loop on."""
 
 
 def _status_of(value: str | None) -> str | None:

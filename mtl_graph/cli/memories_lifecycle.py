@@ -49,6 +49,10 @@ def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a
         out.print("quarantined (not served by the online loop): " + "; ".join(memory.quarantined), **plain)
     if memory.archived:
         out.print(f"archived (never retrieved): {memory.archived}", **plain)
+    if memory.stale:
+        out.print("stale (served, ranked lower): " + "; ".join(memory.stale), **plain)
+    if memory.last_verified is not None:
+        out.print(f"code last verified {memory.last_verified:%Y-%m-%d %H:%M}", **plain)
     for what, reasons in (("screening", memory.released), ("quarantine", memory.quarantine_released)):
         if reasons:
             out.print(f"released by a person ({what}): " + "; ".join(reasons), **plain)
@@ -57,6 +61,10 @@ def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a
     for src in memory.sources:
         out.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
                   f"distilled by={src.distill_model} run={src.run_id} at {src.created_at:%Y-%m-%d %H:%M}", **plain)
+        if src.code is not None:
+            code = src.code
+            out.print(f"  code: {code.repository} at {code.commit or code.at}; files: {', '.join(code.paths[:5])}"
+                      + (f" and {len(code.paths) - 5} more" if len(code.paths) > 5 else ""), **plain)
     _print_history(why["history"])
 
 

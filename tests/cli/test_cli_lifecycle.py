@@ -141,7 +141,7 @@ def test_release_json_names_the_quarantine_reasons_and_descendants(tmp_path, loc
 @pytest.mark.parametrize("args, message", [
     (("release", "ffffffff"), "no memory with id 'ffffffff'"),
     (("show", "ffffffff"), "no memory with id 'ffffffff'"),
-    (("list", "--status", "poisoned"), "unknown status 'poisoned'; expected one of: active, flagged"),
+    (("list", "--status", "poisoned"), "unknown status 'poisoned'; expected one of: active, stale, flagged"),
     (("list", "--type", "poem"), "unknown memory type 'poem'"),
 ])
 def test_bad_input_is_one_line_and_changes_nothing(location, args, message):

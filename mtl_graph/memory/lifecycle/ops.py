@@ -54,6 +54,12 @@ class Retrieval:
                 "injected": [h.memory.id for h in self.hits]}
 
 
+def is_stale(payload: dict[str, Any]) -> bool:
+    """Whether a point's memory is marked stale, read without parsing it."""
+    memory = payload.get("memory")
+    return isinstance(memory, dict) and bool(memory.get("stale"))
+
+
 def _listed(value: Any) -> list[str]:
     """A payload list of ids (anything else, from a damaged or hostile pool, is none)."""
     return [str(v) for v in value] if isinstance(value, list) else []
@@ -215,7 +221,8 @@ class PoolLifecycle:
         records = [record_of(h.raw.payload) for h in found]  # the candidates' records; only the kept are parsed
         needs_rate = any(r.retrieved for r in records)
         base = self.base_rate().rate if needs_rate else 0.5
-        candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i) for i, h in enumerate(found)]
+        candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i, stale=is_stale(h.raw.payload))
+                      for i, h in enumerate(found)]
         order = rerank(candidates, records, k, floor, base, lifecycle)
         hits = [SearchHit(memory_of(found[i].raw), found[i].raw.score, found[i].similarity, found[i].retriever)
                 for i in order]
