@@ -87,22 +87,22 @@ FileOption = Annotated[Optional[Path], typer.Option("--file", dir_okay=False, he
 MarkdownFormats = Annotated[Optional[list[str]], formats_option("--format", help="Only memories of this format ({formats}); repeat for more.")]
 
 
-def agents_md(file: FileOption = None, pool: PoolOption = None, namespace: NamespaceOption = None,
+def _markdown_command(default: str, command: str) -> Any:
+    """The command writing the memories that helped into one markdown file (AGENTS.md, CLAUDE.md)."""
+
+    def write(file: FileOption = None, pool: PoolOption = None, namespace: NamespaceOption = None,
               domain: DomainOption = None, min_runs: MinRunsOption = 3, limit: LimitOption = 30,
               formats: MarkdownFormats = None, dry_run: DryRunOption = False, json_out: JsonOption = False) -> None:
-    """Write the memories that measurably helped into AGENTS.md, as a section between markers: a re-export
-    replaces it in place and leaves the rest of the file untouched."""
-    _markdown(file or Path("AGENTS.md"), "mtl export agents-md", pool, namespace, domain, min_runs, limit, formats,
-              dry_run, json_out)
+        _markdown(file or Path(default), command, pool, namespace, domain, min_runs, limit, formats, dry_run,
+                  json_out)
+
+    write.__doc__ = (f"Write the memories that measurably helped into {default}, as a section between markers: a "
+                     "re-export replaces it in place and leaves the rest of the file untouched.")
+    return write
 
 
-def claude_md(file: FileOption = None, pool: PoolOption = None, namespace: NamespaceOption = None,
-              domain: DomainOption = None, min_runs: MinRunsOption = 3, limit: LimitOption = 30,
-              formats: MarkdownFormats = None, dry_run: DryRunOption = False, json_out: JsonOption = False) -> None:
-    """Write the memories that measurably helped into CLAUDE.md, as a section between markers: a re-export
-    replaces it in place and leaves the rest of the file untouched."""
-    _markdown(file or Path("CLAUDE.md"), "mtl export claude-md", pool, namespace, domain, min_runs, limit, formats,
-              dry_run, json_out)
+agents_md = _markdown_command("AGENTS.md", "mtl export agents-md")
+claude_md = _markdown_command("CLAUDE.md", "mtl export claude-md")
 
 
 def skills(directory: Annotated[Path, typer.Option("--dir", file_okay=False, help="The skills folder (Claude Code reads .claude/skills; Codex CLI .agents/skills).")] = Path(".claude/skills"),
