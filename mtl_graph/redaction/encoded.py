@@ -22,8 +22,8 @@ import re
 from typing import Callable, Iterator, Sequence
 
 from mtl_graph.redaction.prescan import CONTEXT, ENTROPY, Finding, Span, finditer
-from mtl_graph.redaction.rules import looks_random
 from mtl_graph.redaction.shapes import is_token
+from mtl_graph.redaction.words import is_word_identifier
 
 _B64 = r"[A-Za-z0-9+/]"
 ENCODED = re.compile(rf"(?<![\w+/.-]){_B64}{{16,}}={{0,2}}(?![\w+/=-])")
@@ -31,7 +31,7 @@ ENCODED = re.compile(rf"(?<![\w+/.-]){_B64}{{16,}}={{0,2}}(?![\w+/=-])")
 # A wrapped block: lines holding nothing but base64 (the output of `base64`, a YAML block scalar), each but the
 # last of one width.
 _WRAPPED = re.compile(rf"(?m)^(?P<indent>[ \t]*)(?P<first>{_B64}{{40,}})[ \t]*\r?\n"
-                      rf"(?P<rest>(?:(?P=indent){_B64}{{4,}}={{0,2}}[ \t]*(?:\r?\n|\Z))+)")
+                      rf"(?P<rest>(?:(?P=indent){_B64}{{2,}}={{0,2}}[ \t]*(?:\r?\n|\Z))+)")
 _NAME_BEFORE = re.compile(r"(?P<name>[\w.-]+)[\"']?[ \t]*[:=][ \t]*[\"']?\Z")
 MAX_DECODED = 1 << 20
 """Longest encoded value decoded (a kubeconfig key is a few KB; larger blobs are binary artefacts)."""
@@ -78,13 +78,15 @@ def encoded_findings(secret_kind: Callable[[str], str | None], text: str,
 # --- inside a Kubernetes Secret ------------------------------------------------------------------------------------
 
 _YAML_BLOCK = re.compile(r"(?m)^(?P<indent>[ \t]*)(?P<key>data|stringData):[ \t]*\r?$")
-_YAML_ENTRY = re.compile(r"(?P<indent>[ \t]+)[\"']?[\w.-]+[\"']?:[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"'#]+)(?P=q)[ \t]*\r?")
+_YAML_ENTRY = re.compile(r"(?P<indent>[ \t]+)[\"']?[\w.-]+[\"']?:[ \t]+(?:(?P<q>[\"'])(?P<quoted>[^\"'\n]+)(?P=q)"
+                         r"|(?P<plain>[^\s\"'#|>][^\n]*?))[ \t]*(?:[ \t]#[^\n]*)?\r?")
 _YAML_KIND = re.compile(r"kind:[ \t]*[\"']?Secret[\"']?[ \t]*\r?")
 _JSON_BLOCK = re.compile(r"\"(?P<key>data|stringData)\"[ \t]*:[ \t]*\{(?P<body>[^{}]*)\}")
 _JSON_KEY = re.compile(r"\"(?:data|stringData)\"[ \t]*:[ \t]*\{")
 _JSON_ENTRY = re.compile(r"\"[\w.-]+\"[ \t\r\n]*:[ \t\r\n]*\"(?P<value>[^\"\\\s]+)\"")
 _JSON_KIND = re.compile(r"\"kind\"[ \t\r\n]*:[ \t\r\n]*\"Secret\"")
-_MIXED = re.compile(r"(?=.*[a-z])(?=.*[A-Z])(?=.*[0-9])\S{4,}")
+_LOWER, _UPPER, _DIGIT = re.compile("[a-z]"), re.compile("[A-Z]"), re.compile("[0-9]")
+_CASED_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")
 MIN_SECRET_VALUE = 8
 MAX_DOCUMENT_LINES = 500
 """Lines looked at each way from a `data:` line for the document's `kind: Secret` (a Secret is a short document)."""
@@ -160,11 +162,19 @@ def _secret_value(key: str, value: str) -> bool:
     if plain is None or "\n" in plain.strip():
         return False
     plain = plain.strip()
+    if "[REDACTED:" in plain:  # redacted already: redaction is idempotent
+        return False
     if is_token(plain, MIN_SECRET_VALUE):
         return True
-    # A password: its words mix cases and digits (`hN4wog6..~^W1O9~`, `x9Rs2 horse battery`); names, regions and
-    # versions (`eu-west-1`, `v1.2.3-rc1`) do not.
-    return len(plain) >= MIN_SECRET_VALUE and any(_MIXED.fullmatch(w) and looks_random(w) for w in plain.split())
+    # A password: a word of it mixes cases with digits or within itself (`hN4wog6..~^W1O9~`, `x9Rs2 horse
+    # battery`, `RRBEr horse`); names, regions and versions (`eu-west-1`, `v1.2.3-rc1`, `Summer Breeze`) do not.
+    return len(plain) >= MIN_SECRET_VALUE and any(_is_password_word(w) for w in plain.split())
+
+
+def _is_password_word(word: str) -> bool:
+    if len(word) < 4 or is_word_identifier(word) or not (_LOWER.search(word) and _UPPER.search(word)):
+        return False
+    return bool(_DIGIT.search(word)) or not _CASED_WORD.fullmatch(word.strip(".,;:!?"))
 
 
 def secret_document_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
@@ -174,8 +184,9 @@ def secret_document_findings(text: str, spans: Sequence[Span]) -> Iterator[Findi
         pos = start
         for line in text[start:end].split("\n"):
             m = _YAML_ENTRY.fullmatch(line)
-            if m and len(m["indent"]) == indent and _secret_value(key, m["value"]):
-                yield Finding(pos + m.start("value"), pos + m.end("value"), "secret", ENTROPY)
+            group = "quoted" if m and m["quoted"] else "plain"
+            if m and len(m["indent"]) == indent and _secret_value(key, m[group]):
+                yield Finding(pos + m.start(group), pos + m.end(group), "secret", ENTROPY)
             pos += len(line) + 1
     for key in finditer(_JSON_KEY, text, spans):
         m = _JSON_BLOCK.match(text, key.start())

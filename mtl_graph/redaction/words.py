@@ -19,6 +19,8 @@ _IDENTIFIER_CHARS = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SUFFIXES = ("s", "es", "ed", "d", "r", "er", "ers", "or", "ors", "ing", "ly", "able", "ize", "izer", "ization")
 _PREFIXES = ("re", "un", "de", "pre", "sub", "auto", "multi", "over", "inter", "non")
+_STEM_ENDINGS = ("", "e", "ion", "ation", "ing")
+_PARTICLES = {"up", "in", "on", "out", "by", "to", "of"}
 _MIN_PREFIX = 4
 MIN_IDENTIFIER = 8
 """Shorter values are judged by the rules' own length limits."""
@@ -44,11 +46,13 @@ def is_word(segment: str) -> bool:
     known = words()
     if s in known or (len(s) >= _MIN_PREFIX and s in _prefixes()):
         return True
-    if any(s.endswith(x) and s[:-len(x)] in known for x in _SUFFIXES if len(s) - len(x) >= 3):
+    # A stem the vocabulary only holds inflected: validat-or (validation), configur-er (configuration), pars-er.
+    stems = [s[:-len(x)] for x in _SUFFIXES if s.endswith(x) and len(s) - len(x) >= 3]
+    if any(stem + end in known for stem in stems for end in _STEM_ENDINGS):
         return True
-    if any(s.startswith(x) and len(s) - len(x) >= 4 and is_word(s[len(x):]) for x in _PREFIXES):
+    if any(s.startswith(x) and len(s) - len(x) >= 3 and is_word(s[len(x):]) for x in _PREFIXES):
         return True
-    return any(s[:i] in known and s[i:] in known for i in range(3, len(s) - 2))
+    return any(s[:i] in known and (s[i:] in known or s[i:] in _PARTICLES) for i in range(3, len(s) - 1))
 
 
 def segments(value: str) -> list[str]:
@@ -71,7 +75,7 @@ def is_word_identifier(value: str) -> bool:
     short = [p for p in letters if len(p) < 3]
     known = [p for p in long if is_word(p)]
     unknown = len(long) - len(known)
-    if len(known) < 2 or unknown > max(1, len(long) // 4):
+    if len(known) < 2 or unknown > max(1, len(long) // 3):
         return False
     # Short runs are the mark of random text (x, Qz, k9); an identifier has a few (V2, IO, db).
     return sum(map(len, short)) * 4 <= sum(map(len, letters)) and len(short) <= len(known)
