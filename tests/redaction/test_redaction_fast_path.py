@@ -30,7 +30,7 @@ def corpus_texts(seeds: range) -> list[str]:
     texts = []
     for seed in seeds:
         texts += [c.text for c in secret_cases(seed)] + [item.text for item in look_alikes(seed)]
-        texts += [c.text for c in round_three_cases(seed)[::6]] + [item.text for item in round_three_look_alikes(seed)[::2]]
+        texts += [c.text for c in round_three_cases(seed)[::10]] + [item.text for item in round_three_look_alikes(seed)[::2]]
     return texts
 
 
