@@ -250,3 +250,14 @@ def test_kube_cases_cover_every_corpus_kind() -> None:
     kinds = {c.id.split("_", 2)[-1] for c in kube_secret_cases(SEED)}
     assert len(kinds) >= 130
     assert len(word_identifier_look_alikes(SEED)) >= 40
+
+
+def test_shipped_word_list_is_what_the_tokenizer_vocabulary_gives() -> None:
+    """data/words.txt is derived, not edited: regenerating it from the bundled tokenizer changes nothing."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "redaction_words.py"), "--check"], timeout=60)
+    assert done.returncode == 0, "run python scripts/redaction_words.py to regenerate the word list"
