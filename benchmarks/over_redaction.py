@@ -21,6 +21,7 @@ import argparse
 import gzip
 import inspect
 import json
+import re
 import sys
 from collections import Counter
 from importlib.resources import files
@@ -35,6 +36,7 @@ SUFFIXES = {".json", ".jsonl", ".traj", ".md", ".txt", ".yaml", ".yml", ".log", 
             ".cpp", ".h", ".java", ".sh"}
 PLANTED = "hunter2-local-dev"  # the flask log's planted secret: found, and not counted as over-redaction
 MAX_BYTES = 4 << 20
+MARKER = re.compile(r"\[REDACTED:[\w-]+\]")
 
 
 def _texts_under(root: Path) -> list[tuple[Path, str]]:
@@ -87,9 +89,7 @@ def _marked(redactor: Redactor, text: str, given: bool) -> str:
 
 def _redacted_chars(text: str, out: str) -> int:
     """Characters of text replaced by markers (the difference outside the markers)."""
-    import re
-
-    kept = len(re.sub(r"\[REDACTED:[\w-]+\]", "", out))
+    kept = len(MARKER.sub("", out))
     return len(text) - kept
 
 

@@ -78,7 +78,7 @@ def kube_secret_cases(seed: int = 7) -> list[SecretCase]:
         elif shape == "json":
             text = _manifest_json({"LOG_LEVEL": _b64("info"), "item": encoded})
         elif shape == "wrapped":
-            text = f"$ base64 < settings.txt\n" + "\n".join(textwrap.wrap(encoded, 76)) + "\n$ "
+            text = "$ base64 < settings.txt\n" + "\n".join(textwrap.wrap(encoded, 76)) + "\n$ "
         elif shape == "list":
             text = f"payloads:\n  - {_b64('hello')}\n  - {encoded}\n"
         else:

@@ -15,7 +15,7 @@ import string
 import textwrap
 
 import pytest
-from helpers.secret_corpus import B62, UPPER_ALNUM, URLSAFE, Gen, SecretCase
+from helpers.secret_corpus import UPPER_ALNUM, URLSAFE, Gen, SecretCase
 from helpers.secret_corpus_kube import (
     PROGRAMMING_WORDS, exercise_example_look_alikes, given_text_examples, kube_secret_cases, kubeconfig_cases,
     round_three_cases, round_three_look_alikes, webhook_cases, word_identifier, word_identifier_look_alikes,
