@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Annotated, Any, Iterator, Union
+from typing import Annotated, Any, ClassVar, Iterator, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 from pydantic_core import core_schema
@@ -177,6 +177,8 @@ class MemoryBase(BaseModel):
     empty when current. A stale memory is still served, ranked lower (LifecycleConfig.stale_penalty)."""
     last_verified: datetime | None = None
     """When `mtl pool verify` last checked its code link against the repository."""
+    GIVEN_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    """Content fields holding the task's own text (the trajectory's task, ReasoningBank's query)."""
     _stored_stats: UsageStats | None = PrivateAttr(default=None)
     """Read from a pool: the counts its JSON holds, before the pool's credit entries were added (record.py)."""
 
@@ -195,6 +197,11 @@ class MemoryBase(BaseModel):
     def content_fields(self) -> dict[str, Any]:
         """The fields that define the memory's identity (not provenance or stats)."""
         return self.model_dump(mode="json", exclude=NOT_CONTENT)
+
+    def given_fields(self) -> frozenset[str]:
+        """The content fields that quote the task the agent was given (redaction reads an example password there
+        as an example); a format that keeps the task's text names them in GIVEN_FIELDS."""
+        return self.GIVEN_FIELDS
 
     def content_id(self) -> str:
         blob = json.dumps(self.content_fields(), sort_keys=True, ensure_ascii=False)
