@@ -10,7 +10,7 @@ import pytest
 from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
-from mtl_graph.bench.suites.hidden import gpu_reason
+from mtl_graph.bench.suites.hidden import checks_python, gpu_reason
 from mtl_graph.sandbox.bwrap import BwrapSandbox
 from helpers.paths import FIXTURES
 
@@ -39,7 +39,8 @@ def test_papers_load_as_one_task_per_result_and_the_rest_say_why():
     assert skipped["replicationbench/remote_survey/galaxy_count"].startswith(
         "its data (huggingface) is not here and runs have no network: put it in ")
     gpu = skipped["replicationbench/gpu_lensing/einstein_radius"]
-    assert gpu == (gpu_reason() or "needs Python packages mtl-fixture-absent-package (pip install them for python3)")
+    assert gpu == (gpu_reason() or f"needs Python packages mtl-fixture-absent-package in {checks_python()} "
+                                   "(the dependencies of gpu_lensing)")
     assert load_suite(f"replicationbench:{CHECKOUT / 'src' / 'dataset'}").total == 6  # the dataset directory
 
 
