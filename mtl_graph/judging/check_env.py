@@ -1,12 +1,12 @@
 """The environment a check's process owns: nothing of it comes from the grading directory.
 
-The task's check command runs inside a prologue that gives it a fresh HOME and TMPDIR outside the directory
-(so no user site, user config or tool cache the agent left can load), turns off bytecode writes (the room holds
-no bytecode of the agent's to read: none is carried), user sites and pytest's plugin autoloading, makes `python3` the interpreter the sandbox's checks run (sandbox/interpreter.py,
-the one the suites' package probes ask; never a version-manager shim, which reads pin files such as
-`.python-version` from the working directory), and installs the harness's test
-report hook (accounting.py). Tool caches (Go's build cache, npm's, pip's) live under that HOME and go with it;
-a Cargo home the task's setup filled (`.cargo` of the snapshot) is the one the check builds against.
+The task's check command runs inside a prologue that gives it a fresh HOME and TMPDIR outside the directory (so no
+user site, user config or tool cache the agent left can load), turns off bytecode writes (the room holds no bytecode
+of the agent's to read: none is carried), user sites and pytest's plugin autoloading, makes `python3` the
+interpreter the sandbox's checks run (sandbox/interpreter.py, the one the suites' package probes ask; never a
+version-manager shim, which reads pin files such as `.python-version` from the working directory), and installs the
+harness's test report hook (accounting.py). Tool caches (Go's build cache, npm's, pip's) live under that HOME and go
+with it; a Cargo home the task's setup filled (`.cargo` of the snapshot) is the one the check builds against.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ The suite appends ``main(PAYLOAD, program, func_name, timeout)``; this file must
 What a case's answer must be (LiveCodeBench's evaluation semantics, reproduced, not its code):
 
 - stdin problems: the program runs as ``__main__`` and a SystemExit it raises is no failure (the grader calls it in
-  its own process and catches it); both outputs are stripped, split at newlines and each line stripped (so trailing spaces, a
-  trailing newline or CRLF endings never matter, but a blank line inside the output does); the line counts must be
-  equal, and each line pair equal as text, or else as numbers: every whitespace-separated token of both lines
-  read as an exact decimal, and the two token lists equal. ``3.0`` is ``3`` and ``1e2`` is ``100``; ``0.30000001``
-  is not ``0.3`` (no tolerance), and a line with a word in it must match as text.
+  its own process and catches it); both outputs are stripped, split at newlines and each line stripped (so trailing
+  spaces, a trailing newline or CRLF endings never matter, but a blank line inside the output does); the line counts
+  must be equal, and each line pair equal as text, or else as numbers: every whitespace-separated token of both
+  lines read as an exact decimal, and the two token lists equal. ``3.0`` is ``3`` and ``1e2`` is ``100``;
+  ``0.30000001`` is not ``0.3`` (no tolerance), and a line with a word in it must match as text.
 - functional problems: the expected output is the JSON value; the returned value is compared with ``==``, a
   returned tuple first made a list (JSON has no tuples). Nothing else is converted: no float tolerance, and a
   tuple nested inside the result stays a tuple.
@@ -77,8 +77,8 @@ except SystemExit:
 
 def _stdin_case(program, case, timeout):
     try:
-        proc = subprocess.run([sys.executable, "-c", _RUN_PROGRAM, program], input=case["input"], capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run([sys.executable, "-c", _RUN_PROGRAM, program], input=case["input"],
+                              capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timed out after %ss" % timeout
     if proc.returncode != 0:
