@@ -69,7 +69,7 @@ class MemoryType(StrEnum):
 
 
 NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
-               "quarantine_baseline", "archived", "consolidated_from"}
+               "quarantine_baseline", "archived", "consolidated_from", "superseded_by", "superseded_why", "supersedes"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -170,14 +170,22 @@ class MemoryBase(BaseModel):
     """Why it is kept but never retrieved (merged by consolidation, pruned as stale); empty when live."""
     consolidated_from: list[str] = Field(default_factory=list, max_length=10_000)
     """The archived memories a consolidation merged into this one."""
+    superseded_by: str = ""
+    """The newer memory whose advice contradicts this one (memory/lifecycle/supersede.py); kept, not served with
+    the lifecycle on, restored by `mtl memories release`; empty when not superseded."""
+    superseded_why: str = ""
+    """Why it was superseded: which check decided (rule or model) and the conflict it found."""
+    supersedes: list[str] = Field(default_factory=list, max_length=1000)
+    """The older memories this one superseded (the other side of their `superseded_by`)."""
     _stored_stats: UsageStats | None = PrivateAttr(default=None)
     """Read from a pool: the counts its JSON holds, before the pool's credit entries were added (record.py)."""
 
     @property
     def status(self) -> str:
-        """active, flagged (screening), quarantined (the online loop) or archived (consolidated / pruned)."""
+        """active, flagged (screening), quarantined (the online loop), superseded (a newer memory contradicts it) or
+        archived (consolidated / pruned)."""
         return "archived" if self.archived else "quarantined" if self.quarantined else \
-            "flagged" if self.flagged else "active"
+            "superseded" if self.superseded_by else "flagged" if self.flagged else "active"
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:
