@@ -17,6 +17,7 @@ from mtl_graph.pipeline import events
 from mtl_graph.config import MTLConfig, lifecycle_of
 from mtl_graph.pipeline.state import RunState
 from mtl_graph.memory.dedup import of_run
+from mtl_graph.memory.lifecycle.supersede import SupersedeConfig
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
 
@@ -51,7 +52,9 @@ def write_run(pool: MemoryPool, state: RunState, cfg: MTLConfig, verdict: Verdic
     copies = pool.near_copies(memories, shown, settings.near_copy) if cfg.retrieval.lifecycle == "on" else {}
     re_extracted = {memories[i].id: source for i, source in copies.items()}
     cited = list(dict.fromkeys([*cited, *copies.values()]))
-    results = pool.add_many([m for i, m in enumerate(memories) if i not in copies])
+    # a new memory contradicting a near copy of a stored one supersedes it, at the lifecycle's near-copy threshold
+    results = pool.add_many([m for i, m in enumerate(memories) if i not in copies],
+                            supersede=SupersedeConfig(similarity=settings.near_copy))
     events.written(results)
     update: dict[str, Any] = {"new_memory_ids": [r.merged_into or r.id for r in results],
                               "memories_written": results.summary()}

@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mtl_graph.core.templates import render_template
 from mtl_graph.memory.base import Memory, strings_of
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig
 
 __all__ = ["CLAUSE_OVERLAP", "Conflict", "ConflictAnswer", "SupersedeConfig", "can_supersede", "check_conflict",
            "newer_of", "rule_conflict", "supersedable"]
@@ -115,7 +116,7 @@ class SupersedeConfig(BaseModel):
 
     enabled: bool = True
     """Look for supersessions at all (False: the write path stores memories as before)."""
-    similarity: float = Field(default=0.92, ge=0.5, le=1.0)
+    similarity: float = Field(default=LifecycleConfig.model_fields["near_copy"].default, ge=0.5, le=1.0)
     """Cosine of the key vectors at or above which two memories are near duplicates (the lifecycle's near_copy)."""
     candidates: int = Field(default=5, ge=1, le=50)
     """Nearest stored memories of the same format and outcome checked per new memory."""
