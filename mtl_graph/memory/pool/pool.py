@@ -391,7 +391,7 @@ class MemoryPool(PoolFiles):
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Counts by type, domain, outcome, screening (flagged memories are not retrieved) and status (active,
-        flagged, quarantined, archived: only active ones are retrieved with the lifecycle on)."""
+        flagged, quarantined, superseded, archived: only active ones are retrieved with the lifecycle on)."""
         out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}, "status": {}}
         for memory in self:
             screening = "flagged" if memory.flagged else "retrievable"
