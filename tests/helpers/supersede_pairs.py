@@ -5,7 +5,8 @@ avoid X-ing), opposite actions (pin / unpin, enable / disable, add / remove, ...
 setting (a flag's value, a version, an assignment, "set X to V"). The rephrasing classes, which must never
 supersede: synonyms, reordering, added detail, casing and punctuation, double negatives ("don't forget to X",
 "never skip X"), two negative phrasings of one prohibition, and one value written two ways (`--timeout 30` /
-`--timeout=30`, `python 3.11` / `Python3.11`). Subjects, contexts and wrappers are crossed, so each class holds
+`--timeout=30`, `python 3.11` / `Python3.11`); and, not a rephrasing but no conflict either, opposite polarity
+on another action on the same thing ("never run X" / "always check X"). Subjects, contexts and wrappers are crossed, so each class holds
 many sentences that no rule was tuned on one by one."""
 
 from __future__ import annotations
@@ -93,6 +94,14 @@ def rephrasing(seed: int = 7) -> list[tuple[str, str, str]]:
             (wrap.format(s=f"Do not {verb} {obj} {ctx}"), wrap.format(s=f"{_cap(ctx)}, never {verb} {obj}"),
              "two prohibitions"),
         ]
+    for ((verb, _, obj, _), (other, _, _, _)), ctx in itertools.product(zip(ACTIONS, ACTIONS[1:] + ACTIONS[:1]),
+                                                                        CONTEXTS):
+        if other != verb:  # not a rephrasing, but no conflict either: two actions on one thing
+            out += [(f"Never {verb} {obj} {ctx}.", f"Always {other} {obj} {ctx}.", "another action"),
+                    (f"Always {verb} {obj} {ctx}.", f"Never {other} {obj} {ctx}.", "another action")]
+    for obj, ctx in itertools.product(["the pip cache", "the lock file", "the docker image"], CONTEXTS):
+        noun = obj.split()[-1]  # the thing's name used as the verb: every other word the same
+        out.append((f"Never run {obj} {ctx}.", f"Always {noun} {obj} {ctx}.", "another action"))
     for (pos, neg, obj), ctx, wrap in itertools.product(OPPOSITES, CONTEXTS, WRAPPERS):
         out += [
             (wrap.format(s=f"{_cap(neg)} {obj} {ctx}"), wrap.format(s=f"Do not {pos} {obj} {ctx}"),

@@ -23,10 +23,10 @@ The rule (`rule_conflict`) holds by construction; it fires on exactly two shapes
 1. **Opposite polarity of one statement.** Each text is cut into clauses (at . ; : ! ? , and "but"). A clause's
    polarity is the product of its negators ("not", "never", "don't", "avoid", "stop", "without", "skip", "forget",
    ...) and opposite actions ("unpin", "disable", "remove", "uninstall", "exclude", "deny", "decrease", "unset",
-   "off", "hide", "lower" count -1 against "pin", "enable", "add", ...), its content the other words, stemmed, with
+   "off", "hide" count -1 against "pin", "enable", "add", ...), its content the other words, stemmed, with
    opposite actions mapped onto one stem and fillers ("always", "should", "the", ...) dropped. Two clauses whose
-   contents are the same statement (Jaccard of the content words at least `CLAUSE_OVERLAP`, two shared words at
-   least) and whose polarities differ conflict: "always run X" vs "never run X", "pin numpy" vs "unpin numpy".
+   contents are the same statement (the same content words, two at least: `CLAUSE_OVERLAP`) and whose polarities
+   differ conflict: "always run X" vs "never run X", "pin numpy" vs "unpin numpy".
    "Don't forget to run X" is +1 like "run X" (two negators).
 2. **Different values of one setting.** A command flag with a value (`--timeout 30`, `--mode=strict`), a
    `name==version` / `NAME=value` assignment, "set NAME to VALUE", or a name followed by a dotted version
@@ -34,9 +34,10 @@ The rule (`rule_conflict`) holds by construction; it fires on exactly two shapes
    (`--timeout 30` vs `--timeout 300`). A setting only one text names is added detail, not a conflict.
 
 What it therefore never does: supersede a paraphrase with the same polarity (synonyms, reordering, added detail,
-case and punctuation), which is what the generated pairs in tests/memory/lifecycle/test_supersede_rule.py check;
-and it misses contradictions phrased in different words ("skip the tests" vs "run the tests"), which is what the
-model check is for.
+case and punctuation), nor two pieces of advice about different actions on one thing ("never run X" / "always
+check X"), which is what the generated pairs in tests/memory/lifecycle/test_supersede_rule.py check; and it
+misses contradictions phrased in other words ("skip the tests" vs "run the tests", or a clause with added detail),
+which is what the model check is for.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ from mtl_graph.memory.lifecycle.policy import LifecycleConfig
 __all__ = ["CLAUSE_OVERLAP", "Conflict", "ConflictAnswer", "SupersedeConfig", "can_supersede", "check_conflict",
            "newer_of", "rule_conflict", "supersedable"]
 
-CLAUSE_OVERLAP = 0.75
-"""Jaccard of two clauses' content words at or above which they are one statement (polarity then decides)."""
+CLAUSE_OVERLAP = 1.0
+"""Jaccard of two clauses' content words at or above which they are one statement (polarity then decides): the
+same words. Any lower lets one substituted word through, and the substituted word is often the action itself
+("never run the pip cache" / "always cache the pip cache" share all but the verb), which polarity is about."""
 NOT_ADVICE = {"trajectory"}
 """Formats that record runs rather than give advice: never part of a supersession."""
 
