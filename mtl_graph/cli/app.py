@@ -23,7 +23,7 @@ COMMANDS: tuple[Entry, ...] = (
     Command("eval-learning", "mtl_graph.cli.evaluation:eval_learning_cmd"),
     Command("eval-baselines", "mtl_graph.cli.evaluation:eval_baselines_cmd"),
     Group("memories", "Manage the memory pool: add, search, list, show, delete, stats, export, import, flagged, "
-                      "quarantined, release, screen.", (
+                      "quarantined, superseded, release, screen.", (
         Command("add", "mtl_graph.cli.memories:memories_add"),
         Command("import", "mtl_graph.cli.memories:memories_import"),
         Command("search", "mtl_graph.cli.memories:memories_search"),
@@ -36,6 +36,7 @@ COMMANDS: tuple[Entry, ...] = (
         Command("show", "mtl_graph.cli.memories_lifecycle:memories_show"),
         Command("quarantined", "mtl_graph.cli.memories_lifecycle:memories_quarantined"),
         Command("release", "mtl_graph.cli.memories_lifecycle:memories_release"),
+        Command("superseded", "mtl_graph.cli.memories_lifecycle:memories_superseded"),
     )),
     Group("export", "Write the memories that measurably helped into the files coding agents read: AGENTS.md, "
                     "CLAUDE.md, skill folders.", (

@@ -69,7 +69,8 @@ class MemoryType(StrEnum):
 
 
 NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
-               "quarantine_baseline", "archived", "consolidated_from", "stale", "last_verified"}
+               "quarantine_baseline", "archived", "consolidated_from", "stale", "last_verified", "superseded_by",
+               "superseded_why", "supersedes"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -172,6 +173,13 @@ class MemoryBase(BaseModel):
     """Why it is kept but never retrieved (merged by consolidation, pruned as stale); empty when live."""
     consolidated_from: list[str] = Field(default_factory=list, max_length=10_000)
     """The archived memories a consolidation merged into this one."""
+    superseded_by: str = ""
+    """The newer memory whose advice contradicts this one (memory/lifecycle/supersede.py); kept, not served with
+    the lifecycle on, restored by `mtl memories release`; empty when not superseded."""
+    superseded_why: str = ""
+    """Why it was superseded: which check decided (rule or model) and the conflict it found."""
+    supersedes: list[str] = Field(default_factory=list, max_length=1000)
+    """The older memories this one superseded (the other side of their `superseded_by`)."""
     stale: list[str] = Field(default_factory=list, max_length=50)
     """Why the code it describes has changed since its run (files changed since the commit, `mtl pool verify`);
     empty when current. A stale memory is still served, ranked lower (LifecycleConfig.stale_penalty)."""
@@ -185,9 +193,9 @@ class MemoryBase(BaseModel):
     @property
     def status(self) -> str:
         """active, stale (its code changed; still served, ranked lower), flagged (screening), quarantined (the
-        online loop) or archived (consolidated / pruned)."""
+        online loop), superseded (a newer memory contradicts it) or archived (consolidated / pruned)."""
         return "archived" if self.archived else "quarantined" if self.quarantined else \
-            "flagged" if self.flagged else "stale" if self.stale else "active"
+            "superseded" if self.superseded_by else "flagged" if self.flagged else "stale" if self.stale else "active"
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:

@@ -52,6 +52,9 @@ class LifecycleConfig(BaseModel):
     """Cosine similarity under which a memory is not injected (None: calibrated from the pool, see floor_of)."""
     near_copy: float = Field(default=0.92, ge=0.5, le=1.0)
     """A distilled memory this similar (cosine of key texts) to one its run retrieved is a copy, not new."""
+    supersede_with_model: bool = False
+    """The run's model decides whether a new memory's advice conflicts with a near duplicate it would supersede
+    (False: the deterministic rule of memory/lifecycle/supersede.py)."""
 
 
 @dataclass
