@@ -249,6 +249,14 @@ def supersedable(memory: Memory) -> bool:
     return memory.type not in NOT_ADVICE and not (memory.archived or memory.superseded_by)
 
 
+def proven_against(older: Memory, newer: Memory) -> bool:
+    """Evidence beats recency: a memory cited in more successful runs than the newcomer has been cannot be
+    superseded by it. Otherwise one memory that passes screening ("never run the tests") could take a proven one
+    ("always run the tests") out of service the moment it arrives; the two are then both served and their records
+    decide, as for any pair."""
+    return older.stats.cited_success > newer.stats.cited_success
+
+
 def _messages(newer: Memory, older: Memory) -> list[Any]:
     from langchain_core.messages import HumanMessage, SystemMessage
 

@@ -33,7 +33,7 @@ from mtl_graph.memory.pool.files import ImportReport, PoolFiles
 from mtl_graph.memory.lifecycle.ops import CreditReport, PoolLifecycle, Retrieval
 from mtl_graph.memory.lifecycle.policy import BaseRate, LifecycleConfig
 from mtl_graph.memory.lifecycle.supersede import (Conflict, SupersedeConfig, can_supersede, check_conflict,
-                                                  newer_of, supersedable)
+                                                  newer_of, proven_against, supersedable)
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of
 from mtl_graph.memory.pool.query_cache import QueryVectorCache
@@ -238,7 +238,7 @@ class MemoryPool(PoolFiles):
                 if len(pair) != 2:
                     continue
                 newer, older = newer_of(pair[memory.id], pair[hit.id])
-                if not can_supersede(newer) or not supersedable(older):
+                if not can_supersede(newer) or not supersedable(older) or proven_against(older, newer):
                     continue
                 conflict = check_conflict(newer, older, config)
                 if conflict is not None:

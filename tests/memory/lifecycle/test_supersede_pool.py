@@ -77,6 +77,24 @@ def test_the_newer_is_served_the_older_kept_and_linked_both_ways_and_release_res
     assert pool.get(OLD.id).status == "active"
 
 
+def test_a_newcomer_cannot_supersede_a_memory_with_more_cited_successes(pool):
+    """Evidence beats recency: "never run the tests" arriving after a proven "always run the tests" is served beside
+    it, not instead of it; once the newer has as many cited successes, a later conflict may supersede."""
+    from mtl_graph.memory.usage import Use
+
+    proven = insight("Always run the tests before you submit a change.")
+    hostile = insight("Never run the tests before you submit a change.", days=3)
+    assert rule_conflict(hostile.content, proven.content) is not None
+    pool.add(proven)
+    pool.credit("run-ok", [Use(proven.id, True)], "success", "tests")
+    pool.add(hostile)
+    assert pool.get(proven.id).status == "active" and pool.get(hostile.id).supersedes == []
+    unproven = insight("Always run the linter before you submit a change.")
+    later = insight("Never run the linter before you submit a change.", days=3)
+    pool.add_many([unproven, later])
+    assert pool.get(unproven.id).superseded_by == later.id  # no record on either side: the newer stands
+
+
 def test_which_is_newer_is_the_later_made_so_arrival_order_changes_nothing(embeddings, tmp_path):
     links = []
     for order in ([OLD, NEW], [NEW, OLD], [NEW, OTHER, OLD]):
