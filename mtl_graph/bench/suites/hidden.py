@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 import shutil
 import subprocess
 import zlib
@@ -76,6 +77,13 @@ def yaml_problem(exc: Exception) -> str:
     """A YAML error in one line: what is wrong and where."""
     mark = getattr(exc, "problem_mark", None)
     return f"{getattr(exc, 'problem', None) or exc}" + (f" at line {mark.line + 1}" if mark is not None else "")
+
+
+def relative_to_container_dir(text: str, directory: str) -> str:
+    """Absolute paths under an upstream container's directory made relative to it, for a harness whose working
+    directory stands in for that one (``/app/x`` -> ``./x``, ``/app`` -> ``.``; ``/application`` is left alone)."""
+    pattern = re.compile(rf"(?<![\w./-]){re.escape(directory.rstrip('/'))}(/|(?![\w.-]))")
+    return pattern.sub(lambda m: "./" if m.group(1) == "/" else ".", text)
 
 
 def script(name: str) -> str:

@@ -28,7 +28,8 @@ import yaml
 
 from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY, REFERENCE_UNAVAILABLE_KEY, SkippedTask, Suite, \
     SuiteError, sample
-from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, packed_check, python_reason, script, yaml_problem
+from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, packed_check, python_reason, \
+    relative_to_container_dir, script, yaml_problem
 from mtl_graph.core.task import Task
 
 DOMAIN = "terminalbench"
@@ -178,8 +179,7 @@ def pytest_args(task: TaskFiles) -> list[str]:
 
 def relative_to_workdir(text: str, workdir: str) -> str:
     """Absolute paths under workdir made relative (``/app/x`` -> ``./x``, ``/app`` -> ``.``)."""
-    pattern = re.compile(rf"(?<![\w./-]){re.escape(workdir.rstrip('/'))}(/|(?![\w.-]))")
-    return pattern.sub(lambda m: "./" if m.group(1) == "/" else ".", text)
+    return relative_to_container_dir(text, workdir)
 
 
 def _read(path: Path) -> str:
