@@ -142,6 +142,20 @@ def python_reason(names: list[str], where: str) -> str | None:
     return f"needs Python packages {', '.join(missing)} ({where})" if missing else None
 
 
+@functools.cache
+def sandbox_python_version() -> str | None:
+    """The version (``3.11.7``) of the checks' interpreter, or None when there is none or it does not answer."""
+    python = _sandbox_python()
+    if python is None:
+        return None
+    try:
+        proc = subprocess.run([python, "-I", "-c", "import platform; print(platform.python_version())"],
+                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, cwd="/")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
 def gpu_reason() -> str | None:
     """Why a GPU task cannot run here, or None (nvidia-smi lists a GPU)."""
     if shutil.which("nvidia-smi") is None:
