@@ -270,3 +270,45 @@ def test_bad_paths(tmp_path):
 def test_workdir_paths_become_relative():
     text = "cat /app/notes.txt > /app/out; cd /app; ls /application /tmp/app/x"
     assert relative_to_workdir(text, "/app") == "cat ./notes.txt > ./out; cd .; ls /application /tmp/app/x"
+
+
+# Every way a test file can name a module, for each kind of module: whether the tests then load workspace code.
+IMPORT_FORMS = ["import {m}\n", "import {m}.sub as alias\n", "from {m} import thing\n", "from {m}.sub import thing\n",
+                "def test_x():\n    import {m}\n", "try:\n    import {m}\nexcept ImportError:\n    pass\n"]
+MODULE_KINDS = {"json": False, "pathlib": False, "pytest": False, "iniconfig": False,  # stdlib, installed
+                "tool": True,  # a module of the workspace
+                "mtl_no_such_module_xyz": True,  # only the workspace could provide it
+                "helpers": False}  # the tests' own helper beside test_outputs.py
+LOADING_CODE = ["import sys\nsys.path.insert(0, '.')\n", "import sys\nsys.path.append('/x')\n",
+                "from sys import path\n", "import importlib\nimportlib.import_module('x')\n",
+                "import runpy\nrunpy.run_path('x.py')\n", "m = __import__('x')\n", "exec(open('x.py').read())\n",
+                "from importlib import util\n", "import pkgutil\n", "def broken(:\n"]
+READ_ONLY = ["import json\nfrom pathlib import Path\nassert json.loads(Path('out.json').read_text())\n",
+             "import subprocess\nsubprocess.run(['python3', 'tool.py'], check=True)\n",  # another process
+             "import os\nassert os.path.exists('out.txt')\n", "from . import helpers\n",
+             "import sys\nassert sys.version_info >= (3, 8)\n"]
+
+
+@pytest.mark.parametrize("form", IMPORT_FORMS)
+@pytest.mark.parametrize("module, loads", sorted(MODULE_KINDS.items()))
+def test_what_the_tests_import_decides_whether_they_load_the_solution(form, module, loads):
+    tests = {"test_outputs.py": form.format(m=module), "helpers.py": "X = 1\n"}
+    found = terminalbench.solution_loaders(tests, {"tool", "data"})
+    assert bool(found) == loads, found
+
+
+@pytest.mark.parametrize("code", LOADING_CODE)
+def test_tests_that_reach_the_import_path_or_build_code_load_the_solution(code):
+    assert terminalbench.solution_loaders({"test_outputs.py": code}, set())
+
+
+@pytest.mark.parametrize("code", READ_ONLY)
+def test_tests_that_only_read_files_or_start_programs_do_not(code):
+    assert terminalbench.solution_loaders({"test_outputs.py": code, "helpers.py": ""}, {"tool"}) == []
+
+
+def test_in_a_task_image_any_import_beyond_the_standard_library_and_pytest_may_be_the_workspace_s():
+    tests = {"test_outputs.py": "import pytest\nimport json\nimport requests\n"}
+    assert terminalbench.solution_loaders(tests, set(), probe=False) == [
+        "test_outputs.py imports requests, which the task image may not provide (then only the workspace could)"]
+    assert terminalbench.solution_loaders({"test_outputs.py": "import pytest, json\n"}, set(), probe=False) == []
