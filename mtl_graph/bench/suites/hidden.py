@@ -153,7 +153,7 @@ def sandbox_python_version() -> str | None:
                               capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, cwd="/")
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return proc.stdout.strip() or None if proc.returncode == 0 else None
+    return (proc.stdout.strip() or None) if proc.returncode == 0 else None
 
 
 def gpu_reason() -> str | None:
