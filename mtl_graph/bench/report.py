@@ -68,6 +68,23 @@ def _suspect(results: list[TaskResult]) -> list[dict[str, Any]]:
             for r in results if r.verdict is not None and r.verdict.suspicions]
 
 
+def _suspect_by_task(results: list[TaskResult]) -> list[dict[str, Any]]:
+    """Per task with any suspect run: how many of its runs were suspect, and what was found (file and rule), so a
+    finding every run of a task shares (a false positive of the scan) stands out."""
+    runs: dict[tuple[str, str], int] = defaultdict(int)
+    flagged: dict[tuple[str, str], list[TaskResult]] = defaultdict(list)
+    for r in results:
+        runs[(r.suite, r.task_id)] += 1
+        if r.verdict is not None and r.verdict.suspicions:
+            flagged[(r.suite, r.task_id)].append(r)
+    out = []
+    for (suite, task_id), bad in sorted(flagged.items()):
+        findings = list(dict.fromkeys(f for r in bad for f in r.verdict.suspicions))
+        out.append({"suite": suite, "task_id": task_id, "suspect_runs": len(bad), "runs": runs[(suite, task_id)],
+                    "findings": findings[:10], "more_findings": max(0, len(findings) - 10)})
+    return out
+
+
 def _accounting(results: list[TaskResult]) -> dict[str, dict[str, float]]:
     """Per condition: runs, errors, the agent's tokens, cost, time, and the memory method's extra model calls,
     tokens and memory tool calls (every stage of the run's cost but the agent's own)."""
@@ -170,6 +187,7 @@ def build_report(results: list[TaskResult], config: EvalConfig, suites_info: lis
         "error_counts": {c: {s: n for (s, cc), n in errored.items() if cc == c} for c in conditions},
         "tests_modified": _tampered(results),
         "suspect": _suspect(results),
+        "suspect_by_task": _suspect_by_task(results),
         "dropped": _dropped(results),
         "suites_info": suites_info or [],
         "pool": None if pool is None else {"memories": len(pool.memories), "note": pool.note},
@@ -218,6 +236,12 @@ def _problem_runs_md(data: dict) -> list[str]:
         ["suite", "task", "condition", "attempt", "why (scored as a fail)"],
         [[s["suite"], s["task_id"], s["condition"], s["attempt"], _one_line("; ".join(s["suspicions"]))]
          for s in suspect[:MD_LIST_CAP]]) + [""]
+    by_task = data.get("suspect_by_task", [])
+    if by_task:
+        lines += [f"### Suspect runs by task ({len(by_task)} tasks)", ""]
+        lines += _rows(["suite", "task", "suspect runs", "what was found (file, rule)"],
+                       [[t["suite"], t["task_id"], f"{t['suspect_runs']} / {t['runs']}",
+                         _one_line("; ".join(t["findings"]))] for t in by_task[:MD_LIST_CAP]]) + [""]
     dropped = data.get("dropped", [])
     lines += [f"## Files not carried into the check ({len(dropped)} runs)", ""]
     lines += ["Every run's check saw all the files its agent wrote.", ""] if not dropped else _rows(

@@ -55,6 +55,9 @@ class Task(BaseModel):
     check_files: dict[str, str] = Field(default_factory=dict)
     """Check-only files: relative path -> text content, written into the check's clean room after the solution is
     carried in, never into the workspace or its snapshot (hidden test data too large for a command line)."""
+    tests_load_solution: bool = True
+    """Whether the check's test process loads the solution's code (imports it); False for a task whose tests only
+    read the files and outputs the solution produced, which the clean room alone grades (no tamper scan)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else (suite name, difficulty, ...)."""
 

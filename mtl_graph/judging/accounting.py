@@ -92,11 +92,14 @@ def hooked(report: bytes | None) -> bool:
     return any(r.get("event") == "start" for r in read_report(report or b"")[0])
 
 
-def suspicions(sources: Mapping[str, str], report: bytes | None, exit_code: int) -> list[str]:
-    """Why a check's result cannot be trusted: code the hook flagged when it was compiled at run time, and, for a
+def suspicions(sources: Mapping[str, str], report: bytes | None, exit_code: int,
+               solution_scanned: bool = True) -> list[str]:
+    """Why a check's result cannot be trusted: code the hook flagged when it was compiled at run time (unless the
+    solution is not scanned: its code never enters the test process, only programs the tests start), and, for a
     green exit code, tests that did not all report or end (empty when it can be trusted)."""
     records, problems = read_report(report or b"")
-    flagged = [str(r.get("finding"))[:300] for r in records if r.get("event") == "suspect"]
+    flagged = [str(r.get("finding"))[:300] for r in records if r.get("event") == "suspect"] if solution_scanned \
+        else []
     problems = list(dict.fromkeys(flagged))[:MAX_NAMED] + problems
     if exit_code != 0:
         return problems

@@ -178,7 +178,9 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
     room = build_room(task, workspace, snapshot, prepare=None if snapshot else _setup_in(task, sandbox_for))
     tests = {rel: content.decode("utf-8", "replace") for rel, (content, _) in pristine_tests(task).items()}
     try:
-        suspect = _scan(room, tests)  # before the check: the solution runs in it and could rewrite itself
+        # before the check: the solution runs in it and could rewrite itself; a task whose tests never load the
+        # solution's code is graded by the clean room alone
+        suspect = _scan(room, tests) if task.tests_load_solution else []
         report = room.path / f".mtl-report-{secrets.token_hex(8)}" / "report.jsonl"
         report.parent.mkdir()
         sandbox = sandbox_for(room.path)
@@ -190,7 +192,7 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
         report_bytes = _read_report(report)
         if hooked(report_bytes):  # the hook scanned whatever eval / exec compiled: the static finding is moot
             suspect = [f for f in suspect if not f.endswith(RUN_TIME_MARK)]
-        suspect += suspicions(tests, report_bytes, result.exit_code)
+        suspect += suspicions(tests, report_bytes, result.exit_code, solution_scanned=task.tests_load_solution)
     finally:
         room.close()
     return _verdict(task, result, sorted(changes), changes, room.dropped_list(), suspect)

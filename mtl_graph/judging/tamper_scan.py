@@ -58,6 +58,19 @@ RUN_TIME_CHECKED = frozenset({"eval", "exec", "compile"})
 evaluate an arithmetic expression), so these findings stand only where no hook ran."""
 RUN_TIME_MARK = "(scanned when run)"
 
+# The rule a finding breaks, named in it (``line 3: [file changes] changes files (.write_text)``).
+REACHING = "module reaching the test process"
+OS_SYS = "os/sys beyond the allow-list"
+BUILDERS = "constructor of code, frames or raw I/O"
+INTERNALS = "object internals (frames, globals, class hierarchy)"
+RUN_TIME = "code built at run time"
+NAMESPACES = "namespaces, builtins or exit"
+COMPUTED = "computed attribute access"
+FILES = "file changes"
+RAW_IO = "raw descriptors and system paths"
+TOKENS = "token table of a compiled language"
+MACROS = "macro redefining a test name"
+
 _DENIED_PAIRS = {("io", n) for n in _DENIED_IO} | {("types", n) for n in DENIED_TYPES}
 _RAW_PATHS = re.compile(r"/proc/|/dev/(?:fd|tty|stdout|stderr|mem)|/sys/")
 _WRITE_MODES = re.compile(r"[wax+]")
@@ -68,8 +81,8 @@ class _PythonScan(ast.NodeVisitor):
         self.findings: list[str] = []
         self.modules: dict[str, str] = {}  # local name -> module it is bound to
 
-    def flag(self, node: ast.AST, what: str) -> None:
-        self.findings.append(f"line {getattr(node, 'lineno', '?')}: {what}")
+    def flag(self, node: ast.AST, rule: str, what: str) -> None:
+        self.findings.append(f"line {getattr(node, 'lineno', '?')}: [{rule}] {what}")
 
     def visit_If(self, node: ast.If) -> None:  # `if __name__ == "__main__":` never runs when the tests import it
         test = node.test
@@ -84,7 +97,7 @@ class _PythonScan(ast.NodeVisitor):
         for alias in node.names:
             top = alias.name.split(".")[0]
             if top in REACHING_MODULES:
-                self.flag(node, f"imports {alias.name}")
+                self.flag(node, REACHING, f"imports {alias.name}")
             self.modules[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else top
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -93,37 +106,37 @@ class _PythonScan(ast.NodeVisitor):
         if node.level:
             return
         if top in REACHING_MODULES:
-            self.flag(node, f"imports from {module}")
+            self.flag(node, REACHING, f"imports from {module}")
         for alias in node.names:
             if alias.name == "*" and top in ALLOWED_ATTRIBUTES:
-                self.flag(node, f"imports everything from {module}")
+                self.flag(node, OS_SYS, f"imports everything from {module}")
             elif top in ALLOWED_ATTRIBUTES and alias.name not in ALLOWED_ATTRIBUTES[top]:
-                self.flag(node, f"imports {module}.{alias.name}")
+                self.flag(node, OS_SYS, f"imports {module}.{alias.name}")
             elif (top, alias.name) in _DENIED_PAIRS:
-                self.flag(node, f"imports {top}.{alias.name}")
+                self.flag(node, BUILDERS, f"imports {top}.{alias.name}")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in ESCAPE_ATTRIBUTES:
-            self.flag(node, f"reaches .{node.attr}")
+            self.flag(node, INTERNALS, f"reaches .{node.attr}")
         if isinstance(node.value, ast.Name):
             module = self.modules.get(node.value.id)
             if module in ALLOWED_ATTRIBUTES and node.attr not in ALLOWED_ATTRIBUTES[module]:
-                self.flag(node, f"uses {module}.{node.attr}")
+                self.flag(node, OS_SYS, f"uses {module}.{node.attr}")
             elif (module, node.attr) in _DENIED_PAIRS:
-                self.flag(node, f"uses {module}.{node.attr}")
+                self.flag(node, BUILDERS, f"uses {module}.{node.attr}")
             if module in ALLOWED_ATTRIBUTES or module in ("io", "types"):
                 return  # the module name itself is fine as the object of an allowed attribute
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in RUN_TIME_CHECKED:
-            self.flag(node, f"uses {node.id} {RUN_TIME_MARK}")
+            self.flag(node, RUN_TIME, f"uses {node.id} {RUN_TIME_MARK}")
         elif node.id in DANGEROUS_CALLS:
-            self.flag(node, f"uses {node.id}")
+            self.flag(node, NAMESPACES, f"uses {node.id}")
         elif node.id == "__builtins__":
-            self.flag(node, "uses __builtins__")
+            self.flag(node, NAMESPACES, "uses __builtins__")
         elif self.modules.get(node.id) in ALLOWED_ATTRIBUTES:  # passed around, its attributes escape the check
-            self.flag(node, f"uses the {self.modules[node.id]} module as a value")
+            self.flag(node, OS_SYS, f"uses the {self.modules[node.id]} module as a value")
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -131,14 +144,14 @@ class _PythonScan(ast.NodeVisitor):
         if name in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
             attr = node.args[1]
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
-                self.flag(node, f"{name} with a computed attribute name")
+                self.flag(node, COMPUTED, f"{name} with a computed attribute name")
             elif attr.value.startswith("__") or attr.value in ESCAPE_ATTRIBUTES:
-                self.flag(node, f"{name} of {attr.value}")
+                self.flag(node, INTERNALS, f"{name} of {attr.value}")
         if name == "open" and isinstance(func, ast.Name):
             self._check_open(node)
         if name in ("write_text", "write_bytes", "unlink", "rmdir", "symlink_to", "hardlink_to", "chmod") and \
                 isinstance(func, ast.Attribute):
-            self.flag(node, f"changes files (.{name})")
+            self.flag(node, FILES, f"changes files (.{name})")
         self.generic_visit(node)
 
     def _check_open(self, node: ast.Call) -> None:
@@ -146,16 +159,16 @@ class _PythonScan(ast.NodeVisitor):
         mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"),
                                                              None)
         if isinstance(target, ast.Constant) and isinstance(target.value, int):
-            self.flag(node, "opens a file descriptor")
+            self.flag(node, RAW_IO, "opens a file descriptor")
         if mode is not None and not (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
                                      and not _WRITE_MODES.search(mode.value)):
-            self.flag(node, "opens a file for writing")
+            self.flag(node, FILES, "opens a file for writing")
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _RAW_PATHS.search(node.value):
-            self.flag(node, "names a path under /proc, /dev or /sys")
+            self.flag(node, RAW_IO, "names a path under /proc, /dev or /sys")
         elif isinstance(node.value, str) and node.value in ESCAPE_ATTRIBUTES:
-            self.flag(node, f"names {node.value}")
+            self.flag(node, INTERNALS, f"names {node.value}")
 
 
 def scan_python(text: str) -> list[str]:
@@ -216,11 +229,12 @@ def scan_file(rel: str, text: str, words: frozenset[str] = frozenset()) -> list[
     elif suffix in _COMPILED:
         code = _BLOCK_COMMENT.sub(" ", _LINE_COMMENT.sub(" ", text))
         line = lambda pos: code.count(chr(10), 0, pos) + 1  # noqa: E731
-        found = [f"line {line(m.start())}: {m.group(0).strip()!r}" for m in _COMPILED[suffix].finditer(code)]
+        found = [f"line {line(m.start())}: [{TOKENS}] {m.group(0).strip()!r}"
+                 for m in _COMPILED[suffix].finditer(code)]
         if suffix == ".go" and "//go:linkname" in text:  # a directive, written as a comment
-            found.append("uses //go:linkname")
+            found.append(f"[{TOKENS}] uses //go:linkname")
         if suffix in (".cpp", ".h", ".hpp", ".cc", ".c"):
-            found += [f"line {line(m.start())}: redefines {m.group(1)}, which the tests use"
+            found += [f"line {line(m.start())}: [{MACROS}] redefines {m.group(1)}, which the tests use"
                       for m in _MACRO.finditer(code) if m.group(1) in words]
     else:
         return []

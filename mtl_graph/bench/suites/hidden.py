@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 import shutil
 import subprocess
 import zlib
@@ -79,6 +80,13 @@ def yaml_problem(exc: Exception) -> str:
     """A YAML error in one line: what is wrong and where."""
     mark = getattr(exc, "problem_mark", None)
     return f"{getattr(exc, 'problem', None) or exc}" + (f" at line {mark.line + 1}" if mark is not None else "")
+
+
+def relative_to_container_dir(text: str, directory: str) -> str:
+    """Absolute paths under an upstream container's directory made relative to it, for a harness whose working
+    directory stands in for that one (``/app/x`` -> ``./x``, ``/app`` -> ``.``; ``/application`` is left alone)."""
+    pattern = re.compile(rf"(?<![\w./-]){re.escape(directory.rstrip('/'))}(/|(?![\w.-]))")
+    return pattern.sub(lambda m: "./" if m.group(1) == "/" else ".", text)
 
 
 def script(name: str) -> str:
@@ -238,6 +246,20 @@ def python_reason(requirements: list[str], where: str) -> str | None:
     if python is None:
         return f"no python3 that the {PROBE_SANDBOX} sandbox's checks can run ({where})"
     return f"needs Python packages {', '.join(unmet)} in {python} ({where})" if unmet else None
+
+
+@functools.cache
+def sandbox_python_version() -> str | None:
+    """The version (``3.11.7``) of the checks' interpreter, or None when there is none or it does not answer."""
+    python = _sandbox_python()
+    if python is None:
+        return None
+    try:
+        proc = subprocess.run([python, "-I", "-c", "import platform; print(platform.python_version())"],
+                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, cwd="/")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (proc.stdout.strip() or None) if proc.returncode == 0 else None
 
 
 def gpu_reason() -> str | None:

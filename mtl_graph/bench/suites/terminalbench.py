@@ -13,14 +13,26 @@ runs in one of two modes, decided from its files (``environment``):
 - **docker** otherwise: the check builds the task image, copies the graded solution into its WORKDIR and the tests
   into /tests, and runs run-tests.sh there (it needs a reachable engine: run with ``--sandbox local``).
 
-A task neither can run is skipped with the reason; so is a task whose files are missing or malformed.
+A task neither can run is skipped with the reason; so is a task whose files are missing or malformed, and a task
+without tests (Docker would not give it any).
+
+The tamper scan guards the test process against the agent's code; it applies only to a task whose tests load the
+workspace's code (``solution_loaders``: they import a module of the workspace, or one no installed package
+provides, or reach the import path or load code at run time). A task whose tests only read the files and outputs
+the solution produced is graded by the clean room alone, its pytest run with the graded directory off the import
+path (``python -P``), so no module planted there loads in the test process either.
+
+bwrap mode runs the host's interpreter where the task's image has its own; where their versions differ the task's
+metadata (``python_mismatch``) and the check's output say so.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import re
 import shlex
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,12 +40,17 @@ import yaml
 
 from mtl_graph.bench.suites.base import REFERENCE_SCRIPT_KEY, REFERENCE_UNAVAILABLE_KEY, SkippedTask, Suite, \
     SuiteError, sample
-from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, packed_check, python_reason, script, yaml_problem
+from mtl_graph.bench.suites.hidden import TaskSkip, docker_reason, missing_python, packed_check, python_reason, \
+    relative_to_container_dir, sandbox_python_version, script, yaml_problem
 from mtl_graph.core.task import Task
 
 DOMAIN = "terminalbench"
 TASK_FILE = "task.yaml"
 BASE_IMAGE = re.compile(r"^ghcr\.io/laude-institute/t-bench/(python-3-13|ubuntu-24-04)(:[\w.-]+)?$")
+IMAGE_PYTHON = {"python-3-13": "3.13"}
+"""The Python of a base image whose name says it (the Ubuntu image's is whatever its run-tests.sh installs)."""
+LOADING_MODULES = frozenset({"importlib", "runpy", "imp", "zipimport", "pkgutil"})
+LOADING_CALLS = frozenset({"__import__", "exec", "eval", "compile"})
 DEFAULT_WORKDIR = "/app"
 TOOLS_ONLY = {"tmux", "asciinema"}
 HARNESS_FILES = {TASK_FILE, "solution.sh", "solution.yaml", "run-tests.sh", "tests", "Dockerfile",
@@ -178,8 +195,7 @@ def pytest_args(task: TaskFiles) -> list[str]:
 
 def relative_to_workdir(text: str, workdir: str) -> str:
     """Absolute paths under workdir made relative (``/app/x`` -> ``./x``, ``/app`` -> ``.``)."""
-    pattern = re.compile(rf"(?<![\w./-]){re.escape(workdir.rstrip('/'))}(/|(?![\w.-]))")
-    return pattern.sub(lambda m: "./" if m.group(1) == "/" else ".", text)
+    return relative_to_container_dir(text, workdir)
 
 
 def _read(path: Path) -> str:
@@ -189,9 +205,99 @@ def _read(path: Path) -> str:
         raise TaskSkip(f"{path.name} is not UTF-8 text, so the workspace cannot hold it") from None
 
 
+def workspace_modules(files: dict[str, object]) -> set[str]:
+    """The top-level Python modules and packages the task's workspace files make importable."""
+    out = set()
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        if len(parts) > 1:
+            out.add(parts[0])
+        elif rel.endswith(".py"):
+            out.add(rel.removesuffix(".py"))
+    return out
+
+
+def solution_loaders(tests: dict[str, str], modules: set[str], probe: bool = True) -> list[str]:
+    """Why the tests load the workspace's code into their own process, one line per finding (empty: they only read
+    the files and outputs the solution produced). modules: the workspace's own module names; probe: whether the
+    interpreter the tests run with is this machine's (else, in a task image, any import beyond the standard library
+    and pytest may be the workspace's)."""
+    found: list[str] = []
+    imported: dict[str, str] = {}  # top-level module -> the test file importing it
+    for rel, text in sorted(tests.items()):
+        if not rel.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            found.append(f"{rel} does not parse, so what it imports is unknown")
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    imported.setdefault(alias.name.split(".")[0], rel)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.setdefault(node.module.split(".")[0], rel)
+                if node.module == "sys" and any(a.name == "path" for a in node.names):
+                    found.append(f"{rel} line {node.lineno} imports sys.path")
+            elif isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "sys":
+                found.append(f"{rel} line {node.lineno} changes the import path (sys.path)")
+            elif isinstance(node, ast.Name) and node.id in LOADING_CALLS:
+                found.append(f"{rel} line {node.lineno} builds code at run time ({node.id})")
+    local = {m for m in imported if m not in sys.stdlib_module_names and m not in tests_helpers(tests)}
+    unknown = sorted(local - modules - {"pytest", "_pytest"})
+    missing = (set(missing_python(unknown)) if probe else set(unknown)) if unknown else set()
+    for module in sorted(local):
+        if module in modules:
+            found.append(f"{imported[module]} imports {module}, a module of the workspace")
+        elif module in missing:
+            found.append(f"{imported[module]} imports {module}, which no installed package provides (only the "
+                         "workspace could)" if probe else f"{imported[module]} imports {module}, which the task "
+                         "image may not provide (then only the workspace could)")
+    found += [f"{imported[m]} imports {m}, which loads code at run time" for m in sorted(imported)
+              if m in LOADING_MODULES]
+    return sorted(set(found))
+
+
+def tests_helpers(tests: dict[str, str]) -> set[str]:
+    """The modules the tests directory itself holds (a helper beside test_outputs.py, imported by it)."""
+    return {PurePosixPath(rel).parts[0].removesuffix(".py") for rel in tests}
+
+
 def _services(task: TaskFiles) -> list[str]:
     services = (task.compose or {}).get("services") if isinstance(task.compose, dict) else None
     return sorted(services) if isinstance(services, dict) else ["client"]
+
+
+def test_paths(task: TaskFiles) -> list[Path]:
+    """The files of the task's tests/ directory."""
+    tests = task.path / "tests"
+    return sorted(f for f in tests.rglob("*") if f.is_file()) if tests.is_dir() else []
+
+
+def _python_sources(task: TaskFiles) -> dict[str, str]:
+    tests = task.path / "tests"
+    out = {}
+    for f in test_paths(task):
+        if f.suffix == ".py":
+            try:
+                out[str(f.relative_to(tests))] = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                out[str(f.relative_to(tests))] = ""
+    return out
+
+
+def python_mismatch(task: TaskFiles) -> str | None:
+    """The sentence saying the image's Python and the host's differ, or None (same version, or not known)."""
+    froms = [arg for op, arg in task.instructions if op == "FROM"]
+    match = BASE_IMAGE.match(froms[0]) if len(froms) == 1 else None
+    image = IMAGE_PYTHON.get(match.group(1)) if match else None
+    host = sandbox_python_version()
+    if image is None or host is None or host == image or host.startswith(image + "."):
+        return None
+    return (f"the task's image runs Python {image}; here its tests and the agent's commands run with this machine's "
+            f"python3, Python {host} (a result can differ where the two versions behave differently)")
 
 
 def bwrap_task(task: TaskFiles, base: dict[str, Any]) -> Task:
@@ -203,15 +309,18 @@ def bwrap_task(task: TaskFiles, base: dict[str, Any]) -> Task:
     tests = task.path / "tests"
     packed = {str(f.relative_to(tests)): base64.b85encode(
         relative_to_workdir(_read(f), task.workdir).encode("utf-8") if f.suffix in (".py", ".sh", ".txt", ".json")
-        else f.read_bytes()).decode("ascii") for f in sorted(tests.rglob("*")) if f.is_file()} if tests.is_dir() else {}
-    if not packed:
-        raise TaskSkip("no tests/ directory holding its tests")
+        else f.read_bytes()).decode("ascii") for f in test_paths(task)}
     if reason := python_reason(["pytest"], "the tests run with pytest"):
         raise TaskSkip(reason)
-    check = packed_check(script("terminalbench.py"), packed, f"bwrap(PAYLOAD, {args!r})")
+    loaders = solution_loaders(_python_sources(task), workspace_modules(files))
+    mismatch = python_mismatch(task)
+    call = f"bwrap(PAYLOAD, {args!r}, {not loaders!r}, {mismatch!r})"
+    check = packed_check(script("terminalbench.py"), packed, call)
     instruction = relative_to_workdir(base["instruction"], task.workdir) + "\n\n" + _NOTE.format(workdir=task.workdir)
-    return Task(**{**base, "instruction": instruction, "metadata": {**base["metadata"], "mode": "bwrap"}},
-                files=files, **check.task_fields())
+    metadata = {**base["metadata"], "mode": "bwrap", "solution_loaders": loaders,
+                **({"python_mismatch": mismatch} if mismatch else {})}
+    return Task(**{**base, "instruction": instruction, "metadata": metadata}, files=files,
+                tests_load_solution=bool(loaders), **check.task_fields())
 
 
 def docker_task(task: TaskFiles, base: dict[str, Any], why: str) -> Task:
@@ -227,7 +336,9 @@ def docker_task(task: TaskFiles, base: dict[str, Any], why: str) -> Task:
         files = {}  # the image has them; the agent's workspace starts empty
     call = f"docker({str(task.path.resolve())!r}, {task.dockerfile!r}, {task.workdir!r}, {base['check_timeout']!r})"
     check = packed_check(script("terminalbench.py"), None, call)
-    return Task(**{**base, "metadata": {**base["metadata"], "mode": "docker"}}, files=files, **check.task_fields())
+    loaders = solution_loaders(_python_sources(task), workspace_modules(files), probe=False)
+    return Task(**{**base, "metadata": {**base["metadata"], "mode": "docker", "solution_loaders": loaders}},
+                files=files, tests_load_solution=bool(loaders), **check.task_fields())
 
 
 def task_of(path: Path) -> Task:
@@ -242,6 +353,9 @@ def task_of(path: Path) -> Task:
         metadata[REFERENCE_SCRIPT_KEY] = relative_to_workdir(_read(solution), task.workdir)
     else:
         metadata[REFERENCE_UNAVAILABLE_KEY] = "it has no solution.sh"
+    if not test_paths(task):
+        raise TaskSkip("it has no tests (its tests/ directory is missing or empty), so nothing can grade it; Docker "
+                       "would not change that")
     base = {"id": f"{DOMAIN}/{path.name}", "domain": DOMAIN, "instruction": instruction,
             "check_timeout": float(cfg.get("max_test_timeout_sec") or 180.0) + 120.0, "metadata": metadata}
     try:

@@ -53,4 +53,4 @@ def test_an_eval_over_every_new_suite_reports_runs_and_skips(cli, tmp_path):
                  "--no-progress", "--sandbox", "local")
     assert result.exit_code == 0, result.output
     report = (tmp_path / "o" / "report.md").read_text()
-    assert "6 runs" in result.output and "needs Python packages mtl_fixture_maze_env" in report
+    assert "8 runs" in result.output and "needs Python packages mtl_fixture_maze_env" in report

@@ -40,10 +40,15 @@ def _skips(path) -> dict[str, str]:
     return {s.id.split("/", 1)[1]: s.reason for s in load_suite(f"terminalbench:{path}").skipped}
 
 
+def _task(name: str):
+    return next(t for t in load_suite(f"terminalbench:{TASKS}").tasks if t.id == f"terminalbench/{name}")
+
+
 def test_tasks_load_with_their_mode_or_the_reason_they_cannot_run():
     suite = load_suite(f"terminalbench:{TASKS}")
-    assert suite.total == 3 and [t.id for t in suite.tasks] == ["terminalbench/word-tally"]
-    task = suite.tasks[0]
+    assert suite.total == 5 and [t.id for t in suite.tasks] == [
+        "terminalbench/line-stats", "terminalbench/median-lib", "terminalbench/word-tally"]
+    task = _task("word-tally")
     assert task.metadata["mode"] == "bwrap" and task.metadata["difficulty"] == "easy"
     assert "./notes.txt" in task.instruction and "/app" in task.instruction  # rewritten, and the note says so
     assert _skips(TASKS) == {
@@ -55,7 +60,7 @@ def test_tasks_load_with_their_mode_or_the_reason_they_cannot_run():
 
 
 def test_the_workspace_holds_the_copied_files_and_no_tests_or_solution(tmp_path):
-    task = load_suite(f"terminalbench:{TASKS}").tasks[0]
+    task = _task("word-tally")
     workspace = task.materialize(tmp_path / "ws")
     assert sorted(p.name for p in workspace.iterdir()) == ["notes.txt"]
     seen = task.instruction + "".join(task.files.values())
@@ -63,25 +68,111 @@ def test_the_workspace_holds_the_copied_files_and_no_tests_or_solution(tmp_path)
     assert "test_tally_is_the_word_count" not in task.check  # packed, not plain text
 
 
-def _grade(task, tmp_path, solve: bool) -> bool:
-    workspace = task.materialize(tmp_path / ("solved" if solve else "untouched"))
+def _verdict(task, tmp_path, script: str | None = None, files: dict[str, str] | None = None):
+    """The check's verdict after running script (the reference solution by default; "" for none) and writing
+    files in the task's workspace."""
+    workspace = task.materialize(tmp_path / f"ws-{len(list(tmp_path.iterdir()))}")
     take_snapshot(workspace)
-    if solve:
+    for rel, text in (files or {}).items():
+        (workspace / rel).write_text(text)
+    script = task.metadata[REFERENCE_SCRIPT_KEY] if script is None else script
+    if script:
         sandbox = make_sandbox("bwrap", workspace)
         try:
-            assert sandbox.run(task.metadata[REFERENCE_SCRIPT_KEY]).exit_code == 0
+            assert sandbox.run(script).exit_code == 0
         finally:
             sandbox.close()
-    verdict = run_check(task, workspace,
-                        lambda room: make_sandbox("bwrap", room, SandboxConfig(bwrap_persistent=False)))
-    return verdict.status == VerdictStatus.PASS
+    return run_check(task, workspace, lambda room: make_sandbox("bwrap", room, SandboxConfig(bwrap_persistent=False)))
+
+
+def _grade(task, tmp_path, solve: bool) -> bool:
+    return _verdict(task, tmp_path, None if solve else "").status == VerdictStatus.PASS
 
 
 @needs_bwrap
-def test_oracle_solution_passes_and_no_op_fails(tmp_path):
-    task = load_suite(f"terminalbench:{TASKS}").tasks[0]
-    assert _grade(task, tmp_path, solve=True)
+@pytest.mark.parametrize("name", ["word-tally", "line-stats", "median-lib"])
+def test_oracle_solution_passes_and_no_op_fails(tmp_path, name):
+    task = _task(name)
+    verdict = _verdict(task, tmp_path)
+    assert verdict.status == VerdictStatus.PASS and not verdict.suspicions, verdict.reason
     assert not _grade(task, tmp_path, solve=False)
+
+
+WRONG = {"word-tally": {"tally.txt": "5\n"}, "line-stats": {"stats.json": '{"count": 4, "total": 21, "max": 9}'},
+         "median-lib": {"median.py": "def median(values):\n    return sorted(values)[len(values) // 2]\n"}}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_wrong_solution_fails(tmp_path, name):
+    verdict = _verdict(_task(name), tmp_path, "", WRONG[name])
+    assert verdict.status == VerdictStatus.FAIL and not verdict.suspicions, verdict.reason
+
+
+def test_the_scan_applies_where_the_tests_import_the_solution():
+    stats, median = _task("line-stats"), _task("median-lib")
+    assert not stats.tests_load_solution and stats.metadata["solution_loaders"] == []
+    assert median.tests_load_solution and median.metadata["solution_loaders"] == [
+        "test_outputs.py imports median, which no installed package provides (only the workspace could)",
+        "test_outputs.py line 3 changes the import path (sys.path)"]
+
+
+@needs_bwrap
+def test_a_solution_reaching_into_a_test_process_that_imports_it_is_suspect_naming_file_and_rule(tmp_path):
+    cheat = "import os\nos._exit(0)\n"
+    verdict = _verdict(_task("median-lib"), tmp_path, "", {"median.py": cheat})
+    assert verdict.status == VerdictStatus.FAIL and verdict.reason.startswith("suspect: ")
+    assert verdict.suspicions == ["median.py line 2: [os/sys beyond the allow-list] uses os._exit"]
+
+
+def _with_isolation(task, isolated: bool):
+    head, call = task.check.rsplit("\nbwrap(PAYLOAD, ", 1)
+    assert "], True, " in call
+    return task.model_copy(update={"check": f"{head}\nbwrap(PAYLOAD, " + call.replace("], True, ", f"], {isolated!r}, ", 1)})
+
+
+@needs_bwrap
+def test_a_module_planted_for_the_test_process_does_not_load_when_the_tests_only_read_files(tmp_path):
+    """The clean room carries a module named like one pytest imports; with the graded directory off the import
+    path it never loads, so its early exit cannot turn a missing answer into a pass."""
+    plant = {"iniconfig.py": "print('PLANTED MODULE RAN', flush=True)\nimport os\nos._exit(0)\n"}
+    task = _task("line-stats")
+    verdict = _verdict(task, tmp_path, "", plant)
+    assert verdict.status == VerdictStatus.FAIL and "PLANTED MODULE RAN" not in verdict.reason
+    assert "2 failed" in verdict.reason  # the tests ran, and found no stats.json
+    # the control: with the graded directory on the import path the planted module runs in the test process
+    exposed = _verdict(_with_isolation(task, False), tmp_path, "", plant)
+    assert "PLANTED MODULE RAN" in exposed.reason
+
+
+@needs_bwrap
+def test_the_verdict_states_a_python_version_mismatch(tmp_path):
+    task = _task("line-stats")
+    mismatch = task.metadata.get("python_mismatch")
+    if mismatch is None:
+        pytest.skip("this machine's python3 is the image's version (3.13)")
+    assert "Python 3.13" in mismatch and f"Python {terminalbench.sandbox_python_version()}" in mismatch
+    assert f"note: {mismatch}" in _verdict(task, tmp_path).reason
+
+
+@pytest.mark.parametrize("host, image_line, stated", [
+    ("3.11.7", "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620", True),
+    ("3.12.0", "FROM ghcr.io/laude-institute/t-bench/python-3-13", True),
+    ("3.13.1", "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620", False),
+    ("3.11.7", "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04", False),
+    (None, "FROM ghcr.io/laude-institute/t-bench/python-3-13", False),
+])
+def test_a_mismatch_is_stated_only_where_the_versions_are_known_and_differ(tmp_path, monkeypatch, host, image_line,
+                                                                          stated):
+    monkeypatch.setattr(terminalbench, "sandbox_python_version", lambda: host)
+    task_dir = _copy(tmp_path)
+    dockerfile = (task_dir / "Dockerfile").read_text().splitlines()
+    (task_dir / "Dockerfile").write_text("\n".join([image_line, *dockerfile[1:]]) + "\n")
+    task = load_suite(f"terminalbench:{task_dir}").tasks[0]
+    assert ("python_mismatch" in task.metadata) == stated
+    if stated:
+        assert f"Python {host}" in task.metadata["python_mismatch"]
+        assert repr(task.metadata["python_mismatch"]) in task.check
 
 
 def test_with_an_engine_a_custom_image_is_graded_in_docker(monkeypatch):
@@ -154,9 +245,17 @@ def test_copy_of_the_whole_task_keeps_the_harness_files_out(tmp_path):
     assert sorted(task.files) == ["extra/hint.md", "notes.txt"]
 
 
-def test_tests_missing_leave_only_docker(tmp_path):
-    shutil.rmtree(_copy(tmp_path) / "tests")
-    assert "no tests/ directory" in _skips(tmp_path / "tasks")["word-tally"]
+@pytest.mark.parametrize("engine", [None, NO_ENGINE])
+@pytest.mark.parametrize("empty", [False, True])
+def test_a_task_without_tests_is_skipped_for_that_reason_not_docker(tmp_path, monkeypatch, engine, empty):
+    monkeypatch.setattr(terminalbench, "docker_reason", lambda: engine)
+    tests = _copy(tmp_path) / "tests"
+    shutil.rmtree(tests)
+    if empty:
+        tests.mkdir()
+    assert _skips(tmp_path / "tasks")["word-tally"] == (
+        "it has no tests (its tests/ directory is missing or empty), so nothing can grade it; Docker would not "
+        "change that")
 
 
 def test_bad_paths(tmp_path):
@@ -171,3 +270,45 @@ def test_bad_paths(tmp_path):
 def test_workdir_paths_become_relative():
     text = "cat /app/notes.txt > /app/out; cd /app; ls /application /tmp/app/x"
     assert relative_to_workdir(text, "/app") == "cat ./notes.txt > ./out; cd .; ls /application /tmp/app/x"
+
+
+# Every way a test file can name a module, for each kind of module: whether the tests then load workspace code.
+IMPORT_FORMS = ["import {m}\n", "import {m}.sub as alias\n", "from {m} import thing\n", "from {m}.sub import thing\n",
+                "def test_x():\n    import {m}\n", "try:\n    import {m}\nexcept ImportError:\n    pass\n"]
+MODULE_KINDS = {"json": False, "pathlib": False, "pytest": False, "iniconfig": False,  # stdlib, installed
+                "tool": True,  # a module of the workspace
+                "mtl_no_such_module_xyz": True,  # only the workspace could provide it
+                "helpers": False}  # the tests' own helper beside test_outputs.py
+LOADING_CODE = ["import sys\nsys.path.insert(0, '.')\n", "import sys\nsys.path.append('/x')\n",
+                "from sys import path\n", "import importlib\nimportlib.import_module('x')\n",
+                "import runpy\nrunpy.run_path('x.py')\n", "m = __import__('x')\n", "exec(open('x.py').read())\n",
+                "from importlib import util\n", "import pkgutil\n", "def broken(:\n"]
+READ_ONLY = ["import json\nfrom pathlib import Path\nassert json.loads(Path('out.json').read_text())\n",
+             "import subprocess\nsubprocess.run(['python3', 'tool.py'], check=True)\n",  # another process
+             "import os\nassert os.path.exists('out.txt')\n", "from . import helpers\n",
+             "import sys\nassert sys.version_info >= (3, 8)\n"]
+
+
+@pytest.mark.parametrize("form", IMPORT_FORMS)
+@pytest.mark.parametrize("module, loads", sorted(MODULE_KINDS.items()))
+def test_what_the_tests_import_decides_whether_they_load_the_solution(form, module, loads):
+    tests = {"test_outputs.py": form.format(m=module), "helpers.py": "X = 1\n"}
+    found = terminalbench.solution_loaders(tests, {"tool", "data"})
+    assert bool(found) == loads, found
+
+
+@pytest.mark.parametrize("code", LOADING_CODE)
+def test_tests_that_reach_the_import_path_or_build_code_load_the_solution(code):
+    assert terminalbench.solution_loaders({"test_outputs.py": code}, set())
+
+
+@pytest.mark.parametrize("code", READ_ONLY)
+def test_tests_that_only_read_files_or_start_programs_do_not(code):
+    assert terminalbench.solution_loaders({"test_outputs.py": code, "helpers.py": ""}, {"tool"}) == []
+
+
+def test_in_a_task_image_any_import_beyond_the_standard_library_and_pytest_may_be_the_workspace_s():
+    tests = {"test_outputs.py": "import pytest\nimport json\nimport requests\n"}
+    assert terminalbench.solution_loaders(tests, set(), probe=False) == [
+        "test_outputs.py imports requests, which the task image may not provide (then only the workspace could)"]
+    assert terminalbench.solution_loaders({"test_outputs.py": "import pytest, json\n"}, set(), probe=False) == []

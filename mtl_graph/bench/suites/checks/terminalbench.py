@@ -1,7 +1,8 @@
 """The checks of Terminal-Bench tasks; stdlib only, the suite appends one call (``bwrap(...)`` or ``docker(...)``).
 
 bwrap: the task's hidden tests (``PAYLOAD``: path -> base85 bytes) are unpacked into a fresh directory outside the
-graded one and pytest runs them with ``TEST_DIR`` pointing there, as run-tests.sh would. docker: the task image is
+graded one and pytest runs them with ``TEST_DIR`` pointing there, as run-tests.sh would (with the graded directory
+off the import path when the tests never import the solution). docker: the task image is
 built from the task directory, the graded directory is copied into its WORKDIR and the task's tests into /tests,
 and the task's own run-tests.sh decides.
 """
@@ -24,11 +25,19 @@ def _unpack(files):
     return test_dir
 
 
-def bwrap(files, pytest_args):
+def bwrap(files, pytest_args, isolated=False, mismatch=None):
+    """isolated: the tests only read what the solution produced, so pytest runs with the graded directory off the
+    import path (``-P``): no module of the agent's, named like one pytest or the tests import, loads in it."""
     test_dir = _unpack(files)
     args = [a.replace("${TEST_DIR}", test_dir).replace("$TEST_DIR", test_dir) for a in pytest_args]
     env = dict(os.environ, TEST_DIR=test_dir)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], env=env)
+    if isolated and sys.version_info < (3, 11):
+        print("the tests must run with the graded directory off the import path, which needs Python 3.11's -P")
+        sys.exit(2)
+    flags = ["-P"] if isolated else []
+    proc = subprocess.run([sys.executable, *flags, "-m", "pytest", "-p", "no:cacheprovider", *args], env=env)
+    if mismatch:
+        print("note: %s" % mismatch)
     sys.exit(proc.returncode)
 
 
