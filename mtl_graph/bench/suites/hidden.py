@@ -154,6 +154,7 @@ def _probe(python: str, names: tuple[str, ...]) -> _Probe | None:
 def forget_probes() -> None:
     """Forget what the interpreters answered (a test installing a distribution between two probes)."""
     _probe.cache_clear()
+    sandbox_python_version.cache_clear()
 
 
 def parse_requirements(lines: list[str]) -> list[Requirement]:
@@ -251,7 +252,7 @@ def python_reason(requirements: list[str], where: str) -> str | None:
 @functools.cache
 def sandbox_python_version() -> str | None:
     """The version (``3.11.7``) of the checks' interpreter, or None when there is none or it does not answer."""
-    python = _sandbox_python()
+    python = checks_python()
     if python is None:
         return None
     try:

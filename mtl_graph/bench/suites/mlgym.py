@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from mtl_graph.bench.suites.base import REFERENCE_UNAVAILABLE_KEY, SkippedTask, Suite, SuiteError, sample
-from mtl_graph.bench.suites.hidden import TaskSkip, gpu_reason, packed_check, python_reason, \
+from mtl_graph.bench.suites.hidden import TaskSkip, gpu_reason, packed_check, python_reason, requirement_lines, \
     relative_to_container_dir, script, yaml_problem
 from mtl_graph.core.task import Task
 
@@ -154,15 +154,6 @@ def evaluation_modules(files: dict[str, str], scripts: list[str], description: s
                   and not _mentions(description, f"{m}.py"))
 
 
-def _requirement_names(path: Path) -> list[str]:
-    names = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        name = re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0]
-        if name and not name.startswith(("#", "-")):
-            names.append(name)
-    return names
-
-
 def task_of(path: Path, root: Path) -> Task:
     """The task of one config; TaskSkip says why it cannot run here."""
     cfg = _yaml(path)
@@ -192,7 +183,8 @@ def task_of(path: Path, root: Path) -> Task:
     local = {Path(rel).parts[0].removesuffix(".py") for rel in files}
     if cfg.get("use_generic_conda") is False and cfg.get("requirements_path"):
         requirements = root / str(cfg["requirements_path"])
-        if reason := python_reason(_requirement_names(requirements) if requirements.is_file() else [], _IMAGE):
+        if reason := python_reason(requirement_lines(requirements.read_text(encoding="utf-8")) if requirements.is_file() else [],
+                                    _IMAGE):
             raise TaskSkip(reason)
     if reason := python_reason(imported_modules(files, local), _IMAGE):
         raise TaskSkip(reason)
