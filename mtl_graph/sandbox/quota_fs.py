@@ -22,17 +22,14 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import re
 import resource
 import stat
 import threading
 from pathlib import Path
 
 from mtl_graph.core.errors import MTLError
+from mtl_graph.sandbox.mounts import SOURCE, mounted_size, unmount as _unmount
 from mtl_graph.sandbox.tree import walk
-
-SOURCE = "mtl-workspace"
-"""The source name of our mounts in /proc/self/mountinfo: only a mount of this name is ever adopted or unmounted."""
 BYTES_PER_INODE = 16 * 1024
 """Quota bytes per inode of the filesystem: a repository's files average more, an attack of empty files no less."""
 MIN_INODES = 1024
@@ -40,7 +37,6 @@ FULL_FRACTION = 0.02
 """Free space below this share of the quota makes the command's observation say the workspace is full."""
 
 _MS_NOSUID, _MS_NODEV = 0x2, 0x4
-_MNT_DETACH, _UMOUNT_NOFOLLOW = 0x2, 0x8
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_MODE_BITS = 0o1777  # never setuid or setgid, whoever made the file
 _CHUNK = 1 << 20
@@ -64,31 +60,6 @@ def _mount_tmpfs(target_fd: int, size: int, inodes: int, mode: int, uid: int, gi
     options = f"size={size},nr_inodes={inodes},mode={mode:o},uid={uid},gid={gid}".encode()
     if _LIBC.mount(SOURCE.encode(), target, b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
         raise _errno_error("mount")
-
-
-def _unmount(path: Path) -> None:
-    if _LIBC.umount2(os.fsencode(path), _MNT_DETACH | _UMOUNT_NOFOLLOW) != 0:
-        raise _errno_error(f"umount {path}")
-
-
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def mounted_size(path: str | Path) -> int | None:
-    """Bytes of our quota filesystem mounted on path (the topmost mount there), or None when it is not ours."""
-    target, found = str(path), None
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
-        for line in fh:
-            fields = line.split()
-            if len(fields) < 10 or _unescape(fields[4]) != target:
-                continue
-            tail = fields[fields.index("-") + 1:]
-            found = None
-            if tail[:2] == ["tmpfs", SOURCE]:
-                sizes = re.search(r"(?:^|,)size=(\d+)k(?:,|$)", tail[2] if len(tail) > 2 else "")
-                found = int(sizes.group(1)) * 1024 if sizes else None
-    return found
 
 
 class QuotaFilesystem:
