@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -85,11 +86,41 @@ def measure(kind: str, filesystem: bool, command: str) -> dict:
         remove_tree(base)
 
 
+def copy_cost(source: Path, kind: str) -> None:
+    """Milliseconds to open a sandbox over a copy of source, run one command and close it, with the quota held by
+    its filesystem (files copied in and back) and polled."""
+    base = Path(tempfile.mkdtemp(prefix="mtl-bench-quota-", dir="/var/tmp"))
+    os.chmod(base, 0o755)
+    ws = base / "ws"
+    try:
+        shutil.copytree(source, ws, symlinks=True)
+        _, entries = usage(ws)
+        for filesystem in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                sandbox = make_sandbox(kind, ws, SandboxConfig(workspace_filesystem=filesystem))
+            t1 = time.perf_counter()
+            sandbox.run("true")
+            t2 = time.perf_counter()
+            sandbox.close()
+            t3 = time.perf_counter()
+            print(f"{kind} workspace_filesystem={filesystem} entries={entries} open={1000 * (t1 - t0):.0f} ms "
+                  f"first command={1000 * (t2 - t1):.0f} ms close={1000 * (t3 - t2):.0f} ms")
+    finally:
+        remove_tree(base)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", default="bwrap,local")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--copy-cost", type=Path, metavar="DIR", help="time open and close over a copy of DIR instead")
     args = parser.parse_args()
+    if args.copy_cost:
+        for kind in args.kinds.split(","):
+            copy_cost(args.copy_cost, kind)
+        return
     rows = []
     print(f"| backend | quota held by | writer | largest workspace (MiB) open / on disk after | entries | exit | "
           f"ENOSPC seen |\n|---|---|---|---|---|---|---|")
