@@ -25,7 +25,7 @@ from mtl_graph.judging.ground_truth import run_check
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.quota_fs import QuotaFilesystem, QuotaFilesystemUnavailable, mounted_size
 from mtl_graph.sandbox.tree import remove_tree, walk
-from helpers.sandbox_attack_kit import needs_bwrap, public_tmp
+from helpers.sandbox_attack_kit import needs_bwrap, nobody_workspace, public_tmp, run_unprivileged, unprivileged_python
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 MIB = 2**20
@@ -315,5 +315,22 @@ def test_with_the_filesystem_off_the_quota_is_polled_and_says_why():
         with make_sandbox("local", ws, _config(workspace_filesystem=False)) as sandbox:
             assert sandbox.quota_filesystem is None and sandbox.quota is not None
             assert sandbox.quota_polled_because == "workspace_filesystem is off"
+    finally:
+        remove_tree(ws.parent)
+
+
+_nobody = unprivileged_python()
+
+
+@pytest.mark.skipif(isinstance(_nobody, str), reason=str(_nobody))
+@pytest.mark.parametrize("kind", KINDS)
+def test_as_a_user_the_sandbox_falls_back_to_polling_by_itself(kind):
+    """No mount without root: the same config polls, and the poll's shrink-only mode follows the overshoot."""
+    ws = nobody_workspace()
+    try:
+        first, second = run_unprivileged(kind, ws, [f"fallocate -l {4 * QUOTA} a; echo done", "echo x > y"],
+                                         config={"workspace_quota_mb": QUOTA_MB}, timeout=60)
+        assert "over its quota" in first["output"] and "No space left on device" not in first["output"]
+        assert "file writes refused" in second["output"]
     finally:
         remove_tree(ws.parent)
