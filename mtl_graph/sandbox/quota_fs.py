@@ -36,7 +36,7 @@ MIN_INODES = 1024
 FULL_FRACTION = 0.02
 """Free space below this share of the quota makes the command's observation say the workspace is full."""
 
-_MS_NOSUID, _MS_NODEV = 0x2, 0x4
+_MS_NOSUID, _MS_NODEV, _MS_PRIVATE = 0x2, 0x4, 1 << 18
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_MODE_BITS = 0o1777  # never setuid or setgid, whoever made the file
 _CHUNK = 1 << 20
@@ -60,6 +60,8 @@ def _mount_tmpfs(target_fd: int, size: int, inodes: int, mode: int, uid: int, gi
     options = f"size={size},nr_inodes={inodes},mode={mode:o},uid={uid},gid={gid}".encode()
     if _LIBC.mount(SOURCE.encode(), target, b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
         raise _errno_error("mount")
+    # Not propagated to the mount namespaces that share the host's (a shared / would show it in all of them).
+    _LIBC.mount(None, target, None, _MS_PRIVATE, None)
 
 
 class QuotaFilesystem:
