@@ -8,6 +8,15 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGGRAPH_CLI_NO_ANALYTICS", "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_workspace_mount_left(tmp_path_factory):
+    """A test that kills a sandbox's owner leaves its workspace's quota filesystem mounted: unmount those at the end."""
+    yield
+    from mtl_graph.sandbox.mounts import discard_under
+
+    discard_under(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(scope="session")
 def embeddings():
     from mtl_graph.memory.engine.embeddings import local_embeddings

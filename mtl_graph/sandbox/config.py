@@ -45,8 +45,12 @@ class SandboxConfig(BaseModel):
     max_file_size_mb: int | None = Field(default=1024, ge=1)
     """Largest file a command may write, in MiB (None: no limit)."""
     workspace_quota_mb: int | None = Field(default=4096, ge=1)
-    """Disk the workspace may use, in MiB: a command growing it past this is killed, and once over it commands run
-    shrink-only until it is back under (see workspace.QuotaWatch; None: no quota)."""
+    """Disk the workspace may use, in MiB: the size of the filesystem it lives on while the sandbox is open (see
+    quota_fs.py; writes past it fail with "No space left on device"), else polled: a command growing it past this
+    is killed and commands run shrink-only until it is back under (workspace.QuotaWatch; None: no quota)."""
+    workspace_filesystem: bool = True
+    """Hold the quota with a filesystem of its size mounted on the workspace (needs root; memory-backed tmpfs,
+    files copied in at open and back at close); False, or where it cannot be mounted: the quota is polled."""
     tmp_size_mb: int = Field(default=512, ge=1)
     """Size of the private /tmp (and of /dev/shm) of a bwrap sandbox, in MiB: memory-backed, so bounded."""
     run_as_uid: int = Field(default=NOBODY, ge=1)

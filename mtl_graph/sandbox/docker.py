@@ -90,10 +90,10 @@ class DockerSandbox(WorkspaceSandbox):
         return docker_exec_argv(self.container, self.workspace, self.config, command, timeout)
 
     def close(self) -> None:
-        super().close()
-        if getattr(self, "container", None):
+        if getattr(self, "container", None):  # before the workspace's files are copied back (super().close())
             subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, timeout=60)
             self.container = ""
+        super().close()
 
 
 def docker_exec_argv(container: str, workspace: Path, config: SandboxConfig, command: str, timeout: float) -> list[str]:

@@ -20,11 +20,13 @@ from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.process import SHELL, limit_wrapper, rlimits, run_process, scrubbed_env
 from mtl_graph.sandbox.persistent import SandboxRunner
+from mtl_graph.sandbox.quota_fs import QuotaFilesystem, QuotaFilesystemUnavailable
 from mtl_graph.sandbox.seccomp import filter_program
 from mtl_graph.sandbox.supervisor.client import Channel, Supervisor
 from mtl_graph.sandbox.workspace import QuotaWatch, hand_over, make_reachable
 
 
+_MIB = 1024 * 1024
 QUOTA_REFUSED_EXIT_CODE = 126
 """Exit code of a command the sandbox refused to run (its workspace over quota; see workspace.QuotaWatch)."""
 
@@ -38,11 +40,24 @@ class WorkspaceSandbox:
         self.config = config or SandboxConfig()
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
+        quota = self.config.workspace_quota_mb
+        self.quota_filesystem: QuotaFilesystem | None = None
+        """The filesystem of the quota's size the workspace lives on while the sandbox is open (None: polled)."""
+        self.quota_polled_because: str | None = None
+        """Why the quota is polled (QuotaWatch) instead of held by a filesystem; None when it is not."""
+        if quota and self.config.workspace_filesystem:
+            try:
+                self.quota_filesystem = QuotaFilesystem.open(self.workspace, quota * _MIB)
+            except QuotaFilesystemUnavailable as exc:
+                self.quota_polled_because = str(exc)
+        elif quota:
+            self.quota_polled_because = "workspace_filesystem is off"
+        # Registered before the supervisor's: finalizers run newest first, so commands are dead before the copy back.
+        self._fs_finalizer = weakref.finalize(self, self.quota_filesystem.close) if self.quota_filesystem else None
         self.owner = self.workspace_owner()
         if self.owner is not None:
             hand_over(self.workspace, *self.owner)
-        quota = self.config.workspace_quota_mb
-        self.quota = QuotaWatch(self.workspace, quota) if quota else None
+        self.quota = QuotaWatch(self.workspace, quota) if quota and self.quota_filesystem is None else None
         self.supervisor = self.new_supervisor()
         self._finalizer = weakref.finalize(self, self.supervisor.close)
 
@@ -113,6 +128,10 @@ class WorkspaceSandbox:
         )
         if quota is not None and (note := quota.end()):  # grown past it faster than one poll, or shrunk back
             result = result.model_copy(update={"output": f"{result.output}\n[{note}]\n"})
+        elif self.quota_filesystem is not None and self.quota_filesystem.full():
+            note = (f"the workspace is full: its filesystem holds its quota of {self.config.workspace_quota_mb} MiB, "
+                    "so writes fail (No space left on device) until files are deleted")
+            result = result.model_copy(update={"output": f"{result.output}\n[{note}]\n"})
         if shrink:
             result = result.model_copy(update={"output": f"[{shrink}]\n{result.output}"})
         return result
@@ -139,7 +158,10 @@ class WorkspaceSandbox:
                     os.chown(made, *self.owner, follow_symlinks=False)
 
     def close(self) -> None:
+        """Kill what still runs; then the workspace's files go back onto the disk beneath its quota filesystem."""
         self.supervisor.close()
+        if (release := getattr(self, "_fs_finalizer", None)) is not None:
+            release()
 
     def __enter__(self):
         return self

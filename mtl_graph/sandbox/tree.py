@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtl_graph.core.errors import MTLError
+from mtl_graph.sandbox.mounts import discard_under
 
 KEEP_OPEN = 64
 """Directory descriptors one walk holds at most (the deepest levels of the current path)."""
@@ -151,8 +152,10 @@ def walk(top_fd: int, visit: Visit | None = None, leave: Callable[[int, str], No
 def remove_tree(path: str | Path) -> bool:
     """Remove path and everything below it (a link: only the link), at any depth; True when it is gone.
 
-    Entries that cannot be removed are left and the rest still goes (like ``rmtree(ignore_errors=True)``)."""
+    Entries that cannot be removed are left and the rest still goes (like ``rmtree(ignore_errors=True)``). A
+    workspace quota filesystem at or below path (one a killed process left mounted) is unmounted first."""
     path = Path(path)
+    discard_under(path.absolute())
     try:
         st = os.lstat(path)
     except FileNotFoundError:

@@ -96,7 +96,8 @@ sandbox refuses every command."""
 
 
 class QuotaWatch:
-    """Keeps the workspace within its quota across commands, not only within one.
+    """Keeps the workspace within its quota across commands, not only within one, by polling: the fallback where
+    it cannot live on a filesystem of the quota's size (quota_fs.py: as a user, say), which no write can pass.
 
     While a command runs, one that grows the workspace past the quota is killed. Walking the workspace on every
     poll would cost too much for large trees: the free space of its filesystem (one statvfs) is polled instead,

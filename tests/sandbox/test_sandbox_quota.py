@@ -1,4 +1,5 @@
-"""The workspace quota holds across commands: once over it, commands run shrink-only until it is back under.
+"""The polled workspace quota (QuotaWatch: where no filesystem of the quota's size can be mounted, or with
+``workspace_filesystem`` off) holds across commands: once over it, commands run shrink-only until it is back under.
 
 Writers of every kind the agent has (generated: shell redirections, dd, fallocate, Python, tee, appends, many
 files, nested directories, attempts to lift the file-size limit first) each try to write past the quota, command
@@ -22,7 +23,7 @@ from helpers.sandbox_attack_kit import needs_bwrap, nobody_workspace, public_tmp
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
 MIB = 2**20
 QUOTA_MB, WRITE_MB = 2, 3
-CONFIG = {"workspace_quota_mb": QUOTA_MB, "max_file_size_mb": 4, "timeout": 60}
+CONFIG = {"workspace_quota_mb": QUOTA_MB, "max_file_size_mb": 4, "timeout": 60, "workspace_filesystem": False}
 MEASURE = "du -s -B1 . | cut -f1"
 _nobody = unprivileged_python()
 needs_nobody = pytest.mark.skipif(isinstance(_nobody, str), reason=str(_nobody))
