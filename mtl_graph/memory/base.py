@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Annotated, Any, Iterator, Union
+from typing import Annotated, Any, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 from pydantic_core import core_schema
@@ -22,7 +22,7 @@ from pydantic_core import core_schema
 from mtl_graph.core.trajectory import Outcome
 from mtl_graph.memory import formats as registry
 
-__all__ = ["COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
+__all__ = ["Change", "COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
            "NOT_CONTENT", "LongText", "Memory", "MemoryBase", "MemoryType", "Outcome", "Provenance", "ShortText",
            "Text", "UsageStats", "first_validation_error", "memory_type_of", "parse_memory", "render_memories",
            "strings_of"]
@@ -69,7 +69,7 @@ class MemoryType(StrEnum):
 
 
 NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
-               "quarantine_baseline", "archived", "consolidated_from"}
+               "quarantine_baseline", "archived", "consolidated_from", "changes"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -97,6 +97,24 @@ class Provenance(BaseModel):
     """Ids of the memories the source run cited ("Using Memory N"): this memory descends from them."""
     created_at: datetime = Field(default_factory=_now)
     """When the memory was made."""
+
+
+class Change(BaseModel):
+    """One change of a memory's status by a person or a client (archived, restored, replaced by an edit)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    action: Literal["archived", "restored", "replaced", "reverted"]
+    """archived: taken out of retrieval; restored: served again; replaced: an edit wrote `other` in its place;
+    reverted: taken out because `other`, the memory it had replaced, was restored."""
+    why: str = Field(default="", max_length=MAX_SHORT)
+    """The reason given (or the archive reason a restore cleared)."""
+    other: str | None = Field(default=None, max_length=100)
+    """The memory on the other side of a replacement or a revert."""
+    by: str = Field(default="", max_length=100)
+    """Who made it: "mcp", "cli", "consolidation"... (empty: not said)."""
+    at: datetime = Field(default_factory=_now)
+    """When."""
 
 
 class UsageStats(BaseModel):
@@ -170,6 +188,8 @@ class MemoryBase(BaseModel):
     """Why it is kept but never retrieved (merged by consolidation, pruned as stale); empty when live."""
     consolidated_from: list[str] = Field(default_factory=list, max_length=10_000)
     """The archived memories a consolidation merged into this one."""
+    changes: list[Change] = Field(default_factory=list, max_length=1000)
+    """Its status changes, oldest first (archive, restore, replacement by an edit): what makes them reversible."""
     _stored_stats: UsageStats | None = PrivateAttr(default=None)
     """Read from a pool: the counts its JSON holds, before the pool's credit entries were added (record.py)."""
 
