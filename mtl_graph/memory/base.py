@@ -104,9 +104,10 @@ class Change(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    action: Literal["archived", "restored", "replaced", "reverted"]
+    action: Literal["archived", "restored", "replaced", "edit_of", "reverted"]
     """archived: taken out of retrieval; restored: served again; replaced: an edit wrote `other` in its place;
-    reverted: taken out because `other`, the memory it had replaced, was restored."""
+    edit_of: written by an edit of `other`; reverted: taken out because `other`, another version of it, was
+    restored."""
     why: str = Field(default="", max_length=MAX_SHORT)
     """The reason given (or the archive reason a restore cleared)."""
     other: str | None = Field(default=None, max_length=100)

@@ -5,8 +5,9 @@ history, and reversible.
   deduplicated), with the old one's provenance and a fresh record (its evidence was about other words), and archives
   the old one as "replaced" by it. Screening that flags the edit refuses it, so a live memory is never replaced by
   one retrieval would hold back. An edit back to content the pool keeps archived restores that memory.
-* `restore`: an archived memory is served again; when it had been replaced by an edit, the memory that replaced it
-  is archived as "reverted", so a restore undoes the edit (and restoring the replacement redoes it).
+* `restore`: an archived memory is served again; the version of it that is live (the edit that replaced it, or a
+  later edit of that one: versions are linked both ways in their changes) is archived as "reverted", so a restore
+  undoes the edits since that version (and restoring a later version redoes them).
 * `feedback`: a client's word that a memory helped, hurt or was ignored is one credit entry, like a run's citation
   (helped: cited in a success; hurt: cited in a failure; ignored: shown, not cited), its source "feedback". A run
   id the client names counts once however often it is given, and never overrides a verdict by tests or a judge.
@@ -89,6 +90,7 @@ def revise(pool: Any, memory_id: str, edited: Memory, why: str = "", *, by: str 
             how = "restored"
         pool.archive(old.id, f"replaced by {new.id}" + (f": {why.strip()}" if why.strip() else ""),
                      change=Change(action="replaced", why=why.strip()[:300], other=new.id, by=by))
+        pool.note_change(new.id, Change(action="edit_of", why=why.strip()[:300], other=old.id, by=by))
         return Revised(_memory(pool, old.id), _memory(pool, new.id), how)
 
 
@@ -100,19 +102,37 @@ def archive(pool: Any, memory_id: str, why: str = "", *, by: str = "") -> Memory
     return pool.archive(memory.id, why.strip() or f"archived by {by or 'a person'}", by=by)
 
 
+LINKS = ("replaced", "edit_of", "reverted")
+"""Changes that tie two versions of one memory together (an edit and what it replaced)."""
+MAX_VERSIONS = 1000
+"""Versions of one memory followed when restoring one of them."""
+
+
+def versions(pool: Any, memory: Memory) -> list[Memory]:
+    """Every version of a memory, itself first: the memories its edits and reverts link it to, and theirs."""
+    found, frontier = {memory.id: memory}, [memory]
+    while frontier and len(found) < MAX_VERSIONS:
+        for change in frontier.pop().changes:
+            if change.action in LINKS and change.other and change.other not in found:
+                other = pool.get(change.other)
+                if other is not None and other.id not in found:
+                    found[other.id] = other
+                    frontier.append(other)
+    return list(found.values())
+
+
 def restore(pool: Any, memory_id: str, *, by: str = "") -> tuple[Memory, Memory | None]:
-    """Serve an archived memory again; when an edit had replaced it, its replacement is archived as reverted.
-    Returns the memory and the replacement archived (None when there was none live)."""
+    """Serve an archived memory again; the live version of it (the edit that replaced it, or a later edit of
+    that), if any, is archived as reverted: one version of a memory is served at a time. Returns the memory and
+    the version archived (None when no other version was live)."""
     with pool.write_lock:
         memory = _memory(pool, memory_id)
         if not memory.archived:
             raise RevisionError(f"memory {memory.id} is not archived (status: {memory.status})")
-        last = memory.changes[-1] if memory.changes else None
         replacement = None
-        if last is not None and last.action in ("replaced", "reverted") and last.other:
-            current = pool.get(last.other)
-            if current is not None and not current.archived:
-                replacement = pool.archive(current.id, f"reverted: {memory.id} restored in its place",
+        for other in versions(pool, memory)[1:]:
+            if not other.archived:
+                replacement = pool.archive(other.id, f"reverted: {memory.id} restored in its place",
                                            change=Change(action="reverted", other=memory.id, by=by))
         return pool.restore(memory.id, by=by), replacement
 

@@ -286,6 +286,16 @@ class MemoryPool(PoolFiles):
                 self.store.set_payload(memory.id, payload_of(memory))
             return memory
 
+    def note_change(self, memory_id: str, change: Change) -> Memory | None:
+        """Add a change to a memory's `changes` without changing its status (an edit's link to the memory it
+        replaced); None when absent."""
+        with self.write_lock:
+            memory = self.get(memory_id)
+            if memory is not None:
+                memory = memory.model_copy(update={"changes": _appended(memory.changes, change)})
+                self.store.set_payload(memory.id, payload_of(memory))
+            return memory
+
     def restore(self, memory_id: str, *, by: str = "") -> Memory | None:
         """Serve an archived memory again (the archive reason kept in its `changes`); None when absent, a live
         memory as it is. Which memory a restore puts back in an edit's place is the lifecycle's
