@@ -22,7 +22,6 @@ COMMANDS: tuple[Entry, ...] = (
     Command("report", "mtl_graph.cli.evaluation:report_cmd"),
     Command("eval-learning", "mtl_graph.cli.evaluation:eval_learning_cmd"),
     Command("eval-baselines", "mtl_graph.cli.evaluation:eval_baselines_cmd"),
-    Command("mcp", "mtl_graph.cli.mcp_server:mcp_command"),
     Group("memories", "Manage the memory pool: add, search, list, show, delete, stats, export, import, flagged, "
                       "quarantined, release, screen.", (
         Command("add", "mtl_graph.cli.memories:memories_add"),
@@ -51,6 +50,7 @@ COMMANDS: tuple[Entry, ...] = (
             Command("restore", "mtl_graph.cli.snapshots:restore"),
         )),
     )),
+    Command("mcp", "mtl_graph.cli.mcp_server:mcp_command"),
 )
 """Every command and group of `mtl`, in the order `mtl --help` lists them."""
 
