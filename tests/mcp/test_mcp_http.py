@@ -12,7 +12,10 @@ pytest.importorskip("mcp")
 
 import httpx  # noqa: E402
 from mcp import ClientSession  # noqa: E402
-from mcp.client.streamable_http import streamablehttp_client  # noqa: E402
+try:  # the SDK's current name; releases before it only have the older one
+    from mcp.client.streamable_http import streamable_http_client as http_client  # noqa: E402
+except ImportError:
+    from mcp.client.streamable_http import streamablehttp_client as http_client  # noqa: E402
 
 from helpers.mcp_server import LESSONS, http_server, seed_pool  # noqa: E402
 
@@ -24,13 +27,13 @@ LESSON = {"type": "insight", "title": "Clear the build cache", "description": "W
 
 
 async def _call(url: str, name: str, args: dict):
-    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
+    async with http_client(url) as (read, write, _), ClientSession(read, write) as session:
         await session.initialize()
         return await session.call_tool(name, args)
 
 
 async def _sessions(url: str) -> None:
-    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
+    async with http_client(url) as (read, write, _), ClientSession(read, write) as session:
         init = await session.initialize()
         assert init.serverInfo.name == "mtl"
         schema = next(t for t in (await session.list_tools()).tools if t.name == "search_memories").inputSchema
