@@ -76,7 +76,10 @@ def revise(pool: Any, memory_id: str, edited: Memory, why: str = "", *, by: str 
             raise RevisionError(f"memory {old.id} is archived ({old.archived}): restore it before editing it")
         if edited.type != old.type or edited.outcome != old.outcome:
             raise RevisionError("an edit keeps the memory's format and outcome")
-        edited = redact_memory(edited.model_copy(update={"id": "", "sources": old.sources, "changes": []}))
+        # an edit is not a way out of quarantine (a person releases it): the reasons follow, the record starts anew
+        edited = redact_memory(edited.model_copy(update={
+            "id": "", "sources": old.sources, "changes": [], "quarantined": old.quarantined,
+            "quarantine_released": old.quarantine_released, "quarantine_baseline": None, "archived": ""}))
         edited = type(edited).model_validate(edited.model_dump(exclude={"id"}))  # the id follows the content
         if dedup_key(edited) == dedup_key(old):
             raise RevisionError(f"the edit leaves memory {old.id}'s content as it is")

@@ -139,3 +139,17 @@ def test_feedback_that_keeps_hurting_quarantines_the_memory(pool):
         quarantined += revisions.feedback(pool, bad.id, "hurt", f"bad-{n}", lifecycle=LifecycleConfig())[1]
     assert quarantined == [bad.id] and pool.get(bad.id).status == "quarantined"
     assert pool.get(good.id).status == "active"
+
+
+def test_an_edit_is_no_way_out_of_quarantine(pool):
+    good, bad = insight(8), insight(9)
+    pool.add_many([good, bad])
+    for n in range(8):
+        revisions.feedback(pool, good.id, "helped", f"good-{n}")
+    for n in range(6):
+        revisions.feedback(pool, bad.id, "hurt", f"bad-{n}", lifecycle=LifecycleConfig())
+    done = revisions.revise(pool, bad.id, edit_of(bad, "Rerun build step 9 and read the error, reworded."))
+    assert done.new.status == "quarantined" and done.new.quarantined == pool.get(bad.id).quarantined
+    assert done.new.stats.cited == 0  # a fresh record: the evidence was about the old words
+    assert done.new.id not in {h.memory.id for h in pool.retrieve("build step 9 fails", k=5,
+                                                                  lifecycle=LifecycleConfig()).hits}
