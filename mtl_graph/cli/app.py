@@ -58,6 +58,7 @@ COMMANDS: tuple[Entry, ...] = (
             Command("restore", "mtl_graph.cli.snapshots:restore"),
         )),
     )),
+    Command("mcp", "mtl_graph.cli.mcp_server:mcp_command"),
 )
 """Every command and group of `mtl`, in the order `mtl --help` lists them."""
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Iterator, Union
+from typing import Annotated, Any, ClassVar, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 from pydantic_core import core_schema
@@ -22,7 +22,7 @@ from pydantic_core import core_schema
 from mtl_graph.core.trajectory import CodeLink, Outcome
 from mtl_graph.memory import formats as registry
 
-__all__ = ["COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
+__all__ = ["Change", "COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
            "NOT_CONTENT", "LongText", "Memory", "MemoryBase", "MemoryType", "Outcome", "Provenance", "ShortText",
            "Text", "UsageStats", "first_validation_error", "memory_type_of", "parse_memory", "render_memories",
            "strings_of"]
@@ -70,7 +70,7 @@ class MemoryType(StrEnum):
 
 NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
                "quarantine_baseline", "archived", "consolidated_from", "stale", "last_verified", "superseded_by",
-               "superseded_why", "supersedes"}
+               "superseded_why", "supersedes", "changes"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -100,6 +100,25 @@ class Provenance(BaseModel):
     """When the memory was made."""
     code: CodeLink | None = None
     """The repository, commit and files the source run worked on (None: a memory with no code link, never stale)."""
+
+
+class Change(BaseModel):
+    """One change of a memory's status by a person or a client (archived, restored, replaced by an edit)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    action: Literal["archived", "restored", "replaced", "edit_of", "reverted"]
+    """archived: taken out of retrieval; restored: served again; replaced: an edit wrote `other` in its place;
+    edit_of: written by an edit of `other`; reverted: taken out because `other`, another version of it, was
+    restored."""
+    why: str = Field(default="", max_length=MAX_SHORT)
+    """The reason given (or the archive reason a restore cleared)."""
+    other: str | None = Field(default=None, max_length=100)
+    """The memory on the other side of a replacement or a revert."""
+    by: str = Field(default="", max_length=100)
+    """Who made it: "mcp", "cli", "consolidation"... (empty: not said)."""
+    at: datetime = Field(default_factory=_now)
+    """When."""
 
 
 class UsageStats(BaseModel):
@@ -187,6 +206,8 @@ class MemoryBase(BaseModel):
     """When `mtl pool verify` last checked its code link against the repository."""
     GIVEN_FIELDS: ClassVar[frozenset[str]] = frozenset()
     """Content fields holding the task's own text (the trajectory's task, ReasoningBank's query)."""
+    changes: list[Change] = Field(default_factory=list, max_length=1000)
+    """Its status changes, oldest first (archive, restore, replacement by an edit): what makes them reversible."""
     _stored_stats: UsageStats | None = PrivateAttr(default=None)
     """Read from a pool: the counts its JSON holds, before the pool's credit entries were added (record.py)."""
 

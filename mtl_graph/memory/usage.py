@@ -39,7 +39,7 @@ class CreditEntry:
     cited: bool
     outcome: Outcome
     source: str
-    """Who decided the run's verdict: tests, judge or given."""
+    """Who decided the run's verdict: tests, judge, feedback or given."""
     at: datetime
 
     def payload(self) -> dict[str, Any]:
@@ -131,5 +131,10 @@ def history(payload: dict[str, Any]) -> list[dict[str, Any]]:
              "outcome": e.outcome.value, "verdict_by": e.source} for e in entries(payload)]
 
 
-def verdict_source(source: str) -> Literal["tests", "judge", "given"]:
-    return source if source in ("tests", "judge") else "given"  # type: ignore[return-value]
+VERDICT_SOURCES = ("tests", "judge", "feedback")
+"""Who may be named as a verdict's source; anything else is "given" (a label in a log, a caller's word).
+"feedback": a client said the memory helped or hurt (the MCP server's `feedback` tool)."""
+
+
+def verdict_source(source: str) -> Literal["tests", "judge", "feedback", "given"]:
+    return source if source in VERDICT_SOURCES else "given"  # type: ignore[return-value]

@@ -122,6 +122,10 @@ class RunSearch:
     """Calls made so far."""
     record: Callable[[list[str]], None] | None = None
     """Told the ids each search shows (a served graph's own record, which its credit comes from)."""
+    every_format: bool = False
+    """Search every format, not only the run's (a client outside a run: the MCP server)."""
+    in_run: bool = True
+    """Answers speak of the run's searches left (False: a search outside a run, which has no budget to tell)."""
 
     @classmethod
     def of(cls, pool: Any, cfg: MTLConfig, task: Task, retrieved: list[dict[str, Any]],
@@ -149,7 +153,8 @@ class RunSearch:
             return self._told(step, f"k must be a whole number from 1 to {MAX_K}, not {_shown(k)}.")
         step.args["k"] = want
         try:
-            found = retrieve_for(self.pool, self.task, self.cfg, text, want, exclude_ids=self.shown)
+            found = retrieve_for(self.pool, self.task, self.cfg, text, want, exclude_ids=self.shown,
+                                 every_format=self.every_format)
         except Exception as exc:  # a search is a help: its failure is told, never the end of the run
             events.warning(f"memory search failed: {exc}")
             return self._told(step, f"The memory search failed ({type(exc).__name__}); go on without it.")
@@ -162,8 +167,8 @@ class RunSearch:
                     floor=found.trace().get("floor"))
         left = self.cfg.retrieval.search_budget - hop
         if not fresh:
-            return self._told(step, f"No memory matches {text[:200]!r} (memories shown before are not repeated). "
-                                    f"{left} search(es) left.")
+            return self._told(step, f"No memory matches {text[:200]!r}" + (
+                f" (memories shown before are not repeated). {left} search(es) left." if self.in_run else "."))
         start = len(self.shown) + 1
         self.shown.extend(r["id"] for r in records)
         step.args["found"] = [r["id"] for r in records]
@@ -173,7 +178,8 @@ class RunSearch:
                                 observation_chars=self.cfg.retrieval.observation_chars)
         numbers = f"Memory {start}" + (f" to {start + len(fresh) - 1}" if len(fresh) > 1 else "")
         body = prompt("memory_search", query=text[:200], found=numbers, first=start, boundary=fenced.boundary,
-                      memories=fenced.text, searches_left=f"Searches left in this run: {left}.")
+                      memories=fenced.text,
+                      searches_left=f"Searches left in this run: {left}." if self.in_run else "")
         step.observation = f"{numbers}: " + ", ".join(r["id"] for r in records)
         return body, step
 

@@ -13,8 +13,9 @@ from mtl_graph.memory.lifecycle.ops import Retrieval
 from mtl_graph.memory.pool.filter import SearchFilter
 
 
-def run_filter(task: Task, cfg: MTLConfig) -> SearchFilter:
-    """The filter every search of a run shares: the run's format, the task's own id and the excluded tasks, the
+def run_filter(task: Task, cfg: MTLConfig, every_format: bool = False) -> SearchFilter:
+    """The filter every search of a run shares: the run's format (every format with `every_format`: a client
+    outside a run, such as the MCP server, may search them all), the task's own id and the excluded tasks, the
     excluded domains (the task's own too with hold-one-out), only the task's domain with same_domain, the run's
     subset. Hold-one-out with same-domain would leave nothing to retrieve: a SettingsError."""
     retrieval = cfg.retrieval
@@ -24,7 +25,7 @@ def run_filter(task: Task, cfg: MTLConfig) -> SearchFilter:
         raise SettingsError("same_domain and hold_one_out exclude each other: one keeps only the task's own "
                             "domain, the other leaves it out")
     return SearchFilter(
-        type=retrieval.memory_type,
+        type=None if every_format else retrieval.memory_type,
         exclude_domains=(*retrieval.exclude_domains, *([task.domain] if retrieval.hold_one_out else [])),
         exclude_task_ids=(task.id, *retrieval.exclude_task_ids),
         only_ids=retrieval.only_ids,
@@ -33,12 +34,13 @@ def run_filter(task: Task, cfg: MTLConfig) -> SearchFilter:
 
 
 def retrieve_for(pool: Any, task: Task, cfg: MTLConfig, query: str, k: int,
-                 exclude_ids: Iterable[str] = ()) -> Retrieval:
+                 exclude_ids: Iterable[str] = (), every_format: bool = False) -> Retrieval:
     """The run's top k for `query` under its filter, ranker and lifecycle; memories in `exclude_ids` (those the run
     was already shown) are skipped, and k others returned when there are k. The trace's candidates are all the
     search considered."""
     skip = set(exclude_ids)
-    found = pool.retrieve(query, k=k + len(skip), where=run_filter(task, cfg), lifecycle=lifecycle_of(cfg),
+    found = pool.retrieve(query, k=k + len(skip), where=run_filter(task, cfg, every_format),
+                          lifecycle=lifecycle_of(cfg),
                           retriever=cfg.retrieval.retriever)
     if not skip:
         return found

@@ -23,6 +23,8 @@ from mtl_graph.memory.engine.location import (
 )
 from mtl_graph.memory.engine.namespace import DEFAULT_NAMESPACE, NamespacedStore, NamespaceError, check_namespace
 from mtl_graph.memory.base import (
+    MAX_SHORT,
+    Change,
     Memory,
     MemoryType,
     Outcome,
@@ -46,6 +48,14 @@ __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "SearchFilter", 
            "PoolLockedError", "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
 
 
+
+
+CHANGES_KEPT = 1000
+"""A memory's newest status changes kept (the oldest go first)."""
+
+
+def _appended(changes: list[Change], change: Change) -> list[Change]:
+    return [*changes, change][-CHANGES_KEPT:]
 
 
 @dataclass
@@ -334,12 +344,38 @@ class MemoryPool(PoolFiles):
                 memory = self.restore_superseded(memory.id)
             return memory
 
-    def archive(self, memory_id: str, why: str) -> Memory | None:
-        """Keep a memory with its record but never retrieve it again (consolidated, pruned); None when absent."""
+    def archive(self, memory_id: str, why: str, *, by: str = "", change: Change | None = None) -> Memory | None:
+        """Keep a memory with its record but never retrieve it again (consolidated, pruned, archived by a person);
+        the change is kept in its `changes` (`change`, or an "archived" one by `by`), so `restore` can undo it.
+        None when absent; an archived memory stays as it is."""
         with self.write_lock:
             memory = self.get(memory_id)
             if memory is not None and not memory.archived:
-                memory = memory.model_copy(update={"archived": why.strip() or "archived"})
+                why = why.strip()[:MAX_SHORT] or "archived"
+                change = change or Change(action="archived", why=why, by=by)
+                memory = memory.model_copy(update={"archived": why, "changes": _appended(memory.changes, change)})
+                self.store.set_payload(memory.id, payload_of(memory))
+            return memory
+
+    def note_change(self, memory_id: str, change: Change) -> Memory | None:
+        """Add a change to a memory's `changes` without changing its status (an edit's link to the memory it
+        replaced); None when absent."""
+        with self.write_lock:
+            memory = self.get(memory_id)
+            if memory is not None:
+                memory = memory.model_copy(update={"changes": _appended(memory.changes, change)})
+                self.store.set_payload(memory.id, payload_of(memory))
+            return memory
+
+    def restore(self, memory_id: str, *, by: str = "") -> Memory | None:
+        """Serve an archived memory again (the archive reason kept in its `changes`); None when absent, a live
+        memory as it is. Which memory a restore puts back in an edit's place is the lifecycle's
+        (memory/lifecycle/revisions.py)."""
+        with self.write_lock:
+            memory = self.get(memory_id)
+            if memory is not None and memory.archived:
+                change = Change(action="restored", why=memory.archived, by=by)
+                memory = memory.model_copy(update={"archived": "", "changes": _appended(memory.changes, change)})
                 self.store.set_payload(memory.id, payload_of(memory))
             return memory
 
