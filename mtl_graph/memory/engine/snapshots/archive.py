@@ -134,9 +134,9 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _live_points(pool: Any, batch: int = BATCH) -> Iterator[StoredPoint]:
+def _live_points(pool: Any, batch: int | None = None) -> Iterator[StoredPoint]:
     """The pool's points whole, in the engine's scroll order (id order unless the scroll is filtered)."""
-    return pool.store.scroll_points(batch)
+    return pool.store.scroll_points(batch or BATCH)
 
 
 def _encoded_scroll(pool: Any, batch: int, dtype: str) -> Iterator[list[Encoded]]:
@@ -230,7 +230,7 @@ def create_snapshot(pool: Any, name: str, directory: str | Path | None = None, *
 
 
 @contextmanager
-def _pool_as_snapshot(pool: Any, directory: str | Path | None, batch_size: int = BATCH,
+def _pool_as_snapshot(pool: Any, directory: str | Path | None, batch_size: int | None = None,
                       dtype: str = "<f4") -> Iterator[Reader]:
     """The live pool written as a scratch snapshot (hidden, removed after) and read back in id order: how a diff
     or a restore's check walks a pool whose scroll need not be in id order, in bounded memory."""
@@ -242,7 +242,7 @@ def _pool_as_snapshot(pool: Any, directory: str | Path | None, batch_size: int =
     scratch = Path(tempfile.mkdtemp(prefix=".scratch-", dir=root))
     try:
         (scratch / "pool").mkdir()
-        manifest = _write_snapshot(pool, scratch / "pool", "pool", batch_size, dtype)
+        manifest = _write_snapshot(pool, scratch / "pool", "pool", batch_size or BATCH, dtype)
         yield Reader(scratch / "pool", manifest)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

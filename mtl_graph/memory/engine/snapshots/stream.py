@@ -146,9 +146,10 @@ def chunks(points: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 def sorted_by_id(batches: Iterable[list[Encoded]], scratch: Path, dtype: str, dim: int,
-                 run: int = RUN) -> Iterator[Encoded]:
+                 run: int | None = None) -> Iterator[Encoded]:
     """Encoded points (all of one dtype and dim) in any order, back in id order with bounded memory: runs of `run`
     points sorted in memory and spilled into `scratch` (lines and vector bytes, uncompressed), then merged."""
+    run = RUN if run is None else run
     runs: list[Path] = []
     buffer: list[Encoded] = []
 
@@ -333,6 +334,8 @@ class Reader:
                         last = point_id
                         batch.append(Encoded(point_id, line, block[n * self.row:(n + 1) * self.row], self.dtype))
                     digest = batch_digest(batch)
+                    if (info.get("first", batch[0].id), info.get("last", batch[-1].id)) != (batch[0].id, batch[-1].id):
+                        raise self._corrupt(f"batch {index}'s record names other first and last ids than its points")
                     if digest != claimed:
                         raise self._corrupt(f"batch {index} (lines {seen + 1}-{seen + count}) does not match its "
                                             "checksum")
