@@ -175,8 +175,9 @@ class EdgeStore:
         """Every point whole: payload, dense and sparse vectors (snapshots)."""
         for records in self._scroll(batch, vectors=True, where=where):
             for r in records:
-                sparse = r.vector.get(SPARSE)
-                yield StoredPoint(str(r.id), list(r.vector[DENSE]), (list(sparse.indices), list(sparse.values))
+                vectors = r.vector  # each read of the attribute converts every vector again (half a scroll's time)
+                sparse = vectors.get(SPARSE)
+                yield StoredPoint(str(r.id), vectors[DENSE], (list(sparse.indices), list(sparse.values))
                                   if sparse is not None else ([], []), r.payload or {})
 
     def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:

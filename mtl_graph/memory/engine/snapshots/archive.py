@@ -1,32 +1,39 @@
 """Pool snapshots: a point-exact copy of a pool (vectors and whole payloads) that a restore gives back exactly.
 
-A snapshot is a directory `<root>/<NAME>/` holding `points.jsonl.gz` (one canonical JSON object per point: id,
-dense and sparse vectors, the payload verbatim, whatever keys it has) and `manifest.json` (name, created_at, count,
-checksum, embeddings and dim, pool, namespace, format version). The root is `<pool dir>/snapshots` for a directory
+A snapshot is a directory `<root>/<NAME>/` holding the points in id order (stream.py: `payloads.jsonl.gz`, one
+canonical JSON line per point with its id, sparse vector and payload verbatim; `dense.f32`, the dense vectors as
+binary floats; `batches.jsonl`, a checksum per batch) and `manifest.json` (name, created_at, count, checksum,
+embeddings and dim, pool, namespace, format version, batch size). Snapshots of format 1 (one JSON line per point
+with decimal vectors, format.py) are still listed, restored and compared. The root is `<pool dir>/snapshots` for a directory
 pool; a ":memory:" or server pool has no directory of its own, so the caller names one. A namespace other than the
 default keeps its snapshots in `@<namespace>` under that root (`snapshot_root`): each team lists, restores and diffs
 its own only.
 
-The checksum is order-free (sha256 over the sorted sha256 digests of the points' canonical lines), so it can be
-recomputed from a live pool in whatever order the engine scrolls. A snapshot is written into a hidden temporary
-directory and renamed into place: a crash never leaves a half snapshot under a listed name. A restore reads and
-verifies the whole snapshot before it touches the pool, takes a safety snapshot (`before-restore-<UTC time>`) so
-it can itself be undone, writes only what differs, and verifies count and checksum from the pool afterwards.
+Create, restore and diff stream: each holds one batch of points at a time, whatever the pool's size (a format-1
+snapshot is still read whole). Every engine scrolls in id order, so a diff or a restore walks two id-ordered streams
+side by side. A snapshot is written into a hidden temporary directory and renamed into place: a crash never leaves
+a half snapshot under a listed name. A restore reads and verifies the whole snapshot (every batch's checksum, every
+line parsed and checked, count and checksum) before it touches the pool, takes a safety snapshot
+(`before-restore-<UTC time>`) so it can itself be undone, writes only what differs (the safety snapshot and the
+snapshot walked side by side), and verifies every point, the count and the checksum from the pool afterwards.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from array import array
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 from mtl_graph.memory.engine.embeddings import embeddings_name
 from mtl_graph.memory.engine.namespace import DEFAULT_NAMESPACE
@@ -36,17 +43,38 @@ from mtl_graph.memory.engine.snapshots.format import (
     FORMAT_VERSION,
     MANIFEST,
     POINTS,
-    Snapshot,
     SnapshotError,
     SnapshotInfo,
     canonical,
+    check_embeddings,
     check_name,
     checksum,
     digest,
     list_snapshots,
     load_snapshot,
+    read_manifest,
+    snapshot_dir,
     snapshot_info,
     snapshot_root,
+)
+from mtl_graph.memory.engine.snapshots.stream import (
+    BATCHES,
+    DEFAULT_BATCH,
+    DENSE_FILES,
+    LINES,
+    MAX_BATCH,
+    Encoded,
+    FormatOneSource,
+    NotFloat32,
+    OutOfOrder,
+    Reader,
+    Writer,
+    chunks,
+    encode_batch,
+    in_id_order,
+    open_source,
+    sorted_by_id,
+    total_checksum,
 )
 from mtl_graph.memory.engine.storage import StoredPoint
 
@@ -55,7 +83,8 @@ __all__ = ["MANIFEST", "POINTS", "PoolDiff", "RestoreReport", "SnapshotError", "
            "snapshot_root"]
 
 SAFETY_PREFIX = "before-restore-"
-BATCH = 256
+BATCH = DEFAULT_BATCH
+"""Points per batch of a new snapshot, and per write of a restore."""
 RENORMALISED_TOLERANCE = 1e-6
 """Largest per-component change a restore accepts in a dense vector the engine normalised again on write
 (qdrant-client's local mode divides every cosine vector by its float32 norm, which can move the last bit)."""
@@ -105,12 +134,78 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _live_points(pool: Any, batch: int | None = None) -> Iterator[StoredPoint]:
+    """The pool's points whole, in the engine's scroll order (id order unless the scroll is filtered)."""
+    return pool.store.scroll_points(batch or BATCH)
+
+
+def _encoded_scroll(pool: Any, batch: int, dtype: str) -> Iterator[list[Encoded]]:
+    for points in chunks(_live_points(pool, batch), batch):
+        yield encode_batch(points, pool.dim, dtype)
+
+
+def _write_points(pool: Any, directory: Path, dtype: str, batch_size: int) -> Writer:
+    """The pool's points into `directory` in id order: straight from the scroll while it is in id order; a scroll
+    that is not (a namespace's: a filtered scroll comes in index order) is read again and sorted with bounded
+    memory."""
+    writer = Writer(directory, dtype)
+    try:
+        try:
+            for batch in chunks(in_id_order((e for b in _encoded_scroll(pool, batch_size, dtype) for e in b),
+                                            "the scroll"), batch_size):
+                writer.write(batch)
+        except OutOfOrder:
+            writer.abort()
+            writer = Writer(directory, dtype)
+            scratch = directory / ".runs"
+            scratch.mkdir()
+            ordered = sorted_by_id(_encoded_scroll(pool, batch_size, dtype), scratch, dtype, pool.dim)
+            for batch in chunks(in_id_order(ordered, "the pool"), batch_size):  # an id twice would be an error
+                writer.write(batch)
+            shutil.rmtree(scratch)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return writer
+
+
+def _write_snapshot(pool: Any, directory: Path, name: str, batch_size: int, dtype: str = "<f4") -> dict[str, Any]:
+    """Every point of the pool and the manifest into `directory` (a temporary one): the manifest."""
+    with pool.write_lock:  # writers in this process wait: the snapshot is one state of the pool
+        try:
+            writer = _write_points(pool, directory, dtype, batch_size)
+        except NotFloat32:  # an engine that keeps more than float32: write every vector in float64
+            for leftover in directory.iterdir():
+                shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+            writer = _write_points(pool, directory, "<f8", batch_size)
+        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
+                    "created_at": _utc_now().isoformat(timespec="milliseconds"), "count": writer.count,
+                    "checksum": total_checksum(writer.digests), "embeddings": embeddings_name(pool.embeddings),
+                    "dim": pool.dim, "pool": str(pool.location), "engine": pool.engine,
+                    "namespace": getattr(pool, "namespace", DEFAULT_NAMESPACE), "batch_size": batch_size,
+                    "batches": len(writer.digests), "dense_dtype": writer.dtype,
+                    "files": [LINES, DENSE_FILES[writer.dtype], BATCHES]}
+        with open(directory / MANIFEST, "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, indent=2)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return manifest
+
+
+def _check_batch_size(size: Any) -> int:
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_BATCH:
+        raise SnapshotError(f"batch size {size!r} is not 1..{MAX_BATCH}")
+    return size
+
+
 def create_snapshot(pool: Any, name: str, directory: str | Path | None = None, *, force: bool = False,
-                    observe: Callable[[StoredPoint, str], None] | None = None) -> SnapshotInfo:
-    """Write every point of the pool (vectors and whole payloads) as snapshot `name`; an existing name is an error
-    unless force (then it is replaced only once the new one is complete). `observe(point, digest)` sees each point
-    as it is written (a restore plans its writes from its safety snapshot's pass)."""
+                    batch_size: int | None = None) -> SnapshotInfo:
+    """Write every point of the pool (vectors and whole payloads) as snapshot `name`, streaming in batches of
+    `batch_size` points (default BATCH); an existing name is an error unless force (then it is replaced only once
+    the new one is complete)."""
     check_name(name)
+    size = _check_batch_size(BATCH if batch_size is None else batch_size)
     root = snapshot_root(pool, directory)
     target = root / name
     if (target.exists() or target.is_symlink()) and not force:
@@ -122,35 +217,35 @@ def create_snapshot(pool: Any, name: str, directory: str | Path | None = None, *
     except OSError as exc:
         raise SnapshotError(f"cannot write snapshots in {root}: {exc.strerror or exc}") from None
     try:
-        with pool.write_lock:  # writers in this process wait: the snapshot is one state of the pool
-            digests = []
-            with open(tmp / POINTS, "wb") as raw:
-                # level 1: a quarter of level 6's time, files ~10% larger (float digits barely compress)
-                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as fh:
-                    for point in pool.store.scroll_points(BATCH):
-                        line = canonical(point)
-                        digests.append(digest(line))
-                        fh.write(line.encode("utf-8") + b"\n")
-                        if observe is not None:
-                            observe(point, digests[-1])
-                raw.flush()
-                os.fsync(raw.fileno())
-            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
-                        "created_at": _utc_now().isoformat(timespec="milliseconds"), "count": len(digests),
-                        "checksum": checksum(digests), "embeddings": embeddings_name(pool.embeddings),
-                        "dim": pool.dim, "pool": str(pool.location), "engine": pool.engine, "file": POINTS,
-                        "namespace": getattr(pool, "namespace", DEFAULT_NAMESPACE)}
-            with open(tmp / MANIFEST, "w", encoding="utf-8") as fh:
-                json.dump(manifest, fh, indent=2)
-                fh.flush()
-                os.fsync(fh.fileno())
+        manifest = _write_snapshot(pool, tmp, name, size)
         _move_into_place(tmp, target, force)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError):
             raise SnapshotError(f"cannot write snapshot {name} in {root}: {exc.strerror or exc}") from None
+        if isinstance(exc, SnapshotError):
+            raise SnapshotError(f"cannot write snapshot {name}: {exc}") from None
         raise
     return snapshot_info(target, manifest)
+
+
+@contextmanager
+def _pool_as_snapshot(pool: Any, directory: str | Path | None, batch_size: int | None = None,
+                      dtype: str = "<f4") -> Iterator[Reader]:
+    """The live pool written as a scratch snapshot (hidden, removed after) and read back in id order: how a diff
+    or a restore's check walks a pool whose scroll need not be in id order, in bounded memory."""
+    try:
+        root = snapshot_root(pool, directory)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except SnapshotError:  # a :memory: pool with no --dir: the system's temporary directory
+        root = None
+    scratch = Path(tempfile.mkdtemp(prefix=".scratch-", dir=root))
+    try:
+        (scratch / "pool").mkdir()
+        manifest = _write_snapshot(pool, scratch / "pool", "pool", batch_size or BATCH, dtype)
+        yield Reader(scratch / "pool", manifest)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _move_into_place(tmp: Path, target: Path, force: bool) -> None:
@@ -175,6 +270,30 @@ def _move_into_place(tmp: Path, target: Path, force: bool) -> None:
         os.close(fd)
 
 
+def _open(root: Path, name: str, embeddings: tuple[str, int] | None = None) -> tuple[Reader | FormatOneSource,
+                                                                                      SnapshotInfo]:
+    path = snapshot_dir(root, name)
+    manifest = read_manifest(path)
+    check_embeddings(name, manifest, embeddings)
+    return open_source(path, manifest), snapshot_info(path, manifest)
+
+
+def merge(a: Iterable[Encoded], b: Iterable[Encoded]) -> Iterator[tuple[str, Encoded | None, Encoded | None]]:
+    """Two id-ordered streams side by side: (id, its point in A or None, its point in B or None), in id order."""
+    a, b = iter(a), iter(b)
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x.id < y.id):
+            yield x.id, x, None  # type: ignore[union-attr]
+            x = next(a, None)
+        elif x is None or y.id < x.id:
+            yield y.id, None, y
+            y = next(b, None)
+        else:
+            yield x.id, x, y
+            x, y = next(a, None), next(b, None)
+
+
 # ------------------------------------------------------------------ restore
 def _safety_name(root: Path) -> str:
     base = SAFETY_PREFIX + _utc_now().strftime("%Y%m%dT%H%M%SZ")
@@ -185,13 +304,11 @@ def _safety_name(root: Path) -> str:
     return name
 
 
-def _as_written(point: StoredPoint) -> StoredPoint:
-    return StoredPoint(point.id, list(point.dense), (list(point.sparse[0]), list(point.sparse[1])), point.payload)
-
-
-def _batches(items: list[Any]) -> Iterator[list[Any]]:
-    for start in range(0, len(items), BATCH):
-        yield items[start:start + BATCH]
+def _decoded(e: Encoded, what: str) -> StoredPoint:
+    try:
+        return e.point()
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise SnapshotError(f"{what} is corrupt: the line of point {e.id} is not a point ({exc})") from None
 
 
 def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None) -> RestoreReport:
@@ -200,82 +317,139 @@ def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None) 
     started = time.perf_counter()
     root = snapshot_root(pool, directory)
     try:
-        snap = load_snapshot(root, name, (embeddings_name(pool.embeddings), pool.dim))
+        source, info = _open(root, name, (embeddings_name(pool.embeddings), pool.dim))
+        source.verify()
     except SnapshotError as exc:
         raise SnapshotError(f"{exc}; the pool was not changed") from None
     with pool.write_lock:
-        doomed, upserts, payloads = [], [], []
-
-        def plan(point: StoredPoint, line_digest: str) -> None:
-            wanted = snap.points.get(point.id)
-            if wanted is None:
-                doomed.append(point.id)
-            elif (wanted.dense != array("d", point.dense) or list(wanted.sparse[0]) != list(point.sparse[0])
-                  or list(wanted.sparse[1]) != list(point.sparse[1]) or not set(point.payload) <= set(wanted.payload)):
-                # a whole-point write: a payload write may merge (keep keys the snapshot's payload lacks)
-                upserts.append(wanted)
-            elif line_digest != snap.digests[point.id]:
-                payloads.append(wanted)  # vectors untouched: an engine that normalises on write cannot move them
-            seen.add(point.id)
-
-        seen: set[str] = set()
-        safety = create_snapshot(pool, _safety_name(root), directory, observe=plan)  # into `root` too
-        upserts += [p for pid, p in snap.points.items() if pid not in seen]
-        report = RestoreReport(name, snap.info.count, snap.info.checksum, safety.name)
-        for ids in _batches(doomed):
-            pool.store.delete(ids)
-        for points in _batches(upserts):
-            pool.store.upsert([_as_written(p) for p in points])
-        for point in payloads:
-            pool.store.set_payload(point.id, point.payload)
-        if upserts or doomed:
+        safety = create_snapshot(pool, _safety_name(root), directory)  # into `root` too
+        report = RestoreReport(name, info.count, info.checksum, safety.name)
+        try:
+            current, _ = _open(root, safety.name)
+            _apply(pool, current.points(), source.points(), report)
+        except SnapshotError as exc:
+            raise SnapshotError(f"restore of {name} stopped: {exc}; the pool as it was before is snapshot "
+                                f"{safety.name}") from None
+        if report.written or report.deleted:
             pool.store.optimize()  # as after any write: Qdrant Edge indexes the changed tail in the background
-        report.deleted, report.written, report.payloads = len(doomed), len(upserts), len(payloads)
-        report.unchanged = len(snap.points) - len(upserts) - len(payloads)
         getattr(pool, "contents_changed", lambda: None)()
-        _verify(pool, snap, report)
+        _verify(pool, source, info, report, directory)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _verify(pool: Any, snap: Snapshot, report: RestoreReport) -> None:
-    """Count and checksum recomputed from the pool; a dense vector the engine only normalised again is counted."""
-    count = pool.store.count()
-    digests, wrong = [], []
-    for point in pool.store.scroll_points(BATCH):
-        line_digest = digest(canonical(point))
-        digests.append(line_digest)
-        if line_digest != snap.digests.get(point.id):
-            wanted = snap.points.get(point.id)
-            if wanted is not None and _renormalised(point, wanted):
-                report.renormalised += 1
+def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], report: RestoreReport) -> None:
+    """Write what differs, walking the pool's points (its safety snapshot) and the snapshot's side by side."""
+    doomed: list[str] = []
+    upserts: list[StoredPoint] = []
+    payloads: list[tuple[str, dict[str, Any]]] = []
+
+    def flush(everything: bool = False) -> None:
+        if doomed and (everything or len(doomed) >= BATCH):
+            pool.store.delete(list(doomed))
+            doomed.clear()
+        if upserts and (everything or len(upserts) >= BATCH):
+            pool.store.upsert(list(upserts))
+            upserts.clear()
+        if payloads and (everything or len(payloads) >= BATCH):
+            for point_id, payload in payloads:
+                pool.store.set_payload(point_id, payload)
+            payloads.clear()
+
+    for point_id, old, new in merge(current, wanted):
+        if new is None:
+            doomed.append(point_id)
+            report.deleted += 1
+        elif old is not None and old.line == new.line and old.same_vector(new):
+            report.unchanged += 1
+        else:
+            point = _decoded(new, f"snapshot {report.name}")
+            before = None if old is None or not old.same_vector(new) else _decoded(old, "the safety snapshot")
+            if (before is None or list(before.sparse[0]) != list(point.sparse[0])
+                    or list(before.sparse[1]) != list(point.sparse[1]) or not set(before.payload) <= set(point.payload)):
+                upserts.append(point)  # a whole-point write: a payload write may merge (keep keys the snapshot lacks)
+                report.written += 1
             else:
-                wrong.append(point.id)
-    report.count_verified = count == len(digests) == snap.info.count
-    report.checksum_verified = checksum(digests) == snap.info.checksum
+                payloads.append((point_id, point.payload))  # vectors untouched: normalising on write cannot move them
+                report.payloads += 1
+        flush()
+    flush(everything=True)
+
+
+def _verify(pool: Any, source: Reader | FormatOneSource, info: SnapshotInfo, report: RestoreReport,
+            directory: str | Path | None) -> None:
+    """The pool written again (as a scratch snapshot in the snapshot's batch size and dtype) and compared point by
+    point with the snapshot; count and checksum recomputed from it; a dense vector the engine only normalised again
+    is counted."""
+    one = isinstance(source, FormatOneSource)
+    size, dtype = (BATCH, "<f4") if one else (source.manifest["batch_size"], source.dtype)
+    live, wrong = 0, 0
+    try:
+        with _pool_as_snapshot(pool, directory, size, dtype) as now:
+            for _, got, wanted in merge(now.points(), source.points()):
+                live += got is not None
+                if got is None or wanted is None or got.line != wanted.line:
+                    wrong += 1
+                elif not got.same_vector(wanted):
+                    if _renormalised(got, wanted):
+                        report.renormalised += 1
+                    else:
+                        wrong += 1
+            recomputed = now.manifest["checksum"]
+    except SnapshotError as exc:
+        raise SnapshotError(f"restore of {info.name} did not verify: {exc}; the pool as it was before is snapshot "
+                            f"{report.safety_snapshot}") from None
+    if one:  # format 1's checksum is order-free over its own lines: recomputed as it was made
+        recomputed = checksum(digest(canonical(p)) for p in _live_points(pool))
+    count = pool.store.count()
+    report.count_verified = count == live == info.count
+    report.checksum_verified = recomputed == info.checksum
     if not report.count_verified or wrong:
-        raise SnapshotError(f"restore of {snap.info.name} did not verify: the pool holds {count} points "
-                            f"({len(wrong)} differ from the snapshot), the snapshot {snap.info.count}; the pool "
+        raise SnapshotError(f"restore of {info.name} did not verify: the pool holds {count} points "
+                            f"({wrong} differ from the snapshot), the snapshot {info.count}; the pool "
                             f"as it was before is snapshot {report.safety_snapshot}")
 
 
-def _renormalised(point: StoredPoint, wanted: StoredPoint) -> bool:
-    return (point.payload == wanted.payload and list(point.sparse[0]) == list(wanted.sparse[0])
-            and list(point.sparse[1]) == list(wanted.sparse[1]) and len(point.dense) == len(wanted.dense)
-            and max((abs(a - b) for a, b in zip(point.dense, wanted.dense)), default=0.0) <= RENORMALISED_TOLERANCE)
+def _renormalised(got: Encoded, wanted: Encoded) -> bool:
+    a, b = got.vector(), wanted.vector()
+    return a.shape == b.shape and bool(np.max(np.abs(a - b), initial=0.0) <= RENORMALISED_TOLERANCE)
 
 
 # ------------------------------------------------------------------ diff
-def points_of(pool: Any, name: str, directory: str | Path | None = None) -> Iterable[StoredPoint]:
-    """The points of snapshot `name` (verified whole), or of the live pool for "current"."""
+class PointStream:
+    """The points of a snapshot or of the live pool in id order, read as they are iterated (one batch at a time):
+    iterate for StoredPoints, or `encoded()` for their canonical form (what `diff` compares)."""
+
+    def __init__(self, encoded: Any, points: Any = None, what: str = "") -> None:
+        self._encoded, self._points, self.what = encoded, points, what
+
+    def encoded(self) -> Iterator[Encoded]:
+        return self._encoded()
+
+    def __iter__(self) -> Iterator[StoredPoint]:
+        if self._points is not None:
+            return self._points()
+        return (_decoded(e, self.what) for e in self._encoded())
+
+
+def points_of(pool: Any, name: str, directory: str | Path | None = None) -> PointStream:
+    """The points of snapshot `name` in id order (each batch checked as it is read, the whole at the end), or of the
+    live pool for "current" (iterated: in scroll order; `encoded()`: in id order, from a scratch snapshot)."""
     if name == CURRENT:
-        return pool.store.scroll_points(BATCH)
-    return load_snapshot(snapshot_root(pool, directory), name).points.values()
+        def encoded() -> Iterator[Encoded]:
+            with _pool_as_snapshot(pool, directory) as now:
+                yield from now.points()
+
+        return PointStream(encoded, lambda: _live_points(pool), "the pool")
+    source, _ = _open(snapshot_root(pool, directory), name)
+    return PointStream(source.points, what=f"snapshot {name}")
 
 
-def _compact(point: StoredPoint) -> StoredPoint:
-    dense = point.dense if isinstance(point.dense, array) else array("d", point.dense)
-    return StoredPoint(point.id, dense, point.sparse, point.payload)  # type: ignore[arg-type]
+def _as_encoded(points: Iterable[StoredPoint] | PointStream) -> Iterator[Encoded]:
+    if isinstance(points, PointStream):
+        return points.encoded()
+    ordered = sorted(points, key=lambda p: p.id)  # plain points (a list, a scroll): put in id order here
+    return (e for batch in chunks(ordered, BATCH) for e in encode_batch(batch, len(batch[0].dense), "<f4", strict=False))
 
 
 def changed_fields(a: StoredPoint, b: StoredPoint) -> list[str]:
@@ -295,21 +469,20 @@ def changed_fields(a: StoredPoint, b: StoredPoint) -> list[str]:
     return sorted(names)
 
 
-def diff(a: Iterable[StoredPoint], b: Iterable[StoredPoint]) -> PoolDiff:
-    """What changed from the points of A to those of B (snapshots, or a pool's `scroll_points()`)."""
-    before = {p.id: _compact(p) for p in a}
+def diff(a: Iterable[StoredPoint] | PointStream, b: Iterable[StoredPoint] | PointStream) -> PoolDiff:
+    """What changed from the points of A to those of B (`points_of` streams, or any points), walked side by side
+    in id order: only the points whose bytes differ are parsed."""
     out = PoolDiff()
-    seen = set()
-    for point in b:
-        seen.add(point.id)
-        old = before.get(point.id)
+    what_a, what_b = (getattr(x, "what", "") or "A" for x in (a, b))
+    for point_id, old, new in merge(_as_encoded(a), _as_encoded(b)):
         if old is None:
-            out.added.append(point.id)
-        elif names := changed_fields(old, point):
-            out.changed[point.id] = names
+            out.added.append(point_id)
+        elif new is None:
+            out.removed.append(point_id)
+        elif old.line == new.line and old.same_vector(new):
+            out.unchanged += 1
+        elif names := changed_fields(_decoded(old, what_a), _decoded(new, what_b)):
+            out.changed[point_id] = names
         else:
             out.unchanged += 1
-    out.removed = sorted(i for i in before if i not in seen)
-    out.added.sort()
-    out.changed = dict(sorted(out.changed.items()))
     return out

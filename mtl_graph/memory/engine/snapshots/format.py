@@ -26,7 +26,10 @@ from mtl_graph.memory.engine.namespace import DEFAULT_NAMESPACE, check_namespace
 from mtl_graph.memory.engine.storage import StoredPoint
 
 FORMAT = "mtl-pool-snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""What `create_snapshot` writes (stream.py: points in id order, in checked batches, vectors as binary floats)."""
+READABLE_VERSIONS = (1, 2)
+"""Format 1 (one JSON line per point, decimal vectors) is still read: snapshots written before 2 stay restorable."""
 MANIFEST = "manifest.json"
 POINTS = "points.jsonl.gz"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -142,9 +145,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
     for key, kind in expected.items():
         if not isinstance(manifest.get(key), kind) or isinstance(manifest.get(key), bool):
             raise SnapshotError(f"snapshot {path.name}: {MANIFEST} has no valid {key!r}")
-    if manifest["format"] != FORMAT or manifest["format_version"] != FORMAT_VERSION:
+    if manifest["format"] != FORMAT or manifest["format_version"] not in READABLE_VERSIONS:
         raise SnapshotError(f"snapshot {path.name}: format {manifest['format']!r} version "
-                            f"{manifest['format_version']} is not one this version reads ({FORMAT} {FORMAT_VERSION})")
+                            f"{manifest['format_version']} is not one this version reads ({FORMAT} "
+                            f"{' or '.join(map(str, READABLE_VERSIONS))})")
     if manifest["name"] != path.name:
         raise SnapshotError(f"snapshot {path.name}: its manifest names it {manifest['name']!r}")
     return manifest
@@ -198,14 +202,20 @@ def _point(data: Any, dim: int) -> StoredPoint:
     return StoredPoint(data["id"], vector, (sparse["indices"], sparse["values"]), payload)  # type: ignore[arg-type]
 
 
-def load_snapshot(root: str | Path, name: str, embeddings: tuple[str, int] | None = None) -> Snapshot:
-    """Read and verify the whole snapshot: manifest (its embeddings' name and dim when given), every line, count
-    and checksum."""
-    path = snapshot_dir(Path(root), name)
-    manifest = read_manifest(path)
+def check_embeddings(name: str, manifest: dict[str, Any], embeddings: tuple[str, int] | None) -> None:
     if embeddings is not None and (manifest["embeddings"], manifest["dim"]) != embeddings:
         raise SnapshotError(f"snapshot {name} was taken with embeddings {manifest['embeddings']!r} (dim "
                             f"{manifest['dim']}); this pool uses {embeddings[0]!r} (dim {embeddings[1]})")
+
+
+def load_snapshot(root: str | Path, name: str, embeddings: tuple[str, int] | None = None) -> Snapshot:
+    """Read and verify a whole format-1 snapshot: manifest (its embeddings' name and dim when given), every line,
+    count and checksum (format 2 is streamed: stream.py)."""
+    path = snapshot_dir(Path(root), name)
+    manifest = read_manifest(path)
+    if manifest["format_version"] != 1:
+        raise SnapshotError(f"snapshot {name} is format {manifest['format_version']}: read it with stream.Reader")
+    check_embeddings(name, manifest, embeddings)
     points: dict[str, StoredPoint] = {}
     digests: dict[str, str] = {}
     lineno = 0

@@ -13,9 +13,9 @@ from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.workflow import WorkflowMemory
 from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.engine.snapshots.stream import BATCHES, LINES
 from mtl_graph.memory.engine.snapshots.archive import (
     MANIFEST,
-    POINTS,
     SnapshotError,
     create_snapshot,
     diff,
@@ -166,23 +166,27 @@ def test_diff_reports_added_removed_and_changed_fields(seeded):
     assert reverse.removed == result.added and reverse.added == result.removed
 
 
-def _flip_byte(path):
-    data = bytearray((path / POINTS).read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    (path / POINTS).write_bytes(bytes(data))
+def _flip_byte(name):
+    def damage(path):
+        data = bytearray((path / name).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (path / name).write_bytes(bytes(data))
+    return damage
 
 
-def _truncate(path):
-    data = (path / POINTS).read_bytes()
-    (path / POINTS).write_bytes(data[: len(data) * 2 // 3])
+def _truncate(name):
+    def damage(path):
+        data = (path / name).read_bytes()
+        (path / name).write_bytes(data[: len(data) * 2 // 3])
+    return damage
 
 
-def _edit_a_line(path):  # valid gzip and valid JSON, but not what the checksum covers
-    lines = gzip.decompress((path / POINTS).read_bytes()).decode().splitlines()
+def _edit_a_line(path):  # valid gzip and valid JSON, but not what the checksums cover
+    lines = gzip.decompress((path / LINES).read_bytes()).decode().splitlines()
     point = json.loads(lines[0])
     point["payload"]["memory"]["stats"]["retrieved"] = 99
-    lines[0] = json.dumps(point)
-    (path / POINTS).write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    lines[0] = json.dumps(point, sort_keys=True, separators=(",", ":"))
+    (path / LINES).write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
 
 def _manifest_edit(**changes):
@@ -197,14 +201,20 @@ def _broken_manifest(path):
 
 
 DAMAGE = [
-    (_truncate, "cannot be decompressed"),
-    (_flip_byte, "corrupt"),
+    (_truncate(LINES), "cannot be decompressed"),
+    (_flip_byte(LINES), "corrupt"),
     (_edit_a_line, "checksum"),
-    (_manifest_edit(count=5), "manifest says 5"),
+    (_flip_byte("dense.f32"), "does not match its checksum"),
+    (_truncate("dense.f32"), "bytes"),
+    (_truncate(BATCHES), "batch record"),
+    (_manifest_edit(count=5), "bytes"),
+    (_manifest_edit(count=10 ** 15), "points make"),
+    (_manifest_edit(count=10 ** 15, batches=-(-10 ** 15 // 1024)), "bytes"),
+    (_manifest_edit(batch_size=10 ** 9), "batch_size"),
     (_manifest_edit(dim=768), "dim 768"),
     (_manifest_edit(embeddings="openai:text-embedding-3-small"), "openai:text-embedding-3-small"),
     (_broken_manifest, "not valid JSON"),
-    (lambda path: (path / POINTS).unlink(), "missing"),
+    (lambda path: (path / LINES).unlink(), "missing"),
 ]
 
 
