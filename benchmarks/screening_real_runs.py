@@ -9,8 +9,10 @@ trajectories or Claude Code session files. Every run the project's importers rea
 
 - `all text`: every rule over every field, task and command output included (what screening did before it told
   advice from quoted text);
-- `rules`: `screen(memory)`, what the pool does now (advice by every rule, quoted text by the prompt-structure rules);
-- `semantic`: the classifier over the memory's advice embedding (memory/screening/semantic.py), when its weights ship.
+- `rules`: `screen_rules(memory)`, what the pool does now (advice by every rule, quoted text by the prompt-structure
+  rules);
+- `semantic`: the classifier over the embeddings of the memory's advice sentences (memory/screening/semantic.py),
+  at its shipped threshold, with the share of runs it would flag at other thresholds.
 
 Nothing here is a benign corpus the screen was tuned on: the runs are someone else's. The table counts runs per
 source format; the flagged ones are listed with their reasons (`--show`).
@@ -27,7 +29,9 @@ from pathlib import Path
 from mtl_graph.importers import load_many
 from mtl_graph.memory.base import Outcome, Provenance, strings_of
 from mtl_graph.memory.formats.trajectory import build
-from mtl_graph.memory.screening.screen import screen, screen_text
+from mtl_graph.memory.engine.embeddings import local_embeddings
+from mtl_graph.memory.screening.screen import screen_rules, screen_text
+from mtl_graph.memory.screening.semantic import segments, shipped_screen
 
 
 def memories_of(paths: list[Path]) -> list[tuple[str, str, object]]:
@@ -53,15 +57,18 @@ def main() -> int:
     if not runs:
         print("no runs found", file=sys.stderr)
         return 1
-    ways = {"all text": lambda m: screen_text("\n".join(strings_of(m.content_fields()))), "rules": screen}
-    try:
-        from mtl_graph.memory.screening.semantic import default_screen
-        from mtl_graph.memory.engine.embeddings import resolve_embeddings
-
-        semantic, embeddings = default_screen(), resolve_embeddings(None)
-        ways["semantic"] = lambda m: semantic.reasons(embeddings.embed_documents([semantic.text_of(m)])[0])
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"(no semantic screen: {exc})")
+    ways = {"all text": lambda m: screen_text("\n".join(strings_of(m.content_fields()))), "rules": screen_rules}
+    semantic = shipped_screen()
+    if semantic is None:
+        print("(no semantic screen: its weights file is absent)")
+    else:  # each run's highest sentence score, computed once (every sentence of all runs in one batch)
+        found = [segments(m) for _, _, m in runs]
+        unique = list(dict.fromkeys(s for f in found for s in f))
+        start = time.process_time()
+        score_of = dict(zip(unique, semantic.scores(local_embeddings().embed_documents(unique))))
+        embed_ms = (time.process_time() - start) / len(runs) * 1e3
+        top = {id(m): max((score_of[s] for s in f), default=0.0) for (_, _, m), f in zip(runs, found)}
+        ways["semantic"] = lambda m: semantic.reasons([top[id(m)]])
 
     per_format = Counter(fmt for fmt, _, _ in runs)
     print(f"{len(runs)} runs: " + ", ".join(f"{fmt} {n}" for fmt, n in sorted(per_format.items())))
@@ -81,6 +88,10 @@ def main() -> int:
         print("  by reason: " + (", ".join(f"{r} {n}" for r, n in sorted(by_reason.items())) or "-"))
         for fmt, name, reasons in flagged[:args.show]:
             print(f"  {fmt:15} {name[:50]:50} {'; '.join(r.split(':')[0] if ':' in r else r for r in reasons)}")
+    if semantic is not None:
+        print(f"\nsemantic: {len(unique)} distinct sentences, {embed_ms:.0f} ms CPU per run to embed them; runs "
+              "flagged at other thresholds: " + ", ".join(f">= {t:.2f}: {sum(v >= t for v in top.values())}"
+                                                         for t in (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995)))
     return 0
 
 

@@ -15,10 +15,14 @@ and the test-tampering rules spare the agent's own temporary or scratch files.
 
 `screen(memory)` reads what the memory advises, not what it quotes (advice.py): a trajectory's task and its
 commands' output are read only for prompt structure and overrides, an `rm` of a file the run wrote itself is
-cleanup, and the hosts the task names are not outside addresses.
+cleanup, and the hosts the task names are not outside addresses. Beside the rules, the semantic screen
+(semantic.py) scores the embedding of each prose sentence the memory advises; its reason is
+"semantic: ... (score S >= T)".
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from mtl_graph.memory.base import Memory
 from mtl_graph.memory.screening.advice import hosts_named, split, with_hosts_local, without_own_cleanup
@@ -26,8 +30,10 @@ from mtl_graph.memory.screening.normalize import views
 from mtl_graph.memory.screening.languages import LANGUAGE_RULES
 from mtl_graph.memory.screening.paraphrases import PARAPHRASE_RULES
 from mtl_graph.memory.screening.rules import RULES, Lines, Rule
+from mtl_graph.memory.screening.semantic import default_screen
 
-__all__ = ["RULES", "RULE_NAMES", "Rule", "released", "rescreened", "screen", "screen_text"]
+__all__ = ["RULES", "RULE_NAMES", "Rule", "released", "rescreened", "screen", "screen_many", "screen_rules",
+           "screen_text"]
 
 ALL_RULES: tuple[Rule, ...] = RULES + PARAPHRASE_RULES + LANGUAGE_RULES
 RULE_NAMES = tuple(dict.fromkeys(rule.name for rule in RULES))
@@ -59,7 +65,23 @@ def screen_text(text: str) -> list[str]:
 
 
 def screen(memory: Memory) -> list[str]:
-    """Screen a memory's content: what it advises by every rule, what it quotes (advice.py) by QUOTED_RULES."""
+    """Screen a memory's content: rules (screen_rules) and the semantic screen (semantic.py)."""
+    return screen_many([memory])[0]
+
+
+def screen_many(memories: Sequence[Memory]) -> list[list[str]]:
+    """Each memory's reasons: the rules', then the semantic screen's, every segment embedded in one batch."""
+    by_rules = [screen_rules(m) for m in memories]
+    semantic = default_screen()
+    if semantic is None or not memories:
+        return by_rules
+    from mtl_graph.memory.engine.embeddings import local_embeddings  # the model the weights were trained on
+
+    return [rules + extra for rules, extra in zip(by_rules, semantic.screen(memories, local_embeddings()))]
+
+
+def screen_rules(memory: Memory) -> list[str]:
+    """The rules' reasons: what a memory advises by every rule, what it quotes (advice.py) by QUOTED_RULES."""
     advice, given = split(memory)
     # the hosts of the task itself (the key of a format that quotes it), never of a command's output
     hosts = hosts_named([memory.key_text()]) if given else set()
