@@ -111,11 +111,11 @@ WRITES = [  # how runs create a file at PATH
     "printf 'x' | tee PATH",
     "touch PATH",
     "create PATH",
-    'Write({"content": "def test_a():\\n    assert f()\\n", "file_path": "/work/proj/PATH"})',
-    'str_replace_editor({"command": "create", "file_text": "x = {1: 2}", "path": "/work/proj/PATH"})',
+    'Write({"content": "def test_a():\\n    assert f()\\n", "file_path": "/srv/proj/PATH"})',
+    'str_replace_editor({"command": "create", "file_text": "x = {1: 2}", "path": "/srv/proj/PATH"})',
     "python -c \"open('PATH', 'w').write('x')\"",
 ]
-REMOVALS = ["rm PATH", "rm -f PATH", "rm -rf ./PATH", "rm /work/proj/PATH", "cd /x && rm PATH && ls"]
+REMOVALS = ["rm PATH", "rm -f PATH", "rm -rf ./PATH", "rm /srv/proj/PATH", "cd /x && rm PATH && ls"]
 PATHS = ["test_repro.py", "tests/test_issue_123.py", "lib/pkg/tests/test_scratch_fix.py"]
 
 
