@@ -14,7 +14,7 @@ from helpers.paths import ROOT
 PACKAGE = ROOT / "mtl_graph"
 
 LAYERS = ("core", "redaction", "llm", "sandbox", "memory", "agent", "config", "judging", "distill", "importers",
-          "pipeline", "bench", "cli", "live")
+          "export", "pipeline", "bench", "cli", "live")
 """The subpackages from the ground up, as README.md's Layout lists them: each imports only those before it."""
 
 

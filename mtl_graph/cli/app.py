@@ -23,7 +23,7 @@ COMMANDS: tuple[Entry, ...] = (
     Command("eval-learning", "mtl_graph.cli.evaluation:eval_learning_cmd"),
     Command("eval-baselines", "mtl_graph.cli.evaluation:eval_baselines_cmd"),
     Group("memories", "Manage the memory pool: add, search, list, show, delete, stats, export, import, flagged, "
-                      "quarantined, release, screen.", (
+                      "quarantined, superseded, release, screen.", (
         Command("add", "mtl_graph.cli.memories:memories_add"),
         Command("import", "mtl_graph.cli.memories:memories_import"),
         Command("search", "mtl_graph.cli.memories:memories_search"),
@@ -36,10 +36,18 @@ COMMANDS: tuple[Entry, ...] = (
         Command("show", "mtl_graph.cli.memories_lifecycle:memories_show"),
         Command("quarantined", "mtl_graph.cli.memories_lifecycle:memories_quarantined"),
         Command("release", "mtl_graph.cli.memories_lifecycle:memories_release"),
+        Command("superseded", "mtl_graph.cli.memories_lifecycle:memories_superseded"),
     )),
-    Group("pool", "Maintain a pool: check and repair it, snapshot and roll it back, consolidate and prune it, list "
+    Group("export", "Write the memories that measurably helped into the files coding agents read: AGENTS.md, "
+                    "CLAUDE.md, skill folders.", (
+        Command("agents-md", "mtl_graph.cli.export:agents_md"),
+        Command("claude-md", "mtl_graph.cli.export:claude_md"),
+        Command("skills", "mtl_graph.cli.export:skills"),
+    )),
+    Group("pool", "Maintain a pool: check and repair it, verify its memories against the code, snapshot and roll it back, consolidate and prune it, list "
                   "its namespaces.", (
         Command("check", "mtl_graph.cli.pool:check"),
+        Command("verify", "mtl_graph.cli.pool:verify_cmd"),
         Command("diff", "mtl_graph.cli.snapshots:diff_cmd"),
         Command("consolidate", "mtl_graph.cli.consolidate:consolidate_cmd"),
         Command("prune", "mtl_graph.cli.consolidate:prune_cmd"),

@@ -15,8 +15,8 @@ from mtl_graph.cli.format_options import formats_option
 from mtl_graph.cli.memory_views import memory_row, print_held, resolve_id
 from mtl_graph.cli.tables import print_records
 
-STATUSES = ("active", "flagged", "quarantined", "archived")
-"""A memory's status (Memory.status): only active memories are served with the online loop on."""
+STATUSES = ("active", "stale", "flagged", "quarantined", "superseded", "archived")
+"""A memory's status (Memory.status): active and stale (ranked lower) memories are served with the online loop on."""
 
 
 def _status_of(value: str | None) -> str | None:
@@ -143,7 +143,7 @@ def memories_search(
 
 def memories_list(
     type: Annotated[Optional[str], formats_option("--type", "-t", help="Only this format: {formats}.")] = None,
-    status: Annotated[Optional[str], typer.Option("--status", "-s", help="Only this status: active, flagged, quarantined, archived.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", "-s", help="Only this status: active, flagged, quarantined, superseded, archived.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Archived memories too (hidden otherwise).")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
     json_out: JsonOption = False,

@@ -1,8 +1,10 @@
-"""`mtl memories show | quarantined | release`: why a memory is (or is not) served, its record and its history.
+"""`mtl memories show | quarantined | superseded | release`: why a memory is (or is not) served, its record and its
+history.
 
 A memory is active, flagged (write-time screening holds it back), quarantined (the online loop stopped serving it
-because runs that cited it failed more often than the pool's runs do, or it descends from such a memory) or
-archived (kept, never retrieved). `show` explains one: its status with the reasons, its record, its utility
+because runs that cited it failed more often than the pool's runs do, or it descends from such a memory),
+superseded (a newer near-duplicate memory contradicts it: kept, not served with the lifecycle on) or archived
+(kept, never retrieved). `show` explains one: its status with the reasons, its record, its utility
 against the pool's base rate and the runs that credited it.
 """
 
@@ -49,6 +51,15 @@ def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a
         out.print("quarantined (not served by the online loop): " + "; ".join(memory.quarantined), **plain)
     if memory.archived:
         out.print(f"archived (never retrieved): {memory.archived}", **plain)
+    if memory.stale:
+        out.print("stale (served, ranked lower): " + "; ".join(memory.stale), **plain)
+    if memory.last_verified is not None:
+        out.print(f"code last verified {memory.last_verified:%Y-%m-%d %H:%M}", **plain)
+    if memory.superseded_by:
+        out.print(f"superseded by {memory.superseded_by} (kept; the newer one is served; "
+                  f"`mtl memories release {memory.id}` reverses it): {memory.superseded_why}", **plain)
+    if memory.supersedes:
+        out.print("supersedes (newer than these, which it contradicts): " + ", ".join(memory.supersedes), **plain)
     for what, reasons in (("screening", memory.released), ("quarantine", memory.quarantine_released)):
         if reasons:
             out.print(f"released by a person ({what}): " + "; ".join(reasons), **plain)
@@ -57,6 +68,10 @@ def memories_show(memory_id: Annotated[str, typer.Argument(help="Memory id (or a
     for src in memory.sources:
         out.print(f"source: task={src.source_task_id} domain={src.domain} model={src.task_model} "
                   f"distilled by={src.distill_model} run={src.run_id} at {src.created_at:%Y-%m-%d %H:%M}", **plain)
+        if src.code is not None:
+            code = src.code
+            out.print(f"  code: {code.repository} at {code.commit or code.at}; files: {', '.join(code.paths[:5])}"
+                      + (f" and {len(code.paths) - 5} more" if len(code.paths) > 5 else ""), **plain)
     _print_history(why["history"])
 
 
@@ -96,26 +111,41 @@ def memories_quarantined(json_out: JsonOption = False, pool: PoolOption = None,
     print_held(held, "quarantined", lambda m: m.quarantined, json_out)
 
 
+def memories_superseded(json_out: JsonOption = False, pool: PoolOption = None,
+                        namespace: NamespaceOption = None) -> None:
+    """List memories a newer near-duplicate contradicts (kept, not served with the lifecycle on), with the newer
+    memory and why."""
+    with open_pool(pool, namespace) as opened:
+        held = opened.superseded()
+    print_held(held, "superseded", lambda m: [f"by {m.superseded_by}: {m.superseded_why}"], json_out)
+
+
 def memories_release(memory_id: Annotated[str, typer.Argument(help="Memory id (or a unique prefix).")],
                      json_out: JsonOption = False, pool: PoolOption = None, namespace: NamespaceOption = None) -> None:
-    """Serve a flagged or quarantined memory again (read it first: `mtl memories show ID`); descendants follow.
+    """Serve a flagged, quarantined or superseded memory again (read it first: `mtl memories show ID`).
 
-    The memories quarantined only because they descend from it are released with it."""
+    The memories quarantined only because they descend from it are released with it; a superseded memory leaves
+    the newer memory's `supersedes` and is served beside it."""
     with open_pool(pool, namespace) as opened:
         memory = resolve_id(opened, memory_id)
         flagged, quarantined = list(memory.flagged), list(memory.quarantined)
+        superseded_by = memory.superseded_by
         before = {m.id for m in opened.quarantined()} if quarantined else set()
         memory = opened.release(memory.id) or memory
         descendants = sorted(before - {m.id for m in opened.quarantined()} - {memory.id})
     if json_out:
         extra = {"quarantine_reasons": quarantined, "descendants": descendants} if quarantined else {}
-        typer.echo(json.dumps({"id": memory.id, "released": bool(flagged or quarantined), "reasons": memory.released,
-                               **extra}, indent=2))
+        if superseded_by:
+            extra["superseded_by"] = superseded_by
+        typer.echo(json.dumps({"id": memory.id, "released": bool(flagged or quarantined or superseded_by),
+                               "reasons": memory.released, **extra}, indent=2))
         return
-    if not flagged and not quarantined:
+    if not flagged and not quarantined and not superseded_by:
         note = " (archived: release does not bring it back)" if memory.archived else ""
-        typer.echo(f"{memory.id} was not flagged or quarantined; nothing to release{note}")
+        typer.echo(f"{memory.id} was not flagged, quarantined or superseded; nothing to release{note}")
         return
+    if superseded_by:
+        typer.echo(f"restored {memory.id}: no longer superseded by {superseded_by}; both are served")
     if flagged:
         typer.echo(f"released {memory.id} from screening ({'; '.join(flagged)})")
     if quarantined:

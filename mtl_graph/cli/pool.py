@@ -1,15 +1,17 @@
-"""`mtl pool check` and `mtl pool namespaces`: an embedded pool checked (and repaired), a pool's namespaces. The
+"""`mtl pool check`, `mtl pool verify` and `mtl pool namespaces`: an embedded pool checked (and repaired), its
+memories' code links verified against a checkout, a pool's namespaces. The
 other `mtl pool` commands are in snapshots.py and consolidate.py; app.py registers them all. Only typer and the
 standard library load at import time."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from mtl_graph.cli.common import JsonOption, PoolOption, fail, open_pool
+from mtl_graph.cli.common import JsonOption, NamespaceOption, PoolOption, fail, open_pool
 
 SHOWN = 20
 """Unreadable points listed in the text output."""
@@ -76,3 +78,30 @@ def namespaces_cmd(pool: PoolOption = None, json_out: JsonOption = False) -> Non
     width = max(len(name) for name in counts)
     for name, count in counts.items():
         typer.echo(f"{name:<{width}}  {count}")
+
+
+def verify_cmd(
+    repo: Annotated[Path, typer.Option("--repo", help="A git checkout of the repository the memories' runs worked on.")],
+    pool: PoolOption = None, namespace: NamespaceOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what is stale; change nothing.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Mark memories stale whose runs' files changed in REPO since (ranked lower, shown in the trace), and current
+    again those whose files did not; memories with no code link are never stale."""
+    from mtl_graph.memory.lifecycle.verify import VerifyError, verify
+
+    with open_pool(pool, namespace) as opened:
+        try:
+            report = verify(opened, repo, dry_run=dry_run)
+        except VerifyError as exc:
+            fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+        return
+    verb = "would mark" if dry_run else "marked"
+    for memory_id, changed in report.stale.items():
+        typer.echo(f"stale: {memory_id}: {', '.join(changed[:SHOWN])}" + (" ..." if len(changed) > SHOWN else ""))
+    for memory_id, why in report.unverifiable.items():
+        typer.echo(f"not verified: {memory_id}: {why}")
+    typer.echo(f"{verb} {len(report.stale)} stale, {len(report.current)} current; {len(report.unverifiable)} not "
+               f"verifiable here, {report.elsewhere} linked to other repositories, {report.unlinked} with no code link")

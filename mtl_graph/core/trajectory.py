@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
+import re
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mtl_graph.core.task import TaskRef
 
@@ -111,6 +114,62 @@ class TokenUsage(BaseModel):
         return TokenUsage(input=self.input + other.input, output=self.output + other.output)
 
 
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+MAX_CODE_PATHS = 200
+"""Paths a code link keeps (a run that touched more is linked to its first ones)."""
+
+
+def clean_code_path(path: Any) -> str | None:
+    """A repository-relative path as a code link keeps it, or None for one that is not (absolute after the
+    repository's root is taken off, escaping it with .., empty, with control characters, or too long). Values come
+    from logs and from the agent's workspace: untrusted."""
+    if not isinstance(path, str) or not path or len(path) > 500 or any(ord(c) < 32 for c in path):
+        return None
+    normal = posixpath.normpath(path.replace("\\", "/"))
+    if normal.startswith(("/", "../")) or normal in (".", ".."):
+        return None
+    return normal
+
+
+class CodeLink(BaseModel):
+    """The code a run worked on: where, at which commit (or when), and which files; what makes a memory
+    distilled from the run stale when those files change (`mtl pool verify`)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    repository: str | None = Field(default=None, max_length=500)
+    """The repository: its remote URL, or its directory on the machine the run was on."""
+    commit: str | None = None
+    """The commit the run started from (hex), when known."""
+    at: datetime | None = None
+    """When the run looked at the code: without a commit, verification takes the commit of that time."""
+    paths: list[str] = Field(default_factory=list, max_length=MAX_CODE_PATHS)
+    """Files the run read or changed, relative to the repository's root."""
+
+    @field_validator("commit")
+    @classmethod
+    def _commit(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().lower()
+        if not _COMMIT.match(value):
+            raise ValueError("a commit is 7 to 64 hexadecimal digits")
+        return value
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        cleaned = [p for p in (clean_code_path(v) for v in value) if p is not None]
+        if len(cleaned) != len(value):
+            raise ValueError("a path is relative to the repository's root, inside it, at most 500 characters")
+        return sorted(set(cleaned))
+
+    @property
+    def linked(self) -> bool:
+        """Whether there is code to check: files, and a commit or a time to check them from."""
+        return bool(self.paths) and (self.commit is not None or self.at is not None)
+
+
 class Trajectory(BaseModel):
     """A whole run of an agent on a task."""
 
@@ -132,6 +191,8 @@ class Trajectory(BaseModel):
     """How the agent loop ended (submitted, step_limit, time_limit, error...)."""
     source_format: str | None = None
     """The log format this trajectory was imported from, if any."""
+    code: CodeLink | None = None
+    """The repository, commit and files the run worked on, when it ran in (or its log names) a git repository."""
 
     @property
     def tests_modified(self) -> list[str]:

@@ -13,8 +13,12 @@ import re
 import shlex
 from typing import Any, Callable, Iterable, Iterator
 
+from datetime import datetime
+
+from pydantic import ValidationError
+
 from mtl_graph.core.task import TaskRef
-from mtl_graph.core.trajectory import Step
+from mtl_graph.core.trajectory import MAX_CODE_PATHS, CodeLink, Step, clean_code_path
 from mtl_graph.importers.common import BadJSON, BadRecordError, FileImport, parse_json
 from mtl_graph.importers.agents.runlog import MAX_LISTED_LINES
 from mtl_graph.importers.task_text import task_text
@@ -165,3 +169,43 @@ def session_task(task_id: str, prompts: list[str], **metadata: Any) -> TaskRef:
         meta["follow_ups"] = prompts[1:]
     return TaskRef(id=task_id, instruction=task_text(prompts[0]), metadata=meta)
 
+
+
+_FILE_ARGS = ("file_path", "path", "notebook_path", "filename", "target_file")
+"""The arguments of file tools (Claude Code's Read/Edit/Write, OpenHands' editor, Cursor-like tools) naming a file."""
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
+"""A file named in an `apply_patch` envelope (Codex CLI)."""
+
+
+def _relative(path: str, root: str | None) -> str | None:
+    if root and path.startswith(root.rstrip("/") + "/"):
+        path = path[len(root.rstrip("/")) + 1:]
+    return clean_code_path(path)
+
+
+def code_link(repository: Any, commit: Any, at: Any, steps: Iterable[Step], root: Any = None) -> CodeLink | None:
+    """The code link a log gives its run: the repository (remote URL or the session's directory), its commit or
+    the time it started, and the files its tool calls named (relative to root; a file outside it is not the
+    repository's). None when the log names neither a repository nor a file. Values are the log's: a malformed
+    commit or time is dropped, never an error."""
+    root = root if isinstance(root, str) else None
+    paths: set[str] = set()
+    for step in steps:
+        named = [v for k in _FILE_ARGS if isinstance(v := step.args.get(k), str)]
+        named += [m for v in (step.action, *step.args.values()) if isinstance(v, str) for m in _PATCH_FILE.findall(v)]
+        paths.update(p for p in (_relative(n, root) for n in named) if p is not None)
+    repository = repository if isinstance(repository, str) and repository.strip() else None
+    if repository is None and not paths:
+        return None
+    when = None
+    if isinstance(at, str):
+        try:
+            when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+        except ValueError:
+            when = None
+    try:
+        commit = CodeLink(commit=commit).commit if isinstance(commit, str) else None
+    except ValidationError:
+        commit = None
+    return CodeLink(repository=repository[:500] if repository else None, commit=commit, at=when,
+                    paths=sorted(paths)[:MAX_CODE_PATHS])

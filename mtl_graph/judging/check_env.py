@@ -1,11 +1,12 @@
 """The environment a check's process owns: nothing of it comes from the grading directory.
 
-The task's check command runs inside a prologue that gives it a fresh HOME and TMPDIR outside the directory
-(so no user site, user config or tool cache the agent left can load), turns off bytecode writes (the room holds
-no bytecode of the agent's to read: none is carried), user sites and pytest's plugin autoloading, puts the real interpreter first on PATH (never a version-manager shim,
-which reads pin files such as `.python-version` from the working directory), and installs the harness's test
-report hook (accounting.py). Tool caches (Go's build cache, npm's, pip's) live under that HOME and go with it;
-a Cargo home the task's setup filled (`.cargo` of the snapshot) is the one the check builds against.
+The task's check command runs inside a prologue that gives it a fresh HOME and TMPDIR outside the directory (so no
+user site, user config or tool cache the agent left can load), turns off bytecode writes (the room holds no bytecode
+of the agent's to read: none is carried), user sites and pytest's plugin autoloading, makes `python3` the
+interpreter the sandbox's checks run (sandbox/interpreter.py, the one the suites' package probes ask; never a
+version-manager shim, which reads pin files such as `.python-version` from the working directory), and installs the
+harness's test report hook (accounting.py). Tool caches (Go's build cache, npm's, pip's) live under that HOME and go
+with it; a Cargo home the task's setup filled (`.cargo` of the snapshot) is the one the check builds against.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import shutil
 import subprocess
 from importlib import resources
 from pathlib import Path
+
+from mtl_graph.sandbox.interpreter import check_python
 
 REPORT_ENV = "MTL_CHECK_REPORT"
 HOOKS = ("sitecustomize.py", "mtl_check_report.py")
@@ -48,11 +51,12 @@ def trusted_python() -> str | None:
     return real if out.returncode == 0 and real and os.path.isabs(real) else None
 
 
-def trusted_path(path: str | None = None) -> str:
-    """PATH for a check: the real interpreter's directory first, version-manager shims left out."""
+def trusted_path(path: str | None = None, python: str | None = None) -> str:
+    """PATH for a check: the interpreter's directory first (default: trusted_python's), version-manager shims
+    left out."""
     entries = [p for p in (path if path is not None else os.environ.get("PATH", os.defpath)).split(os.pathsep)
                if p and Path(p).name not in SHIM_DIRS]
-    python = trusted_python()
+    python = python or trusted_python()
     if python is not None:
         entries.insert(0, str(Path(python).parent))
     return os.pathsep.join(dict.fromkeys(entries))
@@ -65,9 +69,13 @@ def _hook_sources() -> dict[str, str]:
     return {**hooks, SCANNER: (folder / "tamper_scan.py").read_text(encoding="utf-8")}
 
 
-def graded_command(check: str, report: str | Path, path: str | None = None) -> str:
-    """The check command inside the prologue; report is where the hook writes (a path the harness reads)."""
+def graded_command(check: str, report: str | Path, path: str | None = None, kind: str = "auto") -> str:
+    """The check command inside the prologue; report is where the hook writes (a path the harness reads); kind:
+    the sandbox it runs in, whose interpreter (interpreter.check_python) is the check's ``python3``."""
     q = shlex.quote
+    python = check_python(kind, path)
+    # `python3` is exactly that interpreter, even where its directory's own python3 is another one.
+    bin_dir = '"$h/.mtl-bin":' if python else ""
     lines = [
         'h=$(mktemp -d "${TMPDIR:-/tmp}/mtl-check-home.XXXXXX") || exit 125',
         "unset " + " ".join(UNSET),
@@ -76,11 +84,14 @@ def graded_command(check: str, report: str | Path, path: str | None = None) -> s
         'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 '
         "PYTEST_ADDOPTS='-p mtl_check_report -p no:cacheprovider' "
         f'PYTHONPATH="$h/.mtl-hooks" GOPATH="$h/go" GOCACHE="$h/.cache/go-build" {REPORT_ENV}={q(str(report))} '
-        f"PATH={q(trusted_path(path))}",
-        'mkdir -p "$TMPDIR" "$h/.mtl-hooks"',
+        f"PATH={bin_dir}{q(trusted_path(path, python))}",
+        'mkdir -p "$TMPDIR" "$h/.mtl-hooks" "$h/.mtl-bin"',
         # Crates the task's own setup fetched (into the workspace's HOME, before the agent): build against them.
         'if [ -d .cargo ] && [ ! -L .cargo ]; then export CARGO_HOME="$PWD/.cargo"; fi',
     ]
+    if python:
+        lines.append(f"printf '#!/bin/sh\\nexec %s \"$@\"\\n' {q(q(python))} > \"$h/.mtl-bin/python3\" "
+                     '&& chmod 755 "$h/.mtl-bin/python3"')
     for name, source in _hook_sources().items():
         lines.append(f"cat > \"$h/.mtl-hooks/{name}\" <<'{_HEREDOC}'\n{source.rstrip()}\n{_HEREDOC}")
     lines += ["(", check, ")", "s=$?", 'rm -rf "$h"', "exit $s"]

@@ -183,7 +183,8 @@ def run_check(task: Task, workspace: str | Path, sandbox_for: SandboxFor, snapsh
         report.parent.mkdir()
         sandbox = sandbox_for(room.path)
         try:
-            result = sandbox.run(graded_command(task.check, report), timeout=task.check_timeout)
+            result = sandbox.run(graded_command(task.check, report, kind=getattr(sandbox, "kind", "auto")),
+                                 timeout=task.check_timeout)
         finally:
             sandbox.close()
         report_bytes = _read_report(report)

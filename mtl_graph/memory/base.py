@@ -14,12 +14,12 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Annotated, Any, Iterator, Union
+from typing import Annotated, Any, ClassVar, Iterator, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 
-from mtl_graph.core.trajectory import Outcome
+from mtl_graph.core.trajectory import CodeLink, Outcome
 from mtl_graph.memory import formats as registry
 
 __all__ = ["COUNTS", "MAX_LONG", "MAX_SHORT", "MAX_STEPS", "MAX_TEXT", "MEMORY_ADAPTER", "MEMORY_CLASSES",
@@ -69,7 +69,8 @@ class MemoryType(StrEnum):
 
 
 NOT_CONTENT = {"id", "sources", "stats", "flagged", "released", "merged_ids", "quarantined", "quarantine_released",
-               "quarantine_baseline", "archived", "consolidated_from"}
+               "quarantine_baseline", "archived", "consolidated_from", "stale", "last_verified", "superseded_by",
+               "superseded_why", "supersedes"}
 """Fields about a memory (identity, provenance, usage, screening) rather than its content."""
 
 
@@ -97,6 +98,8 @@ class Provenance(BaseModel):
     """Ids of the memories the source run cited ("Using Memory N"): this memory descends from them."""
     created_at: datetime = Field(default_factory=_now)
     """When the memory was made."""
+    code: CodeLink | None = None
+    """The repository, commit and files the source run worked on (None: a memory with no code link, never stale)."""
 
 
 class UsageStats(BaseModel):
@@ -170,14 +173,29 @@ class MemoryBase(BaseModel):
     """Why it is kept but never retrieved (merged by consolidation, pruned as stale); empty when live."""
     consolidated_from: list[str] = Field(default_factory=list, max_length=10_000)
     """The archived memories a consolidation merged into this one."""
+    superseded_by: str = ""
+    """The newer memory whose advice contradicts this one (memory/lifecycle/supersede.py); kept, not served with
+    the lifecycle on, restored by `mtl memories release`; empty when not superseded."""
+    superseded_why: str = ""
+    """Why it was superseded: which check decided (rule or model) and the conflict it found."""
+    supersedes: list[str] = Field(default_factory=list, max_length=1000)
+    """The older memories this one superseded (the other side of their `superseded_by`)."""
+    stale: list[str] = Field(default_factory=list, max_length=50)
+    """Why the code it describes has changed since its run (files changed since the commit, `mtl pool verify`);
+    empty when current. A stale memory is still served, ranked lower (LifecycleConfig.stale_penalty)."""
+    last_verified: datetime | None = None
+    """When `mtl pool verify` last checked its code link against the repository."""
+    GIVEN_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    """Content fields holding the task's own text (the trajectory's task, ReasoningBank's query)."""
     _stored_stats: UsageStats | None = PrivateAttr(default=None)
     """Read from a pool: the counts its JSON holds, before the pool's credit entries were added (record.py)."""
 
     @property
     def status(self) -> str:
-        """active, flagged (screening), quarantined (the online loop) or archived (consolidated / pruned)."""
+        """active, stale (its code changed; still served, ranked lower), flagged (screening), quarantined (the
+        online loop), superseded (a newer memory contradicts it) or archived (consolidated / pruned)."""
         return "archived" if self.archived else "quarantined" if self.quarantined else \
-            "flagged" if self.flagged else "active"
+            "superseded" if self.superseded_by else "flagged" if self.flagged else "stale" if self.stale else "active"
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:
@@ -187,6 +205,11 @@ class MemoryBase(BaseModel):
     def content_fields(self) -> dict[str, Any]:
         """The fields that define the memory's identity (not provenance or stats)."""
         return self.model_dump(mode="json", exclude=NOT_CONTENT)
+
+    def given_fields(self) -> frozenset[str]:
+        """The content fields that quote the task the agent was given (redaction reads an example password there
+        as an example); a format that keeps the task's text names them in GIVEN_FIELDS."""
+        return self.GIVEN_FIELDS
 
     def content_id(self) -> str:
         blob = json.dumps(self.content_fields(), sort_keys=True, ensure_ascii=False)

@@ -81,11 +81,12 @@ def prepared(memory: Memory, keep_stats: bool, flagged: list[str] | None = None)
     """A copy ready to store: every source has a run id, screening decided afresh (or given: `screen_many`'s
     reasons for a batch), stats kept or reset.
 
-    Screening is never taken from the input: a file cannot mark its own memories as clean or released."""
+    Screening is never taken from the input: a file cannot mark its own memories as clean or released. Nor are
+    supersession links: the write path finds them afresh (memory/lifecycle/supersede.py)."""
     sources = [s if s.run_id else s.model_copy(update={"run_id": record_run_id(memory, s)}) for s in memory.sources]
     return memory.model_copy(update={
         "sources": merge_sources(sources), "flagged": screen(memory) if flagged is None else flagged,
-        "released": [], "merged_ids": [],
+        "released": [], "merged_ids": [], "superseded_by": "", "superseded_why": "", "supersedes": [],
         "stats": memory.stats if keep_stats else UsageStats(),
     })
 
@@ -208,6 +209,12 @@ def _merged(keep: str, old: dict[str, Memory], new: list[Memory], members: list[
         archived = next((m.archived for m in old.values() if m.archived), "")
         if archived and not base.archived:
             update["archived"] = archived
+        superseded = next((m for m in old.values() if m.superseded_by), None)  # nor a supersession
+        if superseded is not None and not base.superseded_by:
+            update.update(superseded_by=superseded.superseded_by, superseded_why=superseded.superseded_why)
+        supersedes = sorted({i for m in old.values() for i in m.supersedes})
+        if supersedes:
+            update["supersedes"] = sorted({*base.supersedes, *supersedes})
     kept = base.model_copy(update=update)
     kept._stored_stats = None  # its stats are now the merged stored counts
     return kept

@@ -44,7 +44,7 @@ _SPECIAL_TOKEN = re.compile(r"<\s*\|")
 _SPECIAL_TOKEN_END = re.compile(r"\|\s*>")
 _MARKER = re.compile(r"<\s*(/?)\s*(memor)", re.IGNORECASE)  # <memory-..., </memories...
 # C0/C1 controls (tab kept), and the bidi overrides / isolates that can make text read differently than it is.
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 MARK = "[memory text] "
 """Shown before a quoted line that reads like the block's structure (the headers say so)."""
@@ -76,16 +76,16 @@ class FencedMemories:
 
 
 def _defuse(line: str) -> str:
-    line = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    line = INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
     line = _SPECIAL_TOKEN.sub("‹|", line)
     line = _SPECIAL_TOKEN_END.sub("|›", line)
     return _MARKER.sub(lambda m: f"‹{m.group(1)}{m.group(2)}", line)
 
 
-def quote(text: str) -> str:
-    """Every line of text prefixed with the quote bar and defused, a line that reads like the block's structure
-    marked (empty text gives one quoted empty line)."""
-    return "\n".join(QUOTE + (MARK if reads_as_structure(line) else "") + _defuse(line)
+def quote(text: str, prefix: str = QUOTE) -> str:
+    """Every line of text prefixed with the quote bar (or another prefix: markdown's "> " in exported files) and
+    defused, a line that reads like the block's structure marked (empty text gives one quoted empty line)."""
+    return "\n".join(prefix + (MARK if reads_as_structure(line) else "") + _defuse(line)
                       for line in (text.splitlines() or [""]))
 
 

@@ -17,6 +17,7 @@ from mtl_graph.pipeline import events
 from mtl_graph.config import MTLConfig, lifecycle_of
 from mtl_graph.pipeline.state import RunState
 from mtl_graph.memory.dedup import of_run
+from mtl_graph.memory.lifecycle.supersede import SupersedeConfig, check_conflict, supersedable
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import Use
 
@@ -31,11 +32,11 @@ def shown_ids(state: RunState) -> list[str]:
 
 
 def write_run(pool: MemoryPool, state: RunState, cfg: MTLConfig, verdict: Verdict | None,
-              served: "ServedRuns | None" = None) -> dict[str, Any]:
+              served: "ServedRuns | None" = None, model: Any = None) -> dict[str, Any]:
     """Add the run's new memories and credit the memories it was shown; the update for the run's state.
 
     With `served` (a graph with a server policy) the credit comes from what the graph's nodes recorded, never
-    from the thread's state."""
+    from the thread's state. `model` decides supersessions (None: the deterministic rule)."""
     trajectory = state.trajectory
     if served is not None:
         record = served.take(state.run_id) or {}
@@ -48,10 +49,14 @@ def write_run(pool: MemoryPool, state: RunState, cfg: MTLConfig, verdict: Verdic
         memories = [m.model_copy(update={"sources": [s.model_copy(update={"cited": cited}) for s in m.sources]})
                     for m in memories]
     settings = cfg.retrieval.lifecycle_settings
+    supersede = SupersedeConfig(similarity=settings.near_copy, model=model)
     copies = pool.near_copies(memories, shown, settings.near_copy) if cfg.retrieval.lifecycle == "on" else {}
+    # a near copy whose advice contradicts the memory shown is what the run learnt, not a copy: it is added and
+    # supersedes that memory (at the same near-copy threshold)
+    copies = {i: source for i, source in copies.items() if not contradicts(pool, memories[i], source, supersede)}
     re_extracted = {memories[i].id: source for i, source in copies.items()}
     cited = list(dict.fromkeys([*cited, *copies.values()]))
-    results = pool.add_many([m for i, m in enumerate(memories) if i not in copies])
+    results = pool.add_many([m for i, m in enumerate(memories) if i not in copies], supersede=supersede)
     events.written(results)
     update: dict[str, Any] = {"new_memory_ids": [r.merged_into or r.id for r in results],
                               "memories_written": results.summary()}
@@ -67,6 +72,13 @@ def write_run(pool: MemoryPool, state: RunState, cfg: MTLConfig, verdict: Verdic
                     verdict_by=verdict.source, quarantined=report.quarantined)
     update["credit"] = credit
     return update
+
+
+def contradicts(pool: MemoryPool, memory: Any, shown_id: str, config: SupersedeConfig) -> bool:
+    """Whether a distilled memory's advice conflicts with the shown memory it nearly copies (it would supersede it)."""
+    shown = pool.get(shown_id)
+    return shown is not None and shown.outcome == memory.outcome and supersedable(shown) and \
+        check_conflict(memory, shown, config) is not None
 
 
 class ServedRuns:

@@ -34,6 +34,7 @@ from mtl_graph.core.trajectory import INFRASTRUCTURE_EXIT_STATUSES, Trajectory, 
 from mtl_graph.judging.clean_room import take_snapshot
 from mtl_graph.judging.ground_truth import SetupFailed, run_setup
 from mtl_graph.pipeline import events
+from mtl_graph.pipeline.code_probe import code_link_of
 from mtl_graph.config import MTLContext
 from mtl_graph.pipeline.lease import OPEN, resumable, workspace_base, workspace_path
 from mtl_graph.pipeline.memory_tool import SEARCH_KEY, search_factory
@@ -128,6 +129,18 @@ def agent_ended(result: AgentResult, task_ref: Any, model: Any) -> dict[str, Any
     return {**update, "trajectory": trajectory.model_dump(mode="json")}
 
 
+def probe_code(nodes: Any, state: dict[str, Any]) -> Any:
+    """The run's code link when its workspace is a git repository (code_probe.py), read in its sandbox."""
+    workspace = state.get("workspace")
+    if not workspace or not (Path(workspace) / ".git").exists():
+        return None
+    try:
+        sandbox = registry.sandbox_for(workspace, nodes.config.sandbox.kind)
+    except Exception:  # the workspace is gone: no link, the run goes on
+        return None
+    return code_link_of(sandbox, workspace, nodes.task(state["task"]))
+
+
 def run_hooks(nodes: Any, state: RunState, runtime: Any, since: int = 0) -> dict[str, Any]:
     """The run's hooks for its agent's tools (`configurable`), the same in every host: the step hook (the step
     events, re-retrieval after a failing test run) and the memory search."""
@@ -149,10 +162,14 @@ def execute_stage(nodes: Any, host: AgentHost) -> Any:
         return {**update, "messages": opening, "exit_status": None}
 
     def finish(state: dict[str, Any], runtime: Runtime[MTLContext]) -> dict[str, Any]:
+        ran = not (state.get("error") and not state.get("exit_status"))
+        code = probe_code(nodes, state) if ran else None
         registry.release(state.get("workspace"))  # what the agent left running dies before the check
-        if state.get("error") and not state.get("exit_status"):  # nothing ran, or the agent failed: said already
+        if not ran:  # nothing ran, or the agent failed: said already
             return {}
         update = host.ended(state, nodes.task(state["task"]), runtime)
+        if code is not None and isinstance(update.get("trajectory"), dict):
+            update["trajectory"]["code"] = code.model_dump(mode="json")
         hits = re_retrieved_in(state.get("messages") or [])
         return {**update, "re_retrieved": hits} if hits else update
 

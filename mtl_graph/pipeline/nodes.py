@@ -303,7 +303,8 @@ class MTLNodes(Sealed):
             events.verdict(verdict)  # the run never reached the judge: its verdict is told here
         try:
             if cfg.loop.online and not state.error:
-                update.update(write_run(self.pool_of(cfg), state, cfg, verdict, self.served))
+                judge = self.model_for(runtime) if cfg.retrieval.lifecycle_settings.supersede_with_model else None
+                update.update(write_run(self.pool_of(cfg), state, cfg, verdict, self.served, judge))
         except Exception as exc:
             update.update(failure(ErrorKind.WRITE_BACK, str(exc)))
         update["retrieved_ids"] = shown_ids(state)

@@ -19,7 +19,7 @@ from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory.base import Memory
 from mtl_graph.memory.pool.pool import MemoryPool, SearchHit
 
-Status = Literal["active", "flagged", "quarantined", "archived"]
+Status = Literal["active", "stale", "flagged", "quarantined", "superseded", "archived"]
 
 
 class PoolQuery(BaseModel):

@@ -15,7 +15,7 @@ from typing import Callable
 from mtl_graph.redaction import detectors
 from mtl_graph.redaction import rules
 from mtl_graph.redaction import shapes
-from mtl_graph.redaction.encoded import encoded_findings
+from mtl_graph.redaction.encoded import encoded_findings, secret_document_findings
 from mtl_graph.redaction.prescan import (
     D, SECRET_NAME, SECRET_NAME_END, SPACE, W, Rule, Trigger, trigger,
 )
@@ -111,6 +111,8 @@ def catalog(secret_kind: Callable[[str], str | None] | None = None) -> list[Rule
         Rule("basic", rules.basic_findings, trigger(r"basic[ \t]+[A-Za-z0-9+/]{8}", caseless=True)),
         Rule("cookie", rules.cookie_findings, trigger(r"cookie[\"']?[ \t]*:", caseless=True)),
         Rule("url_token_user", shapes.url_user_findings, trigger(rf"://[{W}~-]{{16,}}@")),
+        Rule("secret_document", secret_document_findings,
+             trigger(r"^[ \t]*(?:data|stringData):[ \t]*\r?$|\"(?:data|stringData)\"[ \t]*:[ \t]*\{")),
         Rule("webhook", shapes.webhook_findings, trigger(r"/(?:webhooks?|hooks|webhookb2)/|://hooks\.")),
         Rule("query_signature", shapes.query_findings,
              trigger(rf"[?&;][{W}.%-]*(?:key|sig|signature|%)[{W}.%-]*=", caseless=True)),
@@ -126,6 +128,7 @@ def catalog(secret_kind: Callable[[str], str | None] | None = None) -> list[Rule
         Rule("entropy", detectors.entropy_findings, trigger(_ENTROPY, caseless=True)),
     ]
     if secret_kind is not None:
+        # Any base64 run not glued to one before it; a wrapped block's last line may be short (after=1).
         out.append(Rule("encoded", partial(encoded_findings, secret_kind),
-                        trigger(r"[:=][ \t]*[\"']?[A-Za-z0-9+/]{16}")))
+                        trigger(r"(?:^|[^A-Za-z0-9+/])[A-Za-z0-9+/]{16}"), after=1))
     return out

@@ -29,15 +29,18 @@ from mtl_graph.redaction.prescan import Prescan, Rule, Span, finditer, trigger
 from mtl_graph.redaction.rules import (
     CONTEXT, ENTROPY, Finding, is_checksum_or_id, is_reference_or_placeholder, looks_random,
 )
+from mtl_graph.redaction.words import is_readable_phrase
 from mtl_graph.core.trajectory import Trajectory
 
 
 
 class Redactable(Protocol):
-    """What redaction needs of a memory (any `mtl_graph.memory` format): its content fields, its data, and a copy
-    validated from new data. A protocol, so redaction stays below the memory package that uses it."""
+    """What redaction needs of a memory (any `mtl_graph.memory` format): its content fields, those that quote the
+    task the agent was given, its data, and a copy validated from new data. A protocol, so redaction stays below the memory package that uses it."""
 
     def content_fields(self) -> dict[str, Any]: ...
+
+    def given_fields(self) -> frozenset[str]: ...
 
     def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
 
@@ -112,11 +115,18 @@ class Redactor:
         self._prescan = Prescan(self.rules, engine) if fast else None
         self._inner: Redactor | None = None
 
-    def redact(self, text: str) -> str:
-        """Return text with every secret replaced by its marker and nothing else changed."""
+    def redact(self, text: str, *, given: bool = False) -> str:
+        """Return text with every secret replaced by its marker and nothing else changed.
+
+        given: text the agent was given (a task's instructions), where a password written as readable words
+        (`password: "open sesame"`) is an example to work with, not a leak; tokens, keys and random passwords
+        are redacted there as anywhere."""
         if not text or not self.config.enabled:
             return text
-        spans = _merge(self.findings(text))
+        found = self.findings(text)
+        if given:
+            found = (f for f in found if not _is_example(text, f))
+        spans = _merge(found)
         if not spans:
             return text
         out, pos = [], 0
@@ -189,9 +199,9 @@ class Redactor:
         if not self.config.enabled:
             return trajectory
         r, rv = self.redact, self.redact_value
-        task = trajectory.task.model_copy(
-            update={"instruction": r(trajectory.task.instruction), "metadata": rv(trajectory.task.metadata)}
-        )
+        task = trajectory.task.model_copy(update={
+            "instruction": r(trajectory.task.instruction, given=True), "metadata": rv(trajectory.task.metadata),
+        })
         steps = [
             s.model_copy(update={
                 "reasoning": r(s.reasoning) if s.reasoning else s.reasoning,
@@ -212,13 +222,22 @@ class Redactor:
         })
 
     def redact_memory(self, memory: MemoryT) -> MemoryT:
-        """memory with every content field redacted (provenance and stats kept). One that held a secret gets the
-        content id of its redacted text, so the leaky original's id never enters the pool."""
+        """memory with every content field redacted (provenance and stats kept); the fields that quote the task the
+        agent was given are redacted as given text. One that held a secret gets the content id of its redacted
+        text, so the leaky original's id never enters the pool."""
         content = memory.content_fields()
-        clean = self.redact_value(content)
+        given = memory.given_fields()
+        clean = {k: self.redact(v, given=True) if k in given and isinstance(v, str) else self.redact_value(v)
+                 for k, v in content.items()}
         if not self.config.enabled or clean == content:
             return memory
         return type(memory).model_validate({**memory.model_dump(mode="json"), **clean, "id": ""})
+
+
+def _is_example(text: str, finding: Finding) -> bool:
+    """A password found by its name whose value is readable words: the example of an exercise or a document."""
+    return (finding.kind == "password" and finding.priority <= CONTEXT
+            and is_readable_phrase(text[finding.start:finding.end]))
 
 
 def _pattern_findings(kind: str, pattern: re.Pattern[str], text: str, spans: Sequence[Span]) -> Iterator[Finding]:

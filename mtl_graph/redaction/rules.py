@@ -14,6 +14,7 @@ import re
 from typing import Iterator, Sequence
 
 from mtl_graph.redaction.prescan import CONTEXT, ENTROPY, KEYWORD, PREFIX, VENDOR, Finding, Span, finditer
+from mtl_graph.redaction.words import is_word_identifier
 
 __all__ = ["CONTEXT", "ENTROPY", "KEYWORD", "PREFIX", "VENDOR", "Finding"]
 
@@ -73,6 +74,11 @@ _PLACEHOLDERS = {
     "bool", "any", "token", "your_password", "your-password", "yourpassword", "mypassword", "your_token",
     "your-token", "your_api_key", "your-api-key", "api_key", "apikey", "secret_key", "pass", "stdin", "prompt",
 }
+# With the placeholders, the words an example value is made of (`'PASSWORD 123'`, `"my secret token"`).
+_EXAMPLE_WORDS = {"my", "your", "our", "the", "a", "an", "some", "new", "old", "here", "sample", "demo", "value",
+                  "word", "words", "key", "user", "admin", "login", "api", "access", "db"}
+_EXAMPLE_NUMBER = re.compile(r"\d{1,6}")
+_WORD_EDGES = ".,;:!?()[]{}<>\"'`"
 _REFERENCE_START = tuple("$<{[*")
 _PRINTF_OR_BATCH = re.compile(r"%\(\w+\)[sd]|%\w+%")
 _ANNOTATION = re.compile(r"[A-Za-z_][\w.]*\[[^\]]*\](?:\s*=.*)?|[A-Za-z_][\w.]*\s+=\s.*")
@@ -101,7 +107,7 @@ def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
     v = value.strip()
     if v != value or v[:1] in (",", ";", ")", "(", "'", '"') or len(v) < 3 or v.startswith(_REFERENCE_START):
         return True
-    if v.lower() in _PLACEHOLDERS or (not quoted and _CODE_OR_PROSE.fullmatch(v)):
+    if v.lower() in _PLACEHOLDERS or (not quoted and _CODE_OR_PROSE.fullmatch(v)) or is_example_phrase(v):
         return True
     if v.startswith(("process.env", "os.environ", "ENV[", "env(", "secrets.", "-----BEGIN")):  # PEM: own rule
         return True
@@ -112,6 +118,17 @@ def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
     if _DOTTED_NAME.fullmatch(v) and all(_LOWER_NAME.fullmatch(p) for p in v.split(".") if _HAS_DIGIT.search(p)):
         return True  # `self.token`, `httpx2.Auth`; random text can look like `Ab1Cd.X7` too: digits only in lower case
     return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
+
+
+def is_example_phrase(value: str) -> bool:
+    """A phrase of placeholder words and small numbers (`PASSWORD 123`, `my secret 2`): the example input of an
+    exercise or a document, never a chosen secret (a passphrase has words of its own: `correct horse staple`)."""
+    phrase = value.split()
+    if len(phrase) < 2:
+        return False
+    words = [w.strip(_WORD_EDGES).lower() for w in phrase]
+    return (all(w in _PLACEHOLDERS or w in _EXAMPLE_WORDS or _EXAMPLE_NUMBER.fullmatch(w) for w in words)
+            and not all(_EXAMPLE_NUMBER.fullmatch(w) for w in words))
 
 
 def is_alias(name: str, value: str) -> bool:
@@ -125,8 +142,10 @@ def is_path(value: str) -> bool:
 
 
 def looks_random(value: str) -> bool:
-    """Letters and digits mixed: tokens and keys, not English words or CamelCase identifiers."""
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    """Letters and digits mixed: tokens and keys, not English words or identifiers made of them (a CamelCase
+    class name with a version digit, `AbstractSingletonProxyFactoryBeanConfigurer2`)."""
+    return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            and not is_word_identifier(value))
 
 
 _HEX = re.compile(r"[0-9a-fA-F]+")

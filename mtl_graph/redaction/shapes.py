@@ -1,7 +1,8 @@
 """Credentials recognised by where they sit rather than by a vendor format or a secret name.
 
 - a token as the user part of a URL (`https://<token>@git.example.com/...`, pip's `--extra-index-url`);
-- the token path of a webhook URL (`/api/webhooks/<id>/<token>`, `/hooks/<token>`, `hooks.<host>/...`);
+- the token path of a webhook URL (`/api/webhooks/<id>/<token>`, `/hooks/<token>`, `hooks.<host>/...`, where the
+  ids of the path together are the capability);
 - signatures and keys in a query string (`?key=`, `&sig=`, `X-Amz-Signature=`; `token=` is a secret name already);
 - a password passed by position to a connect / login call (the source lines a traceback quotes);
 - `.pgpass` lines (`host:port:database:user:password`).
@@ -49,11 +50,21 @@ WEBHOOK = re.compile(r"https?://(?:hooks\.[\w.-]+|[\w.-]+(?::\d+)?(?:/[\w.~%-]+)
                      r"/(?P<value>[^\s?#\"'<>\\`]+)")
 
 
+_ID_PART = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9]*")
+MIN_HOOK_ID = 12
+"""On a webhook host, the id parts of the path (each holding a digit) that together make a capability."""
+
+
 def webhook_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
-    """The path after a webhook URL's `hooks` segment: whoever holds it can post to the channel."""
+    """The path after a webhook URL's `hooks` segment: whoever holds it can post to the channel. On a host that
+    only serves webhooks (`hooks.<host>`: Slack, Zapier) the path is the capability even when no single part of it
+    is long: an account number and a short hook id (`catch/6920945/wr5bdb/`) together."""
     for m in finditer(WEBHOOK, text, spans):
         value = m["value"].rstrip("/.,;:)]}")
-        if any(is_token(part) for part in re.split(r"[/@]", value)):
+        parts = re.split(r"[/@]", value)
+        on_hook_host = m[0].split("://", 1)[1].startswith("hooks.")
+        ids = sum(len(p) for p in parts if _ID_PART.fullmatch(p))
+        if any(is_token(part) for part in parts) or (on_hook_host and ids >= MIN_HOOK_ID):
             yield Finding(m.start("value"), m.start("value") + len(value), "webhook", CONTEXT)
 
 

@@ -18,7 +18,7 @@ from mtl_graph.cli.lazy import Command, Group, walk
 
 runner = CliRunner()
 CLI = Path(mtl_graph.cli.__file__).parent
-TOP = ["run", "demo", "ingest", "eval", "report", "eval-learning", "eval-baselines", "memories", "pool"]
+TOP = ["run", "demo", "ingest", "eval", "report", "eval-learning", "eval-baselines", "memories", "export", "pool"]
 """What `mtl --help` lists, in its order."""
 
 ALL = dict(walk(typer.main.get_command(app)))

@@ -120,7 +120,7 @@ def test_release_serves_it_again_with_its_descendants(tmp_path, location):
     shown = json.loads(invoke("memories", "show", BAD.id, "--json", "--pool", path).output)
     assert shown["status"] == "active" and shown["quarantine_released"][0].startswith("harmful")
     again = invoke("memories", "release", BAD.id, "--pool", path)
-    assert again.exit_code == 0 and "was not flagged or quarantined; nothing to release" in again.output
+    assert again.exit_code == 0 and "was not flagged, quarantined or superseded; nothing to release" in again.output
     archived = invoke("memories", "release", OLD.id, "--json", "--pool", path)
     assert json.loads(archived.output) == {"id": OLD.id, "released": False, "reasons": []}
     with MemoryPool.open(path) as pool:
@@ -141,7 +141,7 @@ def test_release_json_names_the_quarantine_reasons_and_descendants(tmp_path, loc
 @pytest.mark.parametrize("args, message", [
     (("release", "ffffffff"), "no memory with id 'ffffffff'"),
     (("show", "ffffffff"), "no memory with id 'ffffffff'"),
-    (("list", "--status", "poisoned"), "unknown status 'poisoned'; expected one of: active, flagged"),
+    (("list", "--status", "poisoned"), "unknown status 'poisoned'; expected one of: active, stale, flagged"),
     (("list", "--type", "poem"), "unknown memory type 'poem'"),
 ])
 def test_bad_input_is_one_line_and_changes_nothing(location, args, message):

@@ -279,3 +279,13 @@ def test_a_go_agent_replacing_the_tests_with_an_empty_one_scores_zero_on_an_exer
     state = run_graph(agent(cheat), task, tmp_path)
     assert state["verdict"]["status"] == "fail" and state["verdict"]["tests_modified"] == ["leap_test.go"]
     assert "Please implement the IsLeapYear function" in state["verdict"]["reason"]
+
+
+@pytest.mark.parametrize("written, status", [("def f():\n    return 1\n", "pass"), ("def f():\n    return 2\n", "fail")])
+def test_a_check_given_as_python3_dash_c_is_graded_under_the_hooks(tmp_path, written, status):
+    """The interpreter compiles a `-c` program with no Python frame above it: the check hook must let it run (it
+    crashed with "call stack is not deep enough"), and the check's own verdict stands."""
+    task = Task(id="dash-c", instruction="Write sol.py with f() returning 1.",
+                check="python3 -c 'import sol; assert sol.f() == 1'")
+    command = "printf '" + written.replace("\n", "\\n") + "' > sol.py"
+    assert run_graph(agent(command), task, tmp_path)["verdict"]["status"] == status

@@ -15,6 +15,7 @@ import threading
 import pytest
 from helpers.agent_log import agent_log
 from helpers.secret_corpus import secret_cases
+from helpers.secret_corpus_kube import round_three_cases, round_three_look_alikes
 from helpers.secret_look_alikes import look_alikes
 
 from mtl_graph.redaction import prescan as secret_prescan
@@ -29,6 +30,7 @@ def corpus_texts(seeds: range) -> list[str]:
     texts = []
     for seed in seeds:
         texts += [c.text for c in secret_cases(seed)] + [item.text for item in look_alikes(seed)]
+        texts += [c.text for c in round_three_cases(seed)[::10]] + [item.text for item in round_three_look_alikes(seed)[::2]]
     return texts
 
 

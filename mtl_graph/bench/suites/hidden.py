@@ -1,4 +1,5 @@
-"""What the adapters of released benchmarks share: hidden payloads passed to a check, the sandbox's Python, GPUs.
+"""What the adapters of released benchmarks share: hidden payloads passed to a check, the checks' Python and the
+requirements it meets (parsed with `packaging`), GPUs.
 
 A check's hidden data (test cases, expected answers, test files) never enters the agent's workspace: it is packed
 (zlib, then base85) into the check command's stdin script. Past a command line's size limit the packed data goes
@@ -16,6 +17,8 @@ import subprocess
 import zlib
 from importlib import resources
 from typing import Any, NamedTuple
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 from mtl_graph.bench.suites.base import SuiteError, hidden_python_check
 
@@ -83,55 +86,158 @@ def script(name: str) -> str:
     return resources.files("mtl_graph.bench.suites.checks").joinpath(name).read_text(encoding="utf-8")
 
 
-@functools.cache
-def _sandbox_python() -> str | None:
-    from mtl_graph.judging.check_env import trusted_python
-
-    return trusted_python()
+PROBE_SANDBOX = "auto"
+"""The sandbox kind whose checks' interpreter the package probes ask: `auto`, as `mtl eval` runs by default."""
 
 
+def checks_python() -> str | None:
+    """The interpreter the checks' ``python3`` is (interpreter.check_python), which the package probes ask."""
+    from mtl_graph.sandbox.interpreter import check_python
+
+    return check_python(PROBE_SANDBOX)
+
+
+# Run by the checks' interpreter (stdlib only, any Python 3): what it has of each distribution or module, and the
+# values environment markers are evaluated against (the keys packaging's markers read).
 _PROBE = """\
-import importlib.metadata as m, importlib.util as u, json, sys
-names = json.loads(sys.argv[1])
-def has(n):
+import importlib.metadata as m, importlib.util as u, json, os, platform, sys
+def found(name):
     try:
-        m.distribution(n)
-        return True
+        d = m.distribution(name)
+        return {"version": d.version, "requires": d.requires or []}
     except m.PackageNotFoundError:
         pass
     try:
-        return u.find_spec(n.replace("-", "_")) is not None
+        module = u.find_spec(name.replace("-", "_")) is not None
     except (ImportError, ValueError):
-        return False
-print(json.dumps([n for n in names if not has(n)]))
+        module = False
+    return {"version": None, "module": module}
+impl = sys.implementation
+iver = "%d.%d.%d" % impl.version[:3] + ("" if impl.version.releaselevel == "final"
+                                        else impl.version.releaselevel[0] + str(impl.version.serial))
+env = {"implementation_name": impl.name, "implementation_version": iver, "os_name": os.name,
+       "platform_machine": platform.machine(), "platform_release": platform.release(),
+       "platform_system": platform.system(), "platform_version": platform.version(),
+       "python_full_version": platform.python_version(), "platform_python_implementation":
+       platform.python_implementation(), "python_version": ".".join(platform.python_version_tuple()[:2]),
+       "sys_platform": sys.platform}
+print(json.dumps({"env": env, "found": {n: found(n) for n in json.loads(sys.argv[1])}}))
 """
 
 
+class _Probe(NamedTuple):
+    env: dict[str, str]
+    found: dict[str, dict[str, Any]]
+
+
 @functools.cache
-def _missing(names: tuple[str, ...]) -> tuple[str, ...]:
-    python = _sandbox_python()
-    if python is None:
-        return names
+def _probe(python: str, names: tuple[str, ...]) -> _Probe | None:
     try:
         proc = subprocess.run([python, "-I", "-c", _PROBE, json.dumps(list(names))], capture_output=True,
                               text=True, timeout=PROBE_TIMEOUT_S, cwd="/")
-        return tuple(json.loads(proc.stdout)) if proc.returncode == 0 else names
+        out = json.loads(proc.stdout) if proc.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
-        return names
+        return None
+    if not (isinstance(out, dict) and isinstance(out.get("env"), dict) and isinstance(out.get("found"), dict)):
+        return None
+    return _Probe(out["env"], out["found"])
+
+
+def forget_probes() -> None:
+    """Forget what the interpreters answered (a test installing a distribution between two probes)."""
+    _probe.cache_clear()
+
+
+def parse_requirements(lines: list[str]) -> list[Requirement]:
+    """Requirements (PEP 508: name, extras, specifiers, markers) from requirement lines or bare names; a line
+    that is none is a TaskSkip naming it."""
+    parsed = []
+    for line in lines:
+        text = line.split(" #", 1)[0].strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            parsed.append(Requirement(text))
+        except InvalidRequirement as exc:
+            raise TaskSkip(f"cannot check the dependency {text!r}: not a requirement this harness can read "
+                           f"({str(exc).splitlines()[0]})") from None
+    return parsed
+
+
+def requirement_lines(text: str) -> list[str]:
+    """The requirement lines of a requirements file: comments, blank lines and pip options (``-r``, ``--index-url``,
+    ``-e``) left out, continued lines joined."""
+    joined = text.replace("\\\n", "")
+    return [ln for ln in (raw.split(" #", 1)[0].strip() for raw in joined.splitlines())
+            if ln and not ln.startswith(("#", "-"))]
+
+
+def _applies(req: Requirement, env: dict[str, str], extra: str = "") -> bool:
+    return req.marker is None or req.marker.evaluate({**env, "extra": extra})
+
+
+def _unmet(reqs: list[Requirement], probe: _Probe) -> list[str]:
+    problems = []
+    for req in reqs:
+        have = probe.found.get(req.name) or {}
+        version = have.get("version")
+        if version is None:
+            if not have.get("module"):
+                problems.append(f"{req.name}{req.specifier}")
+            elif req.specifier:  # importable, but with no metadata to hold against the specifier
+                problems.append(f"{req.name}{req.specifier} (importable, no version metadata)")
+            continue
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            problems.append(f"{req.name}{req.specifier} (installed: {version})")
+    return problems
+
+
+def unmet_requirements(lines: list[str]) -> tuple[str | None, list[str]]:
+    """(the checks' interpreter, what it lacks of these requirements: each missing one, or one whose installed
+    version its specifier excludes, or an extra's missing dependency); markers are evaluated for that interpreter,
+    one that does not apply is no need. A line that is no requirement raises TaskSkip."""
+    python = checks_python()
+    reqs = parse_requirements(lines)
+    if python is None or not reqs:
+        return python, [str(r) for r in reqs] if python is None else []
+    probe = _probe(python, tuple(sorted({r.name for r in reqs})))
+    if probe is None:
+        return python, [f"{r} (the interpreter did not answer)" for r in reqs]
+    wanted = [r for r in reqs if _applies(r, probe.env)]
+    problems = _unmet(wanted, probe)
+    extras = []  # what each requested extra adds, read from the installed distribution's metadata
+    for req in wanted:
+        requires = (probe.found.get(req.name) or {}).get("requires") or []
+        for extra in sorted(req.extras):
+            for line in requires:
+                try:
+                    dep = Requirement(line)
+                except InvalidRequirement:
+                    continue
+                if dep.marker is not None and _applies(dep, probe.env, extra) and not _applies(dep, probe.env):
+                    extras.append(dep)
+    if extras:
+        extra_probe = _probe(python, tuple(sorted({r.name for r in extras})))
+        problems += ([f"{r} (for an extra)" for r in _unmet(extras, extra_probe)] if extra_probe is not None
+                     else [str(r) for r in extras])
+    return python, list(dict.fromkeys(problems))
 
 
 def missing_python(names: list[str]) -> list[str]:
-    """Of these distributions or top-level modules, those the checks' interpreter (``python3``) lacks."""
-    wanted = tuple(sorted({n.strip() for n in names if n and n.strip()}))
-    return list(_missing(wanted)) if wanted else []
+    """Of these requirements (or bare distribution or module names), what the checks' interpreter lacks."""
+    return unmet_requirements(names)[1]
 
 
-def python_reason(names: list[str], where: str) -> str | None:
-    """Why a task needing these Python packages cannot run here, or None."""
-    if _sandbox_python() is None:
-        return "no python3 on PATH to run it"
-    missing = missing_python(names)
-    return f"needs Python packages {', '.join(missing)} ({where})" if missing else None
+def python_reason(requirements: list[str], where: str) -> str | None:
+    """Why a task needing these Python requirements (PEP 508 lines or bare names) cannot run here, or None: what
+    is missing and for which interpreter."""
+    try:
+        python, unmet = unmet_requirements(requirements)
+    except TaskSkip as exc:
+        return f"{exc} ({where})"
+    if python is None:
+        return f"no python3 that the {PROBE_SANDBOX} sandbox's checks can run ({where})"
+    return f"needs Python packages {', '.join(unmet)} in {python} ({where})" if unmet else None
 
 
 def gpu_reason() -> str | None:

@@ -10,7 +10,8 @@ its opcodes are read (pickletools) and only a pickle that is one plain string is
 The public tests are in the workspace (``public_tests.json``) and in the instruction; every test, public and
 private, is graded by a check whose cases never enter the workspace (hidden.packed_check): inline in the check's
 stdin script, or, for a test set too large for a command line (common in the release), a check-only file of the
-clean room.
+clean room. The check grades as LiveCodeBench's own grader does (checks/livecodebench.py): stdin output line by
+line, numbers as exact decimals (``3.0`` is ``3``); a function's result with ``==``, a returned tuple as a list.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def problem_to_task(item: dict, where: str) -> Task:
         raise SuiteError(f"{where}: problem {pid} mixes stdin and functional tests")
     fn = fn if types == {"functional"} else None
     payload = [{"input": c["input"], "output": c["output"]} for c in cases]
-    check = packed_check(script("cases_runner.py"), payload, _CALL.format(file=SOLUTION_FILE, prelude=PRELUDE, fn=fn))
+    check = packed_check(script("livecodebench.py"), payload, _CALL.format(file=SOLUTION_FILE, prelude=PRELUDE, fn=fn))
     note = _CALL_NOTE.format(fn=fn, file=SOLUTION_FILE) if fn else _STDIN_NOTE.format(file=SOLUTION_FILE)
     title = item.get("question_title")
     tests = _TESTS_NOTE.format(n=len(public), tests=PUBLIC_TESTS_FILE, shown=_shown(public)) if public else ""

@@ -3,20 +3,25 @@
 Spec: ``replicationbench:PATH``, PATH the release checkout (``src/dataset/``) or that dataset directory: ``papers/
 <paper>.json`` (metadata, datasets, execution requirements), ``tasks/<paper>/<task>.json`` (instructions,
 ``expected_output``, ``tolerance``) and ``manuscripts/masked/<paper>.txt`` (the paper with its results masked).
+The predecessor layout of the same data (the benchmark's earlier "researchbench" checkout) loads too: ``papers/
+<paper>.json`` with the masked texts in ``papers/masked_texts/<paper>.txt``, and ``tasks/`` and ``data/`` beside
+``papers/``. Only numeric tasks are graded (a task of another ``kind``, a figure say, is skipped), as the
+benchmark's own loader does.
 Every task is one run: the agent gets the masked paper (``paper.txt``) and the paper's data, and writes
 ``submission.json`` ``{task_id: answer}``; the hidden check holds the answer against expected ± tolerance.
 
 The data of most papers is downloaded (wget, an API, the Hugging Face Hub) and runs have no network, so a paper's
 data is read from ``PATH/workspaces/<paper>/`` (where the benchmark's own setup puts it) or ``PATH/data/<paper>/``
-(its ``local`` datasets); without it, or without a GPU a paper needs, or the Python packages it lists, its tasks
-are skipped with the reason.
+(its ``local`` datasets); without it, or without a GPU a paper needs, or the Python packages it lists (PEP 508
+lines, held against what the checks' interpreter has: hidden.python_reason), its tasks are skipped with the
+reason.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mtl_graph.bench.suites.base import REFERENCE_KEY, SkippedTask, Suite, SuiteError, sample
 from mtl_graph.bench.suites.hidden import TaskSkip, gpu_reason, packed_check, python_reason, script
@@ -26,6 +31,7 @@ DOMAIN = "replicationbench"
 PAPER_FILE = "paper.txt"
 SUBMISSION_FILE = "submission.json"
 CORE_SOURCE = "expert"
+NUMERIC = "numeric"
 _PAPER_KEYS = ("paper_id", "title")
 _TASK_KEYS = ("task_id", "instructions", "expected_output", "tolerance")
 _INSTRUCTION = """\
@@ -41,6 +47,30 @@ Expected output: {shape}.
 Write your answer to `{submission}` in the current directory as a JSON object: {{"{task_id}": ANSWER}}, with \
 full-precision numbers; write null for ANSWER if you could not compute it.
 """
+
+
+class Layout(NamedTuple):
+    """Where one checkout keeps papers, tasks and masked texts."""
+
+    papers: Path
+    """The paper files (``<paper>.json``)."""
+    tasks: Path
+    """The task directories (``<paper>/<task>.json``)."""
+    masked: Path
+    """The masked texts (``<paper>.txt``)."""
+    root: Path
+    """The checkout, for each paper's data (``workspaces/<paper>/`` or ``data/<paper>/``) and for messages."""
+
+
+def layout_of(root: Path) -> Layout:
+    """The layout of a checkout: the release's (``src/dataset`` or the dataset directory itself) or its
+    predecessor's (``papers/masked_texts``); SuiteError for neither."""
+    dataset = root / "src" / "dataset" if (root / "src" / "dataset").is_dir() else root
+    if not (dataset / "papers").is_dir():
+        raise SuiteError(f"{root}: not a ReplicationBench dataset (no papers/ or src/dataset/papers/)")
+    if not (dataset / "manuscripts").is_dir() and (dataset / "papers" / "masked_texts").is_dir():
+        return Layout(dataset / "papers", dataset / "tasks", dataset / "papers" / "masked_texts", root)
+    return Layout(dataset / "papers", dataset / "tasks", dataset / "manuscripts" / "masked", root)
 
 
 def _json(path: Path) -> Any:
@@ -81,7 +111,9 @@ def paper_environment(paper: dict, root: Path) -> tuple[Path | None, str | None]
     reqs = paper.get("execution_requirements") or {}
     if reqs.get("needs_gpu") and (reason := gpu_reason()):
         return None, reason
-    if reason := python_reason([str(d) for d in reqs.get("dependencies") or []], "pip install them for python3"):
+    deps = reqs.get("dependencies") or []
+    if reason := python_reason([str(d) for d in (deps if isinstance(deps, list) else [deps])],
+                               f"the dependencies of {pid}"):
         return None, reason
     for candidate in (root / "workspaces" / pid, root / "data" / pid):
         if candidate.is_dir():
@@ -99,6 +131,8 @@ def task_of(paper: dict, path: Path, text: str, data: Path | None) -> Task:
     item = _json(path)
     if not isinstance(item, dict) or (missing := [k for k in _TASK_KEYS if k not in item]):
         raise TaskSkip(f"{path.name} lacks {', '.join(missing) if isinstance(item, dict) else 'a JSON object'}")
+    if item.get("kind", NUMERIC) != NUMERIC:
+        raise TaskSkip(f"kind {item['kind']!r}: only {NUMERIC} tasks are graded, as the benchmark's own loader does")
     tid, expected = str(item["task_id"]), item["expected_output"]
     steps = item["instructions"] if isinstance(item["instructions"], list) else [item["instructions"]]
     other = str(paper.get("other_instructions") or "").strip()
@@ -124,9 +158,9 @@ def task_of(paper: dict, path: Path, text: str, data: Path | None) -> Task:
     )
 
 
-def _paper_tasks(paper_file: Path, dataset: Path, root: Path) -> tuple[list[Path], list[Task], list[SkippedTask]]:
+def _paper_tasks(paper_file: Path, layout: Layout) -> tuple[list[Path], list[Task], list[SkippedTask]]:
     pid = paper_file.stem
-    files = sorted((dataset / "tasks" / pid).glob("*.json"))
+    files = sorted((layout.tasks / pid).glob("*.json"))
     skip = [SkippedTask(id=f"{DOMAIN}/{pid}/{f.stem}", reason="") for f in files] or [
         SkippedTask(id=f"{DOMAIN}/{pid}", reason="")]
 
@@ -140,13 +174,14 @@ def _paper_tasks(paper_file: Path, dataset: Path, root: Path) -> tuple[list[Path
     if not isinstance(paper, dict) or any(not paper.get(k) for k in _PAPER_KEYS):
         return all_skipped(f"{paper_file.name} lacks {' or '.join(_PAPER_KEYS)}")
     if not files:
-        return all_skipped(f"no tasks/{pid}/*.json")
+        return all_skipped(f"no {layout.tasks.name}/{pid}/*.json")
     if paper.get("source", CORE_SOURCE) != CORE_SOURCE:
         return all_skipped(f"source {paper.get('source')!r}: the benchmark is the {CORE_SOURCE}-written papers")
-    masked = dataset / "manuscripts" / "masked" / f"{pid}.txt"
+    masked = layout.masked / f"{pid}.txt"
     if not masked.is_file():
-        return all_skipped(f"no manuscripts/masked/{pid}.txt (the unmasked text states the answers)")
-    data, reason = paper_environment(paper, root)
+        shown = masked.relative_to(layout.papers.parent)
+        return all_skipped(f"no {shown} (the unmasked text states the answers)")
+    data, reason = paper_environment(paper, layout.root)
     if reason:
         return all_skipped(reason)
     text = masked.read_text(encoding="utf-8", errors="replace")
@@ -160,19 +195,17 @@ def _paper_tasks(paper_file: Path, dataset: Path, root: Path) -> tuple[list[Path
 
 
 def load(arg: str | None, limit: int | None, seed: int) -> Suite:
-    """``replicationbench:PATH``: the release checkout or its ``src/dataset`` directory."""
+    """``replicationbench:PATH``: the release checkout, its ``src/dataset`` directory, or the predecessor's
+    checkout."""
     if not arg:
         raise SuiteError("suite 'replicationbench' needs a path: replicationbench:PATH (the release checkout)")
-    root = Path(arg).expanduser()
-    dataset = root / "src" / "dataset" if (root / "src" / "dataset").is_dir() else root
-    if not (dataset / "papers").is_dir():
-        raise SuiteError(f"{root}: not a ReplicationBench dataset (no papers/ or src/dataset/papers/)")
-    papers = sorted((dataset / "papers").glob("*.json"))
+    layout = layout_of(Path(arg).expanduser())
+    papers = sorted(layout.papers.glob("*.json"))
     if not papers:
-        raise SuiteError(f"{dataset / 'papers'}: no paper files (*.json)")
+        raise SuiteError(f"{layout.papers}: no paper files (*.json)")
     tasks, skipped, total = [], [], 0
     for paper_file in papers:
-        files, ok, bad = _paper_tasks(paper_file, dataset, root)
+        files, ok, bad = _paper_tasks(paper_file, layout)
         total += max(len(files), 1)
         tasks += ok
         skipped += bad

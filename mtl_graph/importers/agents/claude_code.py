@@ -24,7 +24,7 @@ from typing import Any, Iterable
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.importers.common import FileImport, NotARunError, render_call, stem, text_of, usage_of
 from mtl_graph.importers.registry import Importer, register
-from mtl_graph.importers.sessions import (Calls, LineErrors, head_records, mostly, is_prompt, json_records,
+from mtl_graph.importers.sessions import (Calls, LineErrors, code_link, head_records, mostly, is_prompt, json_records,
                                                      session_task)
 
 CLAUDE_CODE = "claude-code"
@@ -76,6 +76,8 @@ class _Session:
         self.thought: list[str] = []
         """Reply text not yet followed by a call (one reply's blocks may come on several lines)."""
         self.meta: dict[str, Any] = {}
+        self.started: str | None = None
+        """The first record's timestamp: when the session looked at the code."""
 
     def user(self, obj: dict[str, Any], content: Any) -> None:
         if isinstance(content, str):
@@ -142,6 +144,8 @@ class _Session:
         message = obj.get("message")
         if not isinstance(message, dict):
             raise ValueError(f"a {kind} record without its message object")
+        if self.started is None and isinstance(obj.get("timestamp"), str):
+            self.started = obj["timestamp"]
         for key in ("sessionId", "cwd", "gitBranch", "version"):
             if isinstance(obj.get(key), str) and key not in self.meta:
                 self.meta[key] = obj[key]
@@ -177,8 +181,9 @@ def parse_claude_code(lines: Iterable[bytes], path: Path) -> FileImport:
     meta = session.meta
     tokens = sum(session.usage.values(), TokenUsage())
     task = session_task(str(meta.pop("sessionId", None) or stem(path)), prompts, **meta)
+    code = code_link(meta.get("cwd"), None, session.started, session.calls.steps, root=meta.get("cwd"))
     result.runs.append(Trajectory(task=task, steps=session.calls.steps, submission=session.submission,
-                                  model=session.model, tokens=tokens))
+                                  model=session.model, tokens=tokens, code=code))
     result.lines.append(first or 1)
     return result
 

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from mtl_graph.core.trajectory import Step, TokenUsage, Trajectory
 from mtl_graph.importers.common import FileImport, dig, render_call, stem, text_of, usage_of
 from mtl_graph.importers.registry import Importer, register
-from mtl_graph.importers.sessions import (Calls, LineErrors, head_records, mostly, is_prompt, json_records,
+from mtl_graph.importers.sessions import (Calls, LineErrors, code_link, head_records, mostly, is_prompt, json_records,
                                                      parse_args, session_task, shell_command)
 
 CODEX = "codex"
@@ -90,6 +90,8 @@ class _Rollout:
         self.typed: list[str] = []
         self.messages: list[str] = []
         self.meta: dict[str, Any] = {}
+        self.git: dict[str, Any] = {}
+        """The session's git facts (commit, repository URL) and start time: its code link."""
         self.model: str | None = None
         self.tokens = TokenUsage()
         self.thought: list[str] = []
@@ -112,6 +114,9 @@ class _Rollout:
             for key in ("cwd", "cli_version", "originator"):
                 self.meta.setdefault(key, payload.get(key))
             self.meta.setdefault("git_branch", dig(payload, "git", "branch") or dig(obj, "git", "branch"))
+            self.git.setdefault("commit", dig(payload, "git", "commit_hash"))
+            self.git.setdefault("repository", dig(payload, "git", "repository_url"))
+            self.git.setdefault("at", payload.get("timestamp") or obj.get("timestamp"))
         elif kind == "turn_context":
             self.model = payload.get("model") if isinstance(payload.get("model"), str) else self.model
         elif kind == "response_item":
@@ -190,8 +195,12 @@ def parse_codex(lines: Iterable[bytes], path: Path) -> FileImport:
     errors.close()
     meta = rollout.meta
     task = session_task(str(meta.pop("session_id", None) or stem(path)), prompts, **meta)
+    git = rollout.git
+    code = code_link(git.get("repository") or meta.get("cwd"), git.get("commit"), git.get("at"), rollout.calls.steps,
+                     root=meta.get("cwd"))
     result.runs.append(Trajectory(task=task, steps=rollout.calls.steps, submission=rollout.submission,
-                                  model=rollout.model, tokens=rollout.tokens, exit_status=rollout.exit_status))
+                                  model=rollout.model, tokens=rollout.tokens, exit_status=rollout.exit_status,
+                                  code=code))
     result.lines.append(first or 1)
     return result
 

@@ -9,7 +9,7 @@ written from that description.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -37,6 +37,7 @@ class ReasoningItem(BaseModel):
 class ReasoningBankMemory(MemoryBase):
     """The items one run taught, keyed by the task it ran on."""
 
+    GIVEN_FIELDS: ClassVar[frozenset[str]] = frozenset({"query"})
     type: Literal["reasoningbank"] = "reasoningbank"
     query: LongText
     """The source task's text (the retrieval key: ReasoningBank retrieves by task similarity)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,7 @@ class TrajectoryStep(BaseModel):
 class TrajectoryMemory(MemoryBase):
     """The task and every command with its observation; failed steps kept."""
 
+    GIVEN_FIELDS: ClassVar[frozenset[str]] = frozenset({"task"})
     type: Literal["trajectory"] = "trajectory"
     task: LongText
     """The task's instruction text (the retrieval key)."""

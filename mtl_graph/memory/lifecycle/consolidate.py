@@ -127,7 +127,8 @@ class ConsolidationError(MTLError, RuntimeError):
 
 # ------------------------------------------------------------------ clusters
 def _live(memory: Memory) -> bool:
-    return not (memory.archived or memory.quarantined or memory.flagged)
+    # a superseded memory's advice was contradicted: merging it would bring that advice back
+    return not (memory.archived or memory.quarantined or memory.flagged or memory.superseded_by)
 
 
 def _vectors(pool: Any, ids: list[str], batch: int = 256) -> np.ndarray:

@@ -49,9 +49,24 @@ class Retrieval:
     base_rate: float
 
     def trace(self) -> dict[str, Any]:
-        return {"floor": None if self.floor is None else round(self.floor, 4), "floor_source": self.floor_source,
-                "base_rate": round(self.base_rate, 4), "candidates": [c.trace() for c in self.candidates],
-                "injected": [h.memory.id for h in self.hits]}
+        out = {"floor": None if self.floor is None else round(self.floor, 4), "floor_source": self.floor_source,
+               "base_rate": round(self.base_rate, 4), "candidates": [c.trace() for c in self.candidates],
+               "injected": [h.memory.id for h in self.hits]}
+        # the links of what was injected: a newer memory served in place of the ones it superseded, or (research
+        # retrieval, which serves superseded memories) a superseded one with the memory that contradicts it
+        supersedes = {h.memory.id: h.memory.supersedes for h in self.hits if h.memory.supersedes}
+        superseded = {h.memory.id: h.memory.superseded_by for h in self.hits if h.memory.superseded_by}
+        if supersedes:
+            out["supersedes"] = supersedes
+        if superseded:
+            out["superseded_by"] = superseded
+        return out
+
+
+def is_stale(payload: dict[str, Any]) -> bool:
+    """Whether a point's memory is marked stale, read without parsing it."""
+    memory = payload.get("memory")
+    return isinstance(memory, dict) and bool(memory.get("stale"))
 
 
 def _listed(value: Any) -> list[str]:
@@ -205,7 +220,7 @@ class PoolLifecycle:
             candidates = [Candidate(h.memory.id, h.similarity, h.score, i, rank_after=i, injected=True)
                           for i, h in enumerate(hits)]
             return Retrieval(hits, candidates, min_score, "off (research retrieval)", 0.5)
-        where = where.without_quarantined()
+        where = where.served()
         found = self.pool.ranked(query, max(k, lifecycle.candidates), where, retriever=retriever,
                                  min_score=min_score)
         if lifecycle.relevance_floor is not None:
@@ -215,7 +230,8 @@ class PoolLifecycle:
         records = [record_of(h.raw.payload) for h in found]  # the candidates' records; only the kept are parsed
         needs_rate = any(r.retrieved for r in records)
         base = self.base_rate().rate if needs_rate else 0.5
-        candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i) for i, h in enumerate(found)]
+        candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i, stale=is_stale(h.raw.payload))
+                      for i, h in enumerate(found)]
         order = rerank(candidates, records, k, floor, base, lifecycle)
         hits = [SearchHit(memory_of(found[i].raw), found[i].raw.score, found[i].similarity, found[i].retriever)
                 for i in order]

@@ -46,10 +46,15 @@ class LifecycleConfig(BaseModel):
     """Cited runs (since any release) before a memory can be quarantined."""
     quarantine_confidence: float = Field(default=0.9, ge=0.5, le=0.999)
     """Quarantine when the upper bound of the cited success rate at this confidence is below the base rate."""
+    stale_penalty: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Similarity a stale memory (the files its run worked on changed since, `mtl pool verify`) loses."""
     relevance_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
     """Cosine similarity under which a memory is not injected (None: calibrated from the pool, see floor_of)."""
     near_copy: float = Field(default=0.92, ge=0.5, le=1.0)
     """A distilled memory this similar (cosine of key texts) to one its run retrieved is a copy, not new."""
+    supersede_with_model: bool = False
+    """The run's model decides whether a new memory's advice conflicts with a near duplicate it would supersede
+    (False: the deterministic rule of memory/lifecycle/supersede.py)."""
 
 
 @dataclass
@@ -148,6 +153,8 @@ class Candidate:
     evidence: float = 0.0
     decay: float = 0.0
     adjusted: float = 0.0
+    stale: bool = False
+    """Its code changed since its run: ranked lower by stale_penalty."""
     rank_after: int | None = None
     injected: bool = False
     why_not: str = ""
@@ -157,6 +164,7 @@ class Candidate:
                 "utility": None if self.utility is None else round(self.utility, 4),
                 "evidence": round(self.evidence, 2), "decay": round(self.decay, 4),
                 "rank_before": self.rank_before, "rank_after": self.rank_after, "injected": self.injected,
+                **({"stale": True} if self.stale else {}),
                 **({"why_not": self.why_not} if self.why_not else {})}
 
 
@@ -175,7 +183,7 @@ def rerank(candidates: list[Candidate], records: list[UsageStats], k: int, floor
         c.utility = utility(stats, base, cfg)
         c.decay = decay(stats, cfg)
         moved = cfg.utility_weight * (c.utility - base) if c.evidence >= cfg.min_evidence else 0.0
-        c.adjusted = scale * c.score / top_score + moved - c.decay
+        c.adjusted = scale * c.score / top_score + moved - c.decay - (cfg.stale_penalty if c.stale else 0.0)
         if floor is not None and c.similarity < floor:
             c.why_not = f"below the relevance floor ({c.similarity:.3f} < {floor:.3f})"
             continue

@@ -30,6 +30,8 @@ class SearchFilter:
     """Also return memories that write-time screening flagged."""
     include_quarantined: bool = True
     """Also return memories the lifecycle quarantined (retrieval with the lifecycle on never does)."""
+    include_superseded: bool = True
+    """Also return memories a newer, contradicting memory superseded (retrieval with the lifecycle on never does)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: each field is normalised once, here
@@ -48,26 +50,32 @@ class SearchFilter:
         set_(self, "exclude_task_ids", _names("exclude_task_ids", self.exclude_task_ids))
         if self.only_ids is not None:
             set_(self, "only_ids", _names("only_ids", self.only_ids))
-        for name in ("include_flagged", "include_quarantined"):
+        for name in ("include_flagged", "include_quarantined", "include_superseded"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"search filter: {name} must be True or False, not {_shown(getattr(self, name))}")
 
     def conditions(self) -> Conditions:
         """The filter in the engine's terms: archived memories are never returned, flagged ones unless
         `include_flagged` (points written before screening existed still match), quarantined ones unless
-        `include_quarantined`."""
+        `include_quarantined`, superseded ones unless `include_superseded`."""
         equals = {name: value for name, value in
                   (("type", self.type), ("outcome", self.outcome), ("domains", self.domain)) if value}
         excludes = {"domains": list(self.exclude_domains), "source_task_ids": list(self.exclude_task_ids)}
         if not self.include_flagged:
             excludes["flagged"] = ["true"]
-        excludes["status"] = ["archived"] if self.include_quarantined else ["archived", "quarantined"]
+        excludes["status"] = ["archived", *([] if self.include_quarantined else ["quarantined"]),
+                              *([] if self.include_superseded else ["superseded"])]
         return Conditions(equals=equals, excludes=excludes,
                           only_ids=list(self.only_ids) if self.only_ids is not None else None)
 
     def without_quarantined(self) -> "SearchFilter":
         """The same filter, quarantined memories left out (what retrieval with the lifecycle on searches)."""
         return self if not self.include_quarantined else replace(self, include_quarantined=False)
+
+    def served(self) -> "SearchFilter":
+        """The same filter, quarantined and superseded memories left out (what retrieval with the lifecycle on
+        searches)."""
+        return replace(self.without_quarantined(), include_superseded=False)
 
     @classmethod
     def of(cls, where: "SearchFilter | None", type: MemoryType | str | None = None, **given: Any) -> "SearchFilter":

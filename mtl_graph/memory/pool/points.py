@@ -46,7 +46,8 @@ def payload_of(memory: Memory) -> dict[str, Any]:
         "dedup_key": dedup_key(memory),
         "merged_ids": memory.merged_ids,
         "flagged": "true" if memory.flagged else "false",
-        "status": "archived" if memory.archived else "quarantined" if memory.quarantined else "active",
+        "status": "archived" if memory.archived else "quarantined" if memory.quarantined else
+                  "superseded" if memory.superseded_by else "active",
         "derived_from": sorted({i for s in memory.sources for i in s.cited}),
     }
 

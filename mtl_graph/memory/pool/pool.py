@@ -32,6 +32,8 @@ from mtl_graph.memory.base import (
 from mtl_graph.memory.pool.files import ImportReport, PoolFiles
 from mtl_graph.memory.lifecycle.ops import CreditReport, PoolLifecycle, Retrieval
 from mtl_graph.memory.lifecycle.policy import BaseRate, LifecycleConfig
+from mtl_graph.memory.lifecycle.supersede import (Conflict, SupersedeConfig, can_supersede, check_conflict,
+                                                  newer_of, supersedable)
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of
 from mtl_graph.memory.pool.query_cache import QueryVectorCache
@@ -177,12 +179,16 @@ class MemoryPool(PoolFiles):
         """Add one memory (see `add_many`)."""
         return self.add_many([memory])[0]
 
-    def add_many(self, memories: Iterable[Memory | dict[str, Any]], keep_stats: bool = False) -> AddReport:
+    def add_many(self, memories: Iterable[Memory | dict[str, Any]], keep_stats: bool = False,
+                 supersede: SupersedeConfig | None = None) -> AddReport:
         """Add memories with one batch embedding; returns what happened to each (added / merged / identical).
 
         Every memory is screened first (see memory/screening/screen.py): a flagged one is stored but not retrieved. Memories
         merge only with the same type, outcome and normalised content (see memory/dedup.py); a merged memory keeps
-        one provenance entry per source run, and the result does not depend on the order memories arrive in."""
+        one provenance entry per source run, and the result does not depend on the order memories arrive in.
+        A new memory whose advice conflicts with a near-duplicate stored one supersedes the older of the two
+        (memory/lifecycle/supersede.py; `supersede` says how: the deterministic rule by default, a model when it
+        names one; `SupersedeConfig(enabled=False)` skips it)."""
         from mtl_graph.redaction.redact import redact_memory  # imports detect-secrets: only when writing
 
         # Every write path (graph, ingest, CLI, direct API callers) redacts here, before ids and screening.
@@ -210,7 +216,60 @@ class MemoryPool(PoolFiles):
             self._move_credit(plan.write, plan.delete, credits)
             if plan.delete:
                 self.store.delete(plan.delete)
+            config = supersede if supersede is not None else SupersedeConfig()
+            added = set(plan.report.ids("added"))
+            if config.enabled and added:
+                self._supersede([m for m in plan.write if m.id in added], vectors, config)
         return plan.report
+
+    def _supersede(self, memories: list[Memory], vectors: dict[str, list[float]], config: SupersedeConfig) -> None:
+        """Each new memory against its nearest stored ones of the same format and outcome: a pair whose advice
+        conflicts links the older to the newer (either may be the new one: the newer is the later made)."""
+        checked = [m for m in memories if supersedable(m)]
+        if not checked:
+            return
+        live = {"archived", "superseded"}  # what can never be part of a new supersession
+        found = self.store.query([QuerySpec(limit=config.candidates + 1, dense=vectors[m.key_text()], where=Conditions(
+            equals={"type": m.type, "outcome": m.outcome.value}, excludes={"status": sorted(live)})) for m in checked])
+        for memory, hits in zip(checked, found):
+            for hit in hits:
+                if hit.id == memory.id or hit.score < config.similarity:
+                    continue
+                pair = {h.id: memory_of(h) for h in self.fetch([memory.id, hit.id])}  # as they are now
+                if len(pair) != 2:
+                    continue
+                newer, older = newer_of(pair[memory.id], pair[hit.id])
+                if not can_supersede(newer) or not supersedable(older):
+                    continue
+                conflict = check_conflict(newer, older, config)
+                if conflict is not None:
+                    self._link(newer, older, conflict)
+
+    def _link(self, newer: Memory, older: Memory, conflict: Conflict) -> None:
+        self.store.set_payload(older.id, payload_of(older.model_copy(update={
+            "superseded_by": newer.id, "superseded_why": conflict.line()[:1000]})))
+        self.store.set_payload(newer.id, payload_of(newer.model_copy(update={
+            "supersedes": sorted({*newer.supersedes, older.id})})))
+
+    def superseded(self) -> list[Memory]:
+        """The memories a newer, contradicting memory superseded (kept; not served with the lifecycle on)."""
+        return [m for m in self if m.superseded_by]
+
+    def restore_superseded(self, memory_id: str) -> Memory | None:
+        """Reverse a supersession: the memory is served again and leaves its newer memory's `supersedes`; None when
+        it is not there (a memory not superseded is returned as it is)."""
+        with self.write_lock:
+            memory = self.get(memory_id)
+            if memory is None or not memory.superseded_by:
+                return memory
+            newer = self.get(memory.superseded_by)
+            names = {memory.id, *memory.merged_ids}  # the newer may list it by an id merged into it since
+            if newer is not None and names & set(newer.supersedes):
+                self.store.set_payload(newer.id, payload_of(newer.model_copy(update={
+                    "supersedes": [i for i in newer.supersedes if i not in names]})))
+            memory = memory.model_copy(update={"superseded_by": "", "superseded_why": ""})
+            self.store.set_payload(memory.id, payload_of(memory))
+            return memory
 
     def _move_credit(self, kept: list[Memory], deleted: list[str], credits: dict[str, dict[str, Any]]) -> None:
         """The credit entries of memories merged away join the memory that absorbed them (before they go)."""
@@ -242,8 +301,17 @@ class MemoryPool(PoolFiles):
     def delete(self, memory_id: str) -> bool:
         """Delete one memory; False when it was not there."""
         with self.write_lock:
-            if not self.store.fetch([memory_id]):
+            hits = self.store.fetch([memory_id])
+            if not hits:
                 return False
+            try:
+                memory = memory_of(hits[0])
+            except PoolError:  # a damaged point is still deleted
+                memory = None
+            for older in memory.supersedes if memory is not None else []:  # nothing supersedes them any more: they are served again
+                self.restore_superseded(older)
+            if memory is not None and memory.superseded_by:
+                self.restore_superseded(memory.id)  # leaves the newer memory's list
             self.store.delete([memory_id])
             return True
 
@@ -252,8 +320,9 @@ class MemoryPool(PoolFiles):
         return [m for m in self if m.flagged]
 
     def release(self, memory_id: str) -> Memory | None:
-        """Re-admit a flagged or quarantined memory to retrieval (screening reasons move to `released`, quarantine
-        reasons to `quarantine_released`, with the record so far as the baseline); None when it is not there."""
+        """Re-admit a flagged, quarantined or superseded memory to retrieval (screening reasons move to `released`,
+        quarantine reasons to `quarantine_released`, with the record so far as the baseline; a supersession is
+        reversed, see `restore_superseded`); None when it is not there."""
         with self.write_lock:
             memory = self.get(memory_id)
             if memory is not None and memory.flagged:
@@ -262,6 +331,8 @@ class MemoryPool(PoolFiles):
             if memory is not None and memory.quarantined:
                 self.release_quarantine(memory)
                 memory = self.get(memory.id)
+            if memory is not None and memory.superseded_by:
+                memory = self.restore_superseded(memory.id)
             return memory
 
     def archive(self, memory_id: str, why: str) -> Memory | None:
@@ -321,7 +392,7 @@ class MemoryPool(PoolFiles):
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Counts by type, domain, outcome, screening (flagged memories are not retrieved) and status (active,
-        flagged, quarantined, archived: only active ones are retrieved with the lifecycle on)."""
+        flagged, quarantined, superseded, archived: only active ones are retrieved with the lifecycle on)."""
         out: dict[str, dict[str, int]] = {"type": {}, "domain": {}, "outcome": {}, "screening": {}, "status": {}}
         for memory in self:
             screening = "flagged" if memory.flagged else "retrievable"

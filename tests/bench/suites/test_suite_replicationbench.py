@@ -10,7 +10,7 @@ import pytest
 from mtl_graph.bench.records import Condition
 from mtl_graph.bench.runners import NoopRunner, OracleRunner
 from mtl_graph.bench.suites import REFERENCE_KEY, SuiteError, load_suite
-from mtl_graph.bench.suites.hidden import gpu_reason
+from mtl_graph.bench.suites.hidden import checks_python, gpu_reason
 from mtl_graph.sandbox.bwrap import BwrapSandbox
 from helpers.paths import FIXTURES
 
@@ -39,7 +39,8 @@ def test_papers_load_as_one_task_per_result_and_the_rest_say_why():
     assert skipped["replicationbench/remote_survey/galaxy_count"].startswith(
         "its data (huggingface) is not here and runs have no network: put it in ")
     gpu = skipped["replicationbench/gpu_lensing/einstein_radius"]
-    assert gpu == (gpu_reason() or "needs Python packages mtl-fixture-absent-package (pip install them for python3)")
+    assert gpu == (gpu_reason() or f"needs Python packages mtl-fixture-absent-package in {checks_python()} "
+                                   "(the dependencies of gpu_lensing)")
     assert load_suite(f"replicationbench:{CHECKOUT / 'src' / 'dataset'}").total == 6  # the dataset directory
 
 
@@ -96,3 +97,53 @@ def test_not_a_dataset(tmp_path):
     (tmp_path / "papers").mkdir()
     with pytest.raises(SuiteError, match="no paper files"):
         load_suite(f"replicationbench:{tmp_path}")
+
+
+PREDECESSOR = FIXTURES / "replicationbench_predecessor"  # papers/masked_texts, tasks/ and data/ beside papers/
+RATE, FINAL = "replicationbench/orbit_decay/decay_rate", "replicationbench/orbit_decay/final_period"
+
+
+def test_the_predecessor_layout_loads_and_the_rest_say_why():
+    suite = load_suite(f"replicationbench:{PREDECESSOR}")
+    assert suite.total == 6 and [t.id for t in suite.tasks] == [RATE, FINAL]
+    skipped = {s.id: s.reason for s in suite.skipped}
+    assert skipped == {
+        "replicationbench/orbit_decay/period_plot":
+            "kind 'figure': only numeric tasks are graded, as the benchmark's own loader does",
+        "replicationbench/pinned_tool/count": skipped["replicationbench/pinned_tool/count"],
+        "replicationbench/survey_sim/count": "source 'showyourwork': the benchmark is the expert-written papers",
+        "replicationbench/unmasked/count": "no papers/masked_texts/unmasked.txt (the unmasked text states the answers)",
+    }
+    assert skipped["replicationbench/pinned_tool/count"].startswith(
+        "cannot check the dependency 'git+https://example.invalid/tool.git@0123456789abcdef': not a requirement")
+    assert skipped["replicationbench/pinned_tool/count"].endswith("(the dependencies of pinned_tool)")
+
+
+def test_the_predecessor_gives_the_masked_text_and_the_data(tmp_path):
+    task = {t.id: t for t in load_suite(f"replicationbench:{PREDECESSOR}").tasks}[FINAL]
+    workspace = task.materialize(tmp_path / "ws")
+    assert sorted(p.name for p in workspace.iterdir()) == ["decay.csv", "paper.txt"]
+    paper = (workspace / "paper.txt").read_text()
+    assert "[NUMERICAL_RESULT] days" in paper and "9.88" not in paper + task.instruction + task.check
+    assert "least-squares slope" in task.instruction  # the paper's other_instructions
+
+
+def test_predecessor_controls_correct_passes_noop_and_wrong_fail():
+    tasks = {t.id: t for t in load_suite(f"replicationbench:{PREDECESSOR}").tasks}
+    assert all(OracleRunner(sandbox=SANDBOX).run(t, Condition(), 0, None).passed for t in tasks.values())
+    assert not any(NoopRunner(sandbox=SANDBOX).run(t, Condition(), 0, None).passed for t in tasks.values())
+    rate, final = tasks[RATE], tasks[FINAL]
+    assert _answer(rate, '{"decay_rate": 0.0204}') and _answer(final, '{"final_period": 9.8849}')
+    assert not _answer(rate, '{"decay_rate": -0.02}')  # the slope's sign: the task asks for a positive rate
+    assert not _answer(final, '{"final_period": 9.9}')  # the last measurement, not the extrapolation
+
+
+def test_a_marker_that_applies_makes_the_dependency_a_need(tmp_path):
+    root = tmp_path / "rs"
+    shutil.copytree(PREDECESSOR, root)
+    paper = json.loads((root / "papers" / "orbit_decay.json").read_text())
+    paper["execution_requirements"]["dependencies"] = ["mtl-fixture-absent-package>=1; python_version >= '3'"]
+    (root / "papers" / "orbit_decay.json").write_text(json.dumps(paper))
+    skipped = {s.id: s.reason for s in load_suite(f"replicationbench:{root}").skipped}
+    assert skipped[RATE] == (f"needs Python packages mtl-fixture-absent-package>=1 in {checks_python()} "
+                             "(the dependencies of orbit_decay)")

@@ -51,6 +51,9 @@ def test_claude_code_session() -> None:
     # usage is repeated on every line of one message: counted once per message id
     assert (run.tokens.input, run.tokens.output) == (6350, 440)
     assert run.verdict is None  # the log holds no verdict
+    # its code link: the session's directory, its start, the files its tools named (made relative to it)
+    assert run.code.repository == "/home/dev/textkit" and run.code.commit is None and run.code.at is not None
+    assert run.code.paths == ["tests/test_slug.py", "textkit/slug.py"]
 
 
 def test_codex_rollout() -> None:
@@ -72,6 +75,10 @@ def test_codex_rollout() -> None:
     assert run.steps[1].reasoning == "Found it; checking the tests before editing."
     assert run.submission == "`total` now sums the exact amounts and rounds once; all 6 tests pass."
     assert (run.tokens.input, run.tokens.output) == (18250, 640)  # the last running total
+    # its code link: session_meta's git facts, the file its apply_patch updated
+    assert (run.code.repository, run.code.commit) == ("git@example.com:dev/invoice-cli.git",
+                                                      "4e1f0c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f")
+    assert run.code.paths == ["invoice/cli.py"] and run.code.linked
 
 
 def test_codex_rollout_from_before_the_envelope() -> None:
