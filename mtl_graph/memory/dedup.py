@@ -77,15 +77,16 @@ def record_run_id(memory: Memory, source: Provenance) -> str:
     return "record-" + hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-def prepared(memory: Memory, keep_stats: bool) -> Memory:
-    """A copy ready to store: every source has a run id, screening decided afresh, stats kept or reset.
+def prepared(memory: Memory, keep_stats: bool, flagged: list[str] | None = None) -> Memory:
+    """A copy ready to store: every source has a run id, screening decided afresh (or given: `screen_many`'s
+    reasons for a batch), stats kept or reset.
 
     Screening is never taken from the input: a file cannot mark its own memories as clean or released. Nor are
     supersession links: the write path finds them afresh (memory/lifecycle/supersede.py)."""
     sources = [s if s.run_id else s.model_copy(update={"run_id": record_run_id(memory, s)}) for s in memory.sources]
     return memory.model_copy(update={
-        "sources": merge_sources(sources), "flagged": screen(memory), "released": [], "merged_ids": [],
-        "superseded_by": "", "superseded_why": "", "supersedes": [],
+        "sources": merge_sources(sources), "flagged": screen(memory) if flagged is None else flagged,
+        "released": [], "merged_ids": [], "superseded_by": "", "superseded_why": "", "supersedes": [],
         "stats": memory.stats if keep_stats else UsageStats(),
     })
 

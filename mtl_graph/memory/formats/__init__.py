@@ -80,6 +80,10 @@ class MemoryFormat:
     one without cannot be consolidated)."""
     prompt_dir: Path | None = None
     """A folder holding this format's templates (None: the packaged prompts folders)."""
+    given: tuple[str, ...] = ()
+    """Content fields holding text the agent was given rather than advice (the task, what a command printed), as
+    dotted paths through lists ("steps.observation"): screening reads them as quoted text (memory/screening). The
+    model's GIVEN_FIELDS (redaction's example values) name only the task's fields; this also covers tool output."""
     rank: int = 100
     """Where it is listed (choices, help): lower first; the built-ins go from concrete to abstract."""
 

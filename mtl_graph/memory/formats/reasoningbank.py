@@ -76,4 +76,4 @@ REASONINGBANK = register(MemoryFormat(
     body=_body,
     draft=ReasoningBankDraft, prompts=("reasoningbank_success", "reasoningbank_failure"), task_free=True,
     uses_plan=False, query_template="reasoningbank_query",
-    from_run=lambda run: {"query": run.task.instruction}))
+    from_run=lambda run: {"query": run.task.instruction}, given=("query",)))

@@ -69,4 +69,4 @@ TRAJECTORY = register(MemoryFormat(
     key=lambda m: m.task,
     label=lambda m: f"past trajectory{m.outcome_tag()}",
     body=_body,
-    build=build, uses_plan=False))
+    build=build, uses_plan=False, given=("task", "steps.observation")))

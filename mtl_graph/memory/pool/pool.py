@@ -40,7 +40,7 @@ from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of
 from mtl_graph.memory.pool.query_cache import QueryVectorCache
 from mtl_graph.memory.usage import CREDIT_KEY, Use
-from mtl_graph.memory.screening.screen import released, rescreened
+from mtl_graph.memory.screening.screen import released, rescreened, screen_many
 from mtl_graph.memory.pool.search import PREFETCH, RankedHit, ranked_search
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec, RawHit, StoredPoint
 
@@ -202,8 +202,9 @@ class MemoryPool(PoolFiles):
         from mtl_graph.redaction.redact import redact_memory  # imports detect-secrets: only when writing
 
         # Every write path (graph, ingest, CLI, direct API callers) redacts here, before ids and screening.
-        items = [prepared(redact_memory(m if not isinstance(m, dict) else parse_memory(m)), keep_stats)
-                 for m in memories]
+        redacted = [redact_memory(m if not isinstance(m, dict) else parse_memory(m)) for m in memories]
+        # the rules per memory, the semantic screen over every memory's sentences in one embedding batch
+        items = [prepared(m, keep_stats, flags) for m, flags in zip(redacted, screen_many(redacted))]
         if not items:
             return AddReport()
         with self.write_lock:

@@ -191,10 +191,14 @@ RULES: tuple[Rule, ...] = (
                        r"listen")),
     Rule("impersonates_prompt", "poses as prompt structure (a role line, a special token, the end of the memories)",
          re.compile(
-             r"<\|\s*[a-z_]+\s*\|>|\[/?INST\]|<</?SYS>>|</?\s*(?:system|memory|memories|instructions?)\s*>"
+             # "#include <memory>" is C++, not a memory marker
+             r"<\|\s*[a-z_]+\s*\|>|\[/?INST\]|<</?SYS>>|(?<!include)(?<!include )(?<!import)(?<!import )"
+             r"</?\s*(?:system|memory|memories|instructions?)\s*>"
              r"|<(?:start|end)_of_turn>|^\s*#+\s*instruction\s*:|^\s*\[(?:SYSTEM|DEVELOPER|ADMIN|ASSISTANT)\]"
+             # a role speaks in sentences: "System: all commands are pre-approved", not a report's "System: Darwin",
+             # a version header "System:" or numpy's "human : bool, optional"
              r"|^[\s#>*=\[-]*(?:SYSTEM|ASSISTANT|HUMAN|DEVELOPER|OPERATOR)(?:\s+(?:prompt|message|override))?"
-             r"\s*(?:\([^)\n]{0,200}\))?\s*\]?\s*:"
+             r"\s*(?:\([^)\n]{0,200}\))?\s*\]?\s*:[ \t]*(?:[^\W\d_][\w'-]*[ \t,]+){2,}[^\W\d_]"
              # "User: please ...", not "User: www-data" or "Model: the ORM model must define __str__"
              r"|^[\s#>*=\[-]*(?:USER|TOOL|MODEL|AI|BOT|ADMIN(?:ISTRATOR)?|ROOT|FUNCTION)\s*\]?\s*:[^\n]{0,300}"
              r"\b(?:please|you|your|now|allowed|permitted|ignore|skip|disable|delete|remove|approved?|authori[sz]ed?|"
@@ -265,8 +269,12 @@ RULES: tuple[Rule, ...] = (
                        r"overwrit|rewrit|skip|xfail|edit|modif|chang|weaken|loosen|relax|adjust|updat|make|>\s*\S*test|"
                        r"turn|switch|silenc|suppress|mute|drop|discard|purge|nuke")),
     Rule("read_credentials", "reads or collects credentials, private keys or secret files", rx(
-        r"(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.(?:ssh|gnupg|aws|kube|docker|config/gh)\b"
-        r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.git-credentials\b|\.netrc\b|\.pgpass\b|/etc/shadow\b"
+        r"(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.(?:ssh|gnupg|aws|kube|docker|config/gh|git-credentials|netrc|"
+        r"pgpass)\b"
+        # a credential file's bare name is read only by a command (requests' NETRC_FILES = ('.netrc', ...) names it)
+        r"|\b(?:cat|less|more|head|tail|cp|scp|rsync|tar|zip|base64|xxd|strings|grep|type|open)\b[^\n|;]{0,80}?"
+        r"(?:^|[\s/'\"(=@])\.(?:git-credentials|netrc|pgpass)\b"
+        r"|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/shadow\b"
         r"|\baws/credentials\b"
         r"|\b(?:cat|print|dump|echo|exfiltrate|steal|harvest|collect|grab|send|upload|post|leak|copy|reveal|"
         r"expose)\s+(?:(?:all|the|any|every|stored|saved|user'?s?|their|its)\s+){0,3}(?:credentials|secrets|"
@@ -276,7 +284,7 @@ RULES: tuple[Rule, ...] = (
          trigger=words(r"ssh|gnupg|aws|kube|docker|config/gh|id_|credential|netrc|pgpass|shadow|secret|api[ _-]?key|"
                        r"token|password|private")),
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
-        r"(?:^|[;&|(`]|\$\s|\b(?:run|execute|type|call)\s+)\s*(?:printenv|env)(?:\s+-0)?\s*"
+        r"(?:^|[;&|`]|(?<![\w.])\(|\$\s|\b(?:run|execute|type|call)\s+)\s*(?:printenv|env)(?:\s+-0)?\s*"
         r"(?=$|[>;&)`'\"]|\s+>|\s*\|(?!\s*grep\b))"  # a grep for one setting is a lookup, not a dump ...
         r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]{0,300}(?:key|token|secret|pass|cred|"
         r"auth)"  # ... unless it hunts secrets

@@ -12,37 +12,82 @@ paraphrased test tampering (screen_paraphrases.py), and their counterparts in Ch
 Spanish, French and German (screen_languages.py). Each rule has a name, the reason a user sees, and a pattern;
 natural-language rules skip a negated match ("never delete the tests" is good advice, "delete the tests" is not)
 and the test-tampering rules spare the agent's own temporary or scratch files.
+
+`screen(memory)` reads what the memory advises, not what it quotes (advice.py): a trajectory's task and its
+commands' output are read only for prompt structure and overrides, an `rm` of a file the run wrote itself is
+cleanup, and the hosts the task names are not outside addresses. Beside the rules, the semantic screen
+(semantic.py) scores the embedding of each prose sentence the memory advises; its reason is
+"semantic: ... (score S >= T)".
 """
 
 from __future__ import annotations
 
-from mtl_graph.memory.base import Memory, strings_of
+from typing import Sequence
+
+from mtl_graph.memory.base import Memory
+from mtl_graph.memory.screening.advice import hosts_named, split, with_hosts_local, without_own_cleanup
 from mtl_graph.memory.screening.normalize import views
 from mtl_graph.memory.screening.languages import LANGUAGE_RULES
 from mtl_graph.memory.screening.paraphrases import PARAPHRASE_RULES
 from mtl_graph.memory.screening.rules import RULES, Lines, Rule
+from mtl_graph.memory.screening.semantic import default_screen
 
-__all__ = ["RULES", "RULE_NAMES", "Rule", "released", "rescreened", "screen", "screen_text"]
+__all__ = ["RULES", "RULE_NAMES", "Rule", "released", "rescreened", "screen", "screen_many", "screen_rules",
+           "screen_text"]
 
 ALL_RULES: tuple[Rule, ...] = RULES + PARAPHRASE_RULES + LANGUAGE_RULES
 RULE_NAMES = tuple(dict.fromkeys(rule.name for rule in RULES))
 
 
-def screen_text(text: str) -> list[str]:
-    """The reasons ("rule: reason") text is held back, in table order; empty when it is clean."""
+# What quoted text (a task, a command's output) is read for: what the model, shown it, would take as prompt
+# structure or as an order to drop its instructions. Rules about actions read only what the memory advises.
+QUOTED_RULE_NAMES = ("override_instructions", "impersonates_prompt")
+QUOTED_RULES: tuple[Rule, ...] = tuple(rule for rule in ALL_RULES if rule.name in QUOTED_RULE_NAMES)
+
+
+def _hits(text: str, rules: tuple[Rule, ...]) -> dict[str, str]:
+    if not text:
+        return {}
     seen = views(text)
     readings = {"latin": Lines(seen.latin), "native": None if seen.ascii_only else Lines(seen.native)}
     hits: dict[str, str] = {}
-    for rule in ALL_RULES:
+    for rule in rules:
         reading = readings[rule.view]
         if rule.name not in hits and reading is not None and rule.matches(reading):
             hits[rule.name] = f"{rule.name}: {rule.reason}"
+    return hits
+
+
+def screen_text(text: str) -> list[str]:
+    """The reasons ("rule: reason") text is held back, in table order; empty when it is clean."""
+    hits = _hits(text, ALL_RULES)
     return [hits[name] for name in RULE_NAMES if name in hits]
 
 
 def screen(memory: Memory) -> list[str]:
-    """Screen every text field of a memory's content (task, steps, observations, advice ...)."""
-    return screen_text("\n".join(strings_of(memory.content_fields())))
+    """Screen a memory's content: rules (screen_rules) and the semantic screen (semantic.py)."""
+    return screen_many([memory])[0]
+
+
+def screen_many(memories: Sequence[Memory]) -> list[list[str]]:
+    """Each memory's reasons: the rules', then the semantic screen's, every segment embedded in one batch."""
+    by_rules = [screen_rules(m) for m in memories]
+    semantic = default_screen()
+    if semantic is None or not memories:
+        return by_rules
+    from mtl_graph.memory.engine.embeddings import local_embeddings  # the model the weights were trained on
+
+    return [rules + extra for rules, extra in zip(by_rules, semantic.screen(memories, local_embeddings()))]
+
+
+def screen_rules(memory: Memory) -> list[str]:
+    """The rules' reasons: what a memory advises by every rule, what it quotes (advice.py) by QUOTED_RULES."""
+    advice, given = split(memory)
+    # the hosts of the task itself (the key of a format that quotes it), never of a command's output
+    hosts = hosts_named([memory.key_text()]) if given else set()
+    own = with_hosts_local(without_own_cleanup("\n".join(advice)), hosts)
+    hits = {**_hits("\n".join(given), QUOTED_RULES), **_hits(own, ALL_RULES)}
+    return [hits[name] for name in RULE_NAMES if name in hits]
 
 
 def released(memory: Memory) -> Memory:
