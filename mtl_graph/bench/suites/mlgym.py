@@ -73,21 +73,24 @@ def _text_files(source: Path, dest: str, root: Path) -> dict[str, str]:
     return out
 
 
+def top_imports(source: str) -> set[str]:
+    """The top-level modules a Python source imports (absolute imports; none for a source that does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
 def imported_modules(sources: dict[str, str], local: set[str]) -> list[str]:
     """Top-level modules the Python sources import, less the standard library and the task's own modules."""
-    found: set[str] = set()
-    for rel, text in sources.items():
-        if not rel.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                found.add(node.module.split(".")[0])
+    found = set().union(*(top_imports(text) for rel, text in sources.items() if rel.endswith(".py")))
     return sorted(found - set(sys.stdlib_module_names) - local)
 
 
@@ -139,17 +142,7 @@ def answer_files(data: list[str], evaluation: list[str], given: str, splits: lis
 def evaluation_modules(files: dict[str, str], scripts: list[str], description: str) -> list[str]:
     """The starter modules the evaluation imports that the description never names (an opponent's strategy, a
     solver): the evaluation's own, graded from their pristine copies like the scripts."""
-    imported: set[str] = set()
-    for rel in scripts:
-        try:
-            tree = ast.parse(files[rel])
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                imported |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                imported.add(node.module.split(".")[0])
+    imported = set().union(*(top_imports(files[rel]) for rel in scripts))
     return sorted(f"{m}.py" for m in imported if f"{m}.py" in files and f"{m}.py" not in scripts
                   and not _mentions(description, f"{m}.py"))
 
