@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mtl_graph.core.errors import MTLError
 from mtl_graph.core.trajectory import CodeLink
 from mtl_graph.memory.base import Memory
 from mtl_graph.memory.errors import PoolError
@@ -35,7 +36,7 @@ class VerifyError(PoolError):
     """The directory cannot be verified against (not a git checkout, git missing)."""
 
 
-class Unverifiable(Exception):
+class Unverifiable(MTLError):
     """This link cannot be checked in this checkout (its commit is not here, nothing before its time)."""
 
 

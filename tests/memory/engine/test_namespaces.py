@@ -24,7 +24,7 @@ from mtl_graph.cli import app
 from mtl_graph.memory.lifecycle import consolidate
 from mtl_graph.memory.engine.snapshots import archive as snapshots
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
-from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.base import Change, Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.formats.trajectory import TrajectoryMemory, TrajectoryStep
 from mtl_graph.memory.engine.namespace import NamespaceError, check_namespace
@@ -267,6 +267,11 @@ RECIPES: dict[str, Callable[[MemoryPool, Path], Any]] = {
     "search": lambda p, t: _search(p),
     "stats": lambda p, t: _stats(p),
     "update_stats": lambda p, t: p.update_stats([SHARED.id, B_ONLY.id], "success"),
+    "note_change": lambda p, t: (_unseen(p.note_change(B_ONLY.id, Change(action="edit_of", other=SHARED.id))),
+                                 p.note_change(SHARED.id, Change(action="edit_of", other=B_ONLY.id))),
+    "restore": lambda p, t: (_unseen(p.restore(B_ONLY.id)), p.archive(SHARED.id, "x"), p.restore(SHARED.id)),
+    "restore_superseded": lambda p, t: (_unseen(p.restore_superseded(B_ONLY.id)), p.restore_superseded(SHARED.id)),
+    "superseded": lambda p, t: p.superseded(),
     # the module functions that take a pool
     "consolidate.find_clusters": lambda p, t: _unseen(consolidate.find_clusters(p)),
     "consolidate.apply": lambda p, t: _consolidated(p),

@@ -54,7 +54,7 @@ RUN = 8 * DEFAULT_BATCH
 """Points sorted in memory at a time when a scroll is not in id order (about 20 MB of 384-dimension points)."""
 
 
-class NotFloat32(Exception):
+class NotFloat32(SnapshotError):
     """A dense vector is not exact in float32: the writer starts again in float64."""
 
 
