@@ -16,9 +16,11 @@ merge; the most specific rule names the kind.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from functools import partial
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
 
@@ -59,6 +61,56 @@ _ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*="
                        r"[\"']?(?P<value>[A-Za-z0-9+/=_.-]+)[\"']?[ \t]*\r?$")
 _ENV_TRIGGER = r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=[\"']?[A-Za-z0-9+/=_.-]{%d}"
 _MAX_DEPTH = 2  # base64 inside base64 inside a log: deeper encodings are not decoded
+_MEMO_MIN = 256  # shorter texts cost less to redact again than to look up
+_MEMO_SIZE = 65_536
+
+
+class CleanTexts:
+    """Texts that came out of a redactor with one configuration (by digest): redacting them again changes nothing
+    (redaction is idempotent), so a text the pipeline redacted once (a run's observation, copied into its
+    trajectory memory and then written to the pool) is not scanned again. Only the redactor's own output enters:
+    a text edited afterwards, or built from redacted pieces, has another digest and is scanned. Output redacted as
+    given text (where a readable example password stays) is clean only as given text."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._digests: OrderedDict[bytes, bool] = OrderedDict()  # digest -> clean as ordinary text too
+        self.scans = 0
+        """Texts of at least _MEMO_MIN characters scanned (tests count them: each is scanned once)."""
+
+    @staticmethod
+    def _digest(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def known(self, text: str, given: bool) -> bool:
+        digest = self._digest(text)
+        with self._lock:
+            anywhere = self._digests.get(digest)
+            if anywhere is None or not (anywhere or given):
+                self.scans += 1
+                return False
+            self._digests.move_to_end(digest)
+            return True
+
+    def add(self, text: str, given: bool) -> None:
+        digest = self._digest(text)
+        with self._lock:
+            self._digests[digest] = self._digests.get(digest, False) or not given
+            self._digests.move_to_end(digest)
+            if len(self._digests) > _MEMO_SIZE:
+                self._digests.popitem(last=False)
+
+
+_CLEAN: dict[str, CleanTexts] = {}
+_CLEAN_LOCK = threading.Lock()
+
+
+def clean_texts(config: "RedactionConfig", fast: bool = True) -> CleanTexts:
+    """The clean texts of every redactor with this configuration in the process (the pool's and ingest's); the
+    full-scan reference path keeps its own, so comparing it with the fast path always scans."""
+    key = f"{fast}:{config.model_dump_json()}"
+    with _CLEAN_LOCK:
+        return _CLEAN.setdefault(key, CleanTexts())
 
 
 def shannon_entropy(text: str) -> float:
@@ -114,6 +166,8 @@ class Redactor:
                       *extra]
         self._prescan = Prescan(self.rules, engine) if fast else None
         self._inner: Redactor | None = None
+        self.clean = clean_texts(self.config, fast)
+        """What this configuration's redactors already produced: not scanned again."""
 
     def redact(self, text: str, *, given: bool = False) -> str:
         """Return text with every secret replaced by its marker and nothing else changed.
@@ -123,12 +177,20 @@ class Redactor:
         are redacted there as anywhere."""
         if not text or not self.config.enabled:
             return text
+        long = len(text) >= _MEMO_MIN
+        if long and self.clean.known(text, given):
+            return text
         found = self.findings(text)
         if given:
             found = (f for f in found if not _is_example(text, f))
         spans = _merge(found)
-        if not spans:
-            return text
+        out = text if not spans else self._marked(text, spans)
+        if long:
+            self.clean.add(out, given)
+        return out
+
+    @staticmethod
+    def _marked(text: str, spans: list[tuple[int, int, str]]) -> str:
         out, pos = [], 0
         for start, end, kind in spans:
             out += [text[pos:start], MARK.format(kind=kind)]

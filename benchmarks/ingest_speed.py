@@ -1,0 +1,179 @@
+"""Ingest and writes at the speed of their parts: add_many with vectors given, and `mtl ingest` in MB/s of log text.
+
+    python benchmarks/ingest_speed.py writes [--pool 10000] [--batch 100] [--new 2000]
+    python benchmarks/ingest_speed.py ingest LOG_DIR_OR_FILE [...] [--concurrency 2]
+
+writes: a pool of --pool memories (benchmarks/corpus.py), then --new new memories added in batches of --batch,
+vectors given (an embeddings object that hands out fixed vectors, so no model runs), then the same memories
+added again (every one identical: nothing new to embed or store). Prints memories/s and the share of the time
+spent screening, redacting and embedding (measured around those calls in the same run).
+
+ingest: the logs ingested as trajectory memories (no model needed) into a fresh in-memory pool with the real
+local embedder; prints MB/s of log text over the whole ingest and over everything but the embedder's own time
+("before embedding"), memories/s, and the time of each phase (load, redact, screen, embed, the rest of the
+store). Real public runs are best; benchmarks/ingest_corpus.py writes a large corpus shaped like them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import corpus  # noqa: E402
+
+from mtl_graph.importers.ingest import IngestConfig, ingest  # noqa: E402
+from mtl_graph.memory.base import MemoryType  # noqa: E402
+from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
+from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
+
+
+class GivenVectors(Embeddings):
+    """Fixed unit vectors drawn from each text's hash: the vectors of a pool whose writer already embedded them."""
+
+    model_name = "given-vectors"
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim, self.calls, self.texts = dim, 0, 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls, self.texts = self.calls + 1, self.texts + len(texts)
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            out.append((v / np.linalg.norm(v)).tolist())
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class Phases:
+    """Seconds spent inside chosen functions (wrapped for the run), summed over every thread."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._depth = threading.local()
+
+    @contextmanager
+    def patched(self, targets: dict[str, tuple[Any, str]]) -> Iterator[None]:
+        saved = []
+        for name, (owner, attr) in targets.items():
+            original = getattr(owner, attr)
+            saved.append((owner, attr, original))
+            setattr(owner, attr, self._timed(name, original))
+        try:
+            yield
+        finally:
+            for owner, attr, original in reversed(saved):
+                setattr(owner, attr, original)
+
+    def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            active = getattr(self._depth, name, 0)  # a phase that calls itself counts once
+            setattr(self._depth, name, active + 1)
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                setattr(self._depth, name, active)
+                if not active:
+                    self.seconds[name] += time.perf_counter() - t
+                    self.calls[name] += 1
+        return timed
+
+
+def _phase_targets() -> dict[str, tuple[Any, str]]:
+    from mtl_graph.importers import loading
+    from mtl_graph.memory.pool import pool as pool_module
+    from mtl_graph.redaction.redact import Redactor
+    from mtl_graph.memory.engine.embeddings import LocalEmbeddings
+
+    return {"load": (loading, "load_many"), "redact": (Redactor, "redact"),
+            "screen": (pool_module, "screen_many"), "embed": (LocalEmbeddings, "embed_documents")}
+
+
+def writes(args: argparse.Namespace) -> None:
+    given = GivenVectors()
+    base = corpus.memories(args.pool)
+    new = corpus.memories(args.new, offset=50_000_000)
+    with MemoryPool.open(":memory:", given, engine="edge") as pool:
+        for start in range(0, len(base), 1000):
+            pool.add_many(base[start:start + 1000])
+        pool.optimize()
+        phases = Phases()
+        rows = []
+        for label, items in (("new", new), ("again (all identical)", new)):
+            calls_before, seconds_before = given.texts, dict(phases.seconds)
+            with phases.patched({k: v for k, v in _phase_targets().items() if k in ("redact", "screen")}):
+                t0 = time.perf_counter()
+                statuses: dict[str, int] = defaultdict(int)
+                for start in range(0, len(items), args.batch):
+                    for r in pool.add_many(items[start:start + args.batch]):
+                        statuses[r.status] += 1
+                dt = time.perf_counter() - t0
+            shares = {k: (phases.seconds[k] - seconds_before.get(k, 0.0)) / dt for k in ("screen", "redact")}
+            rows.append((label, len(items) / dt, shares, given.texts - calls_before, dict(statuses)))
+    print(f"writes, vectors given, batches of {args.batch} into a {args.pool:,}-memory pool "
+          f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs):")
+    for label, rate, shares, embedded, statuses in rows:
+        print(f"  {label}: {rate:,.0f} memories/s; screening {shares['screen']:.0%}, redaction {shares['redact']:.0%}"
+              f" of the time; texts embedded {embedded:,}; {statuses}")
+
+
+def ingest_logs(args: argparse.Namespace) -> None:
+    from mtl_graph.importers import iter_log_files
+
+    size = sum(p.stat().st_size for p in iter_log_files(args.paths))
+    phases = Phases()
+    emb = local_embeddings()
+    emb.embed_documents(["warm up"])
+    with MemoryPool.open(":memory:", emb) as pool, phases.patched(_phase_targets()):
+        t0 = time.perf_counter()
+        report = ingest(args.paths, pool, None, IngestConfig(formats=[MemoryType.TRAJECTORY],
+                                                             concurrency=args.concurrency))
+        wall = time.perf_counter() - t0
+        memories = len(pool)
+    mb = size / 2**20
+    before_embedding = wall - phases.seconds["embed"]
+    print(f"ingest of {len(report.runs)} runs, {mb:.1f} MB of logs, {memories} memories "
+          f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs, concurrency {args.concurrency}):")
+    print(f"  {wall:.1f} s: {mb / wall:.2f} MB/s, {memories / wall:.1f} memories/s; "
+          f"before embedding ({before_embedding:.1f} s): {mb / before_embedding:.2f} MB/s")
+    print("  phase seconds (summed over threads): " + ", ".join(
+        f"{k} {phases.seconds[k]:.1f} ({phases.calls[k]} calls)" for k in ("load", "redact", "screen", "embed")))
+    print(f"  pool: {report.written()}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    w = sub.add_parser("writes")
+    w.add_argument("--pool", type=int, default=10_000)
+    w.add_argument("--batch", type=int, default=100)
+    w.add_argument("--new", type=int, default=2_000)
+    i = sub.add_parser("ingest")
+    i.add_argument("paths", nargs="+", type=Path)
+    i.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+    (writes if args.what == "writes" else ingest_logs)(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
