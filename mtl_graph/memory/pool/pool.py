@@ -208,11 +208,12 @@ class MemoryPool(PoolFiles):
         if not items:
             return AddReport()
         with self.write_lock:
-            texts = list(dict.fromkeys(m.key_text() for m in items))  # runs of one task share a key: embed it once
-            vectors = dict(zip(texts, self.embed(texts)))
             credits: dict[str, dict[str, Any]] = {}
-            plan = plan_merges(items, self._stored_like(items, vectors, credits))
+            plan = plan_merges(items, self._stored_like(items, credits))
             new = [m for m in plan.write if m.id not in plan.stored_ids]
+            # only new points need vectors: a memory merged into, or identical to, a stored one is a payload update
+            texts = list(dict.fromkeys(m.key_text() for m in new))  # runs of one task share a key: embed it once
+            vectors = dict(zip(texts, self.embed(texts))) if texts else {}
             if new:
                 self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), payload_of(m))
                                    for m in new])
@@ -291,15 +292,15 @@ class MemoryPool(PoolFiles):
             if moved:
                 self.store.set_payload(memory.id, moved, key=CREDIT_KEY)
 
-    def _stored_like(self, items: list[Memory], vectors: dict[str, list[float]],
-                     credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
+    def _stored_like(self, items: list[Memory], credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
         """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
 
-        The lookup is an exact filter on the indexed dedup key; the item's own vector only orders the candidates.
-        Points written before dedup keys existed are found by id (exact duplicates) only."""
-        keyed = {dedup_key(m): m for m in items}
+        The lookup is an exact filter on the indexed dedup key, before anything is embedded: the query vector only
+        orders the candidates (a key holds one stored memory, since every write merges its key), so a fixed one
+        does. Points written before dedup keys existed are found by id (exact duplicates) only."""
+        keys = list(dict.fromkeys(dedup_key(m) for m in items))
         found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
-                                            dense=vectors[m.key_text()]) for key, m in keyed.items()])
+                                            dense=self._any_vector()) for key in keys]) if keys else []
         stored: dict[str, dict[str, Memory]] = {}
         for hit in [*(h for hits in found for h in hits), *self.store.fetch(list({m.id for m in items}))]:
             memory = memory_of(hit)
@@ -307,6 +308,10 @@ class MemoryPool(PoolFiles):
             if isinstance(hit.payload.get(CREDIT_KEY), dict):
                 credits[hit.id] = hit.payload[CREDIT_KEY]
         return stored
+
+    def _any_vector(self) -> list[float]:
+        """A fixed unit vector: the query of a lookup whose filter alone decides what it finds."""
+        return [self.dim ** -0.5] * self.dim
 
     def delete(self, memory_id: str) -> bool:
         """Delete one memory; False when it was not there."""
