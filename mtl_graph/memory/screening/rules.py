@@ -64,11 +64,17 @@ class Rule:
         """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context)."""
         if self.then is not None:
             return bool(self.trigger is None or self.trigger.search(text.lowered)) and self._followed(text.joined)
-        if self.also and not any(word in text.lowered for word in self.also):
+        if self.also and not any(map(text.lowered.__contains__, self.also)):  # C-level substring tests
             return False
         finder = self.trigger or self.pattern
-        hit = sorted({bisect.bisect_right(text.starts, m.start()) - 1 for m in finder.finditer(text.lowered)})
-        return any(self._matches_line(text.lines[i]) for i in hit)
+        seen: set[int] = set()  # each line the finder starts a match on is looked at once, the first hit ends it
+        for m in finder.finditer(text.lowered):
+            line = bisect.bisect_right(text.starts, m.start()) - 1
+            if line not in seen:
+                seen.add(line)
+                if self._matches_line(text.lines[line]):
+                    return True
+        return False
 
     def _followed(self, text: str) -> bool:
         seen: set[str] = set()

@@ -22,6 +22,8 @@ cleanup, and the hosts the task names are not outside addresses. Beside the rule
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Sequence
 
 from mtl_graph.memory.base import Memory
@@ -80,8 +82,32 @@ def screen_many(memories: Sequence[Memory]) -> list[list[str]]:
     return [rules + extra for rules, extra in zip(by_rules, semantic.screen(memories, local_embeddings()))]
 
 
+_SCREENED_SIZE = 16_384
+_screened: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+_screened_lock = threading.Lock()
+
+
 def screen_rules(memory: Memory) -> list[str]:
-    """The rules' reasons: what a memory advises by every rule, what it quotes (advice.py) by QUOTED_RULES."""
+    """The rules' reasons: what a memory advises by every rule, what it quotes (advice.py) by QUOTED_RULES.
+
+    The rules read the content alone and never change in a process, so each distinct content (by its content id,
+    computed here, not the id the memory carries) is screened once: a memory added again, or distilled again
+    from a repeated run, costs a hash."""
+    key = memory.content_id()
+    with _screened_lock:
+        cached = _screened.get(key)
+        if cached is not None:
+            _screened.move_to_end(key)
+            return list(cached)
+    reasons = _screen_rules(memory)
+    with _screened_lock:
+        _screened[key] = tuple(reasons)
+        if len(_screened) > _SCREENED_SIZE:
+            _screened.popitem(last=False)
+    return reasons
+
+
+def _screen_rules(memory: Memory) -> list[str]:
     advice, given = split(memory)
     # the hosts of the task itself (the key of a format that quotes it), never of a command's output
     hosts = hosts_named([memory.key_text()]) if given else set()
