@@ -161,6 +161,10 @@ def _print_report(report, console) -> None:  # type: ignore[no-untyped-def]
     usage = report.usage
     summary.caption = f"tokens: {usage.input} in / {usage.output} out"
     console.print(summary)
+    speed = report.throughput()
+    console.print(f"throughput: {report.log_bytes / 2**20:.1f} MB of logs in {report.seconds:.1f} s, "
+                  f"{speed['mb_per_s']:.2f} MB/s ({speed['mb_per_s_before_embedding']:.2f} MB/s before embedding), "
+                  f"{speed['memories_per_s']:.1f} memories/s", soft_wrap=True)
     _print_problems(report, console)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
@@ -121,6 +122,22 @@ class IngestReport(BaseModel):
     """Files that hold no run (e.g. SWE-agent demonstrations): skipped, not failed."""
     interrupted: bool = False
     """The ingest was interrupted: the report holds the runs finished before it stopped."""
+    log_bytes: int = 0
+    """Bytes of log text read (every file found, bad ones included)."""
+    seconds: float = 0.0
+    """Wall time of the ingest: loading, judging, distilling and writing."""
+    embedding_seconds: float = 0.0
+    """The part of `seconds` the pool's embedder took (the rest is what the ingest itself costs)."""
+
+    def throughput(self) -> dict[str, float]:
+        """MB/s of log text over the whole ingest and before embedding (the embedder's time left out), memories
+        written (added or merged) per second."""
+        mb = self.log_bytes / 2**20
+        own = self.seconds - self.embedding_seconds
+        written = self.written()
+        return {"mb_per_s": mb / self.seconds if self.seconds > 0 else 0.0,
+                "mb_per_s_before_embedding": mb / own if own > 0 else 0.0,
+                "memories_per_s": (written["added"] + written["merged"]) / self.seconds if self.seconds > 0 else 0.0}
 
     def count(self, status: Status) -> int:
         return sum(r.status == status for r in self.runs)
@@ -272,6 +289,16 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
     model_name names the distilling model in provenance (default: the model string or the model's name).
     on_start gets the number of runs to process; on_run gets each run's record as it finishes.
     """
+    started, embedded = time.perf_counter(), getattr(pool, "embedding_seconds", 0.0)
+    report = _ingest(paths, pool, model, config, ledger, judge, model_name, on_start, on_run)
+    report.seconds = time.perf_counter() - started
+    report.embedding_seconds = getattr(pool, "embedding_seconds", 0.0) - embedded
+    return report
+
+
+def _ingest(paths: Iterable[str | Path], pool: Any, model: Any, config: IngestConfig | None, ledger: Ledger | None,
+            judge: Judge | None, model_name: str | None, on_start: Callable[[int], None] | None,
+            on_run: Callable[[RunRecord], None] | None) -> IngestReport:
     config = config or IngestConfig()
     needs_model = config.judge or registry.needs_model(config.formats)
     if needs_model and model is None and not config.dry_run:
@@ -284,7 +311,8 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
         files=len({str(item.path) for item in loaded} | {e.path for e in errors}),
         file_failures=[FileFailure(path=e.path, reason=str(e), line=e.line if isinstance(e, BadRecordError) else None)
                        for e in errors if not isinstance(e, NotARunError)],
-        skipped_files=[FileFailure(path=e.path, reason=str(e)) for e in errors if isinstance(e, NotARunError)])
+        skipped_files=[FileFailure(path=e.path, reason=str(e)) for e in errors if isinstance(e, NotARunError)],
+        log_bytes=_size({str(item.path) for item in loaded} | {e.path for e in errors}))
     todo, report.runs = _plan(loaded, config, ledger)
     if on_start:
         on_start(len(todo))
@@ -314,6 +342,16 @@ def ingest(paths: Iterable[str | Path], pool: Any, model: Any = None, config: In
             report.interrupted = True
             raise IngestInterrupted(report, len(todo) - (len(report.runs) - before)) from None
     return report
+
+
+def _size(paths: Iterable[str]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += Path(path).stat().st_size
+        except OSError:  # gone since it was read: its runs are counted, its size is not
+            continue
+    return total
 
 
 def infrastructure_reason(detail: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from datetime import datetime
@@ -95,6 +96,8 @@ class MemoryPool(PoolFiles):
         self.write_lock = write_lock if write_lock is not None else threading.RLock()
         """Held while writing; one per directory: the namespaces of one engine take turns, as one pool's writers do."""
         self._query_cache = QueryVectorCache()
+        self.embedding_seconds = 0.0
+        """Time this handle spent in its embedder's document calls (ingest reports its throughput without it)."""
         self.lifecycle = PoolLifecycle(self)
         """The online loop on this handle: credit, quarantine, release, retrieval with re-ranking and the floor."""
 
@@ -174,7 +177,9 @@ class MemoryPool(PoolFiles):
     # ------------------------------------------------------------------ vectors
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Document vectors for texts (one batch), each checked against the pool's vector size."""
+        started = time.perf_counter()
         vectors = self.embeddings.embed_documents(texts)
+        self.embedding_seconds += time.perf_counter() - started
         for v in vectors:
             if len(v) != self.dim:
                 raise EmbeddingError(f"embeddings returned a vector of size {len(v)}; the pool expects {self.dim}")
