@@ -63,10 +63,13 @@ class GivenVectors(Embeddings):
 
 
 class Phases:
-    """Seconds spent inside chosen functions (wrapped for the run), summed over every thread."""
+    """Seconds spent inside chosen functions (wrapped for the run), summed over every thread: wall time, and the
+    process's CPU time over the same spans (exact with one worker: what the phase costs on an idle core, however
+    loaded the machine is)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         self._depth = threading.local()
 
@@ -87,13 +90,14 @@ class Phases:
         def timed(*args: Any, **kwargs: Any) -> Any:
             active = getattr(self._depth, name, 0)  # a phase that calls itself counts once
             setattr(self._depth, name, active + 1)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 setattr(self._depth, name, active)
                 if not active:
                     self.seconds[name] += time.perf_counter() - t
+                    self.cpu[name] += time.process_time() - c
                     self.calls[name] += 1
         return timed
 
@@ -104,7 +108,9 @@ def _phase_targets() -> dict[str, tuple[Any, str]]:
     from mtl_graph.redaction.redact import Redactor
     from mtl_graph.memory.engine.embeddings import LocalEmbeddings
 
-    return {"load": (loading, "load_many"), "redact": (Redactor, "redact"),
+    from mtl_graph.importers import ingest as ingest_module
+
+    return {"load": (ingest_module, "load_many"), "redact": (Redactor, "redact"),
             "screen": (pool_module, "screen_many"), "embed": (LocalEmbeddings, "embed_documents")}
 
 
@@ -119,21 +125,21 @@ def writes(args: argparse.Namespace) -> None:
         phases = Phases()
         rows = []
         for label, items in (("new", new), ("again (all identical)", new)):
-            calls_before, seconds_before = given.texts, dict(phases.seconds)
+            calls_before, cpu_before = given.texts, dict(phases.cpu)
             with phases.patched({k: v for k, v in _phase_targets().items() if k in ("redact", "screen")}):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 statuses: dict[str, int] = defaultdict(int)
                 for start in range(0, len(items), args.batch):
                     for r in pool.add_many(items[start:start + args.batch]):
                         statuses[r.status] += 1
-                dt = time.perf_counter() - t0
-            shares = {k: (phases.seconds[k] - seconds_before.get(k, 0.0)) / dt for k in ("screen", "redact")}
-            rows.append((label, len(items) / dt, shares, given.texts - calls_before, dict(statuses)))
+                dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+            shares = {k: (phases.cpu[k] - cpu_before.get(k, 0.0)) / cpu for k in ("screen", "redact")}
+            rows.append((label, len(items) / dt, len(items) / cpu, shares, given.texts - calls_before, dict(statuses)))
     print(f"writes, vectors given, batches of {args.batch} into a {args.pool:,}-memory pool "
           f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs):")
-    for label, rate, shares, embedded, statuses in rows:
-        print(f"  {label}: {rate:,.0f} memories/s; screening {shares['screen']:.0%}, redaction {shares['redact']:.0%}"
-              f" of the time; texts embedded {embedded:,}; {statuses}")
+    for label, rate, per_cpu, shares, embedded, statuses in rows:
+        print(f"  {label}: {rate:,.0f} memories/s wall, {per_cpu:,.0f} per CPU second; of the CPU time screening "
+              f"{shares['screen']:.0%}, redaction {shares['redact']:.0%}; texts embedded {embedded:,}; {statuses}")
 
 
 def ingest_logs(args: argparse.Namespace) -> None:
@@ -144,19 +150,21 @@ def ingest_logs(args: argparse.Namespace) -> None:
     emb = local_embeddings()
     emb.embed_documents(["warm up"])
     with MemoryPool.open(":memory:", emb) as pool, phases.patched(_phase_targets()):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         report = ingest(args.paths, pool, None, IngestConfig(formats=[MemoryType.TRAJECTORY],
                                                              concurrency=args.concurrency))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         memories = len(pool)
     mb = size / 2**20
-    before_embedding = wall - phases.seconds["embed"]
+    before_embedding, cpu_before_embedding = wall - phases.seconds["embed"], cpu - phases.cpu["embed"]
     print(f"ingest of {len(report.runs)} runs, {mb:.1f} MB of logs, {memories} memories "
           f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs, concurrency {args.concurrency}):")
-    print(f"  {wall:.1f} s: {mb / wall:.2f} MB/s, {memories / wall:.1f} memories/s; "
+    print(f"  wall {wall:.1f} s: {mb / wall:.2f} MB/s, {memories / wall:.1f} memories/s; "
           f"before embedding ({before_embedding:.1f} s): {mb / before_embedding:.2f} MB/s")
-    print("  phase seconds (summed over threads): " + ", ".join(
-        f"{k} {phases.seconds[k]:.1f} ({phases.calls[k]} calls)" for k in ("load", "redact", "screen", "embed")))
+    print(f"  CPU {cpu:.1f} s: {mb / cpu:.2f} MB per CPU second; before embedding ({cpu_before_embedding:.1f} s): "
+          f"{mb / cpu_before_embedding:.2f} MB per CPU second")
+    print("  phase CPU seconds (wall): " + ", ".join(
+        f"{k} {phases.cpu[k]:.1f} ({phases.seconds[k]:.1f})" for k in ("load", "redact", "screen", "embed")))
     print(f"  pool: {report.written()}")
 
 

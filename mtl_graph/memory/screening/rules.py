@@ -67,12 +67,19 @@ class Rule:
         if self.also and not any(map(text.lowered.__contains__, self.also)):  # C-level substring tests
             return False
         finder = self.trigger or self.pattern
-        seen: set[int] = set()  # each line the finder starts a match on is looked at once, the first hit ends it
+        # Each line the finder starts a match on is looked at once (a repeated line, common in command output,
+        # once for all its copies), and the first hit ends the search. Matches come in order, so one on the line
+        # just looked at needs only a comparison.
+        starts, next_line, checked = text.starts, -1, set()
         for m in finder.finditer(text.lowered):
-            line = bisect.bisect_right(text.starts, m.start()) - 1
-            if line not in seen:
-                seen.add(line)
-                if self._matches_line(text.lines[line]):
+            if m.start() < next_line:
+                continue
+            index = bisect.bisect_right(starts, m.start()) - 1
+            next_line = starts[index + 1] if index + 1 < len(starts) else len(text.lowered) + 1
+            line = text.lines[index]
+            if line not in checked:
+                checked.add(line)
+                if self._matches_line(line):
                     return True
         return False
 
