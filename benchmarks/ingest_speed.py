@@ -11,7 +11,8 @@ spent screening, redacting and embedding (measured around those calls in the sam
 ingest: the logs ingested as trajectory memories (no model needed) into a fresh in-memory pool with the real
 local embedder; prints MB/s of log text over the whole ingest and over everything but the embedder's own time
 ("before embedding"), memories/s, and the time of each phase (load, redact, screen, embed, the rest of the
-store). Real public runs are best; benchmarks/ingest_corpus.py writes a large corpus shaped like them.
+store), then the same logs ingested again without the ledger (every memory already stored: what the embedder
+is still asked to do). Real public runs are best; benchmarks/ingest_corpus.py writes a large corpus shaped like them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import corpus  # noqa: E402
 
-from mtl_graph.importers.ingest import IngestConfig, ingest  # noqa: E402
+from mtl_graph.importers.ingest import IngestConfig, Ledger, ingest  # noqa: E402
 from mtl_graph.memory.base import MemoryType  # noqa: E402
 from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
 from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
@@ -155,6 +156,12 @@ def ingest_logs(args: argparse.Namespace) -> None:
                                                              concurrency=args.concurrency))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         memories = len(pool)
+        # the same logs again without the ledger: every run distilled again, every memory already stored
+        calls, t1, c1 = phases.calls["embed"], time.perf_counter(), time.process_time()
+        again = ingest(args.paths, pool, None, IngestConfig(formats=[MemoryType.TRAJECTORY],
+                                                            concurrency=args.concurrency), ledger=Ledger(None))
+        again_wall, again_cpu = time.perf_counter() - t1, time.process_time() - c1
+        again_calls = phases.calls["embed"] - calls
     mb = size / 2**20
     before_embedding, cpu_before_embedding = wall - phases.seconds["embed"], cpu - phases.cpu["embed"]
     print(f"ingest of {len(report.runs)} runs, {mb:.1f} MB of logs, {memories} memories "
@@ -166,6 +173,8 @@ def ingest_logs(args: argparse.Namespace) -> None:
     print("  phase CPU seconds (wall): " + ", ".join(
         f"{k} {phases.cpu[k]:.1f} ({phases.seconds[k]:.1f})" for k in ("load", "redact", "screen", "embed")))
     print(f"  pool: {report.written()}")
+    print(f"  again, no ledger: wall {again_wall:.1f} s, CPU {again_cpu:.1f} s, embedder calls {again_calls}; "
+          f"pool: {again.written()}")
 
 
 def main() -> int:
