@@ -156,6 +156,7 @@ def ingest_logs(args: argparse.Namespace) -> None:
                                                              concurrency=args.concurrency))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         memories = len(pool)
+        first_wall, first_cpu = dict(phases.seconds), dict(phases.cpu)  # the first ingest's phases
         # the same logs again without the ledger: every run distilled again, every memory already stored
         calls, t1, c1 = phases.calls["embed"], time.perf_counter(), time.process_time()
         again = ingest(args.paths, pool, None, IngestConfig(formats=[MemoryType.TRAJECTORY],
@@ -163,7 +164,7 @@ def ingest_logs(args: argparse.Namespace) -> None:
         again_wall, again_cpu = time.perf_counter() - t1, time.process_time() - c1
         again_calls = phases.calls["embed"] - calls
     mb = size / 2**20
-    before_embedding, cpu_before_embedding = wall - phases.seconds["embed"], cpu - phases.cpu["embed"]
+    before_embedding, cpu_before_embedding = wall - first_wall["embed"], cpu - first_cpu["embed"]
     print(f"ingest of {len(report.runs)} runs, {mb:.1f} MB of logs, {memories} memories "
           f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs, concurrency {args.concurrency}):")
     print(f"  wall {wall:.1f} s: {mb / wall:.2f} MB/s, {memories / wall:.1f} memories/s; "
@@ -171,7 +172,7 @@ def ingest_logs(args: argparse.Namespace) -> None:
     print(f"  CPU {cpu:.1f} s: {mb / cpu:.2f} MB per CPU second; before embedding ({cpu_before_embedding:.1f} s): "
           f"{mb / cpu_before_embedding:.2f} MB per CPU second")
     print("  phase CPU seconds (wall): " + ", ".join(
-        f"{k} {phases.cpu[k]:.1f} ({phases.seconds[k]:.1f})" for k in ("load", "redact", "screen", "embed")))
+        f"{k} {first_cpu.get(k, 0.0):.1f} ({first_wall.get(k, 0.0):.1f})" for k in ("load", "redact", "screen", "embed")))
     print(f"  pool: {report.written()}")
     print(f"  again, no ledger: wall {again_wall:.1f} s, CPU {again_cpu:.1f} s, embedder calls {again_calls}; "
           f"pool: {again.written()}")
