@@ -45,7 +45,8 @@ from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory import formats
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
 from mtl_graph.memory.usage import stored_stats
-from mtl_graph.memory.pool.points import payload_of
+from mtl_graph.memory.lifecycle import neighbours as nb
+from mtl_graph.memory.pool.points import memory_of, payload_of
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 from mtl_graph.core.templates import render_template
 from mtl_graph.core.errors import MTLError
@@ -64,8 +65,16 @@ class ConsolidateConfig(BaseModel):
     """Cosine of key-text vectors at or above which two memories are near-duplicates."""
     max_cluster: int = Field(default=25, ge=2, le=1000)
     """Largest cluster merged; a larger one is reported (raise the threshold to split it)."""
+    neighbours: int = Field(default=16, ge=1, le=1000)
+    """Nearest neighbours each memory first asks the dense index for (more are asked for while all are duplicates)."""
+    max_neighbours: int = Field(default=1024, ge=1, le=100_000)
+    """Most neighbours one memory asks for: a tighter group larger than this may be seen in parts."""
+    batch: int = Field(default=64, ge=1, le=4096)
+    """Memories whose neighbour queries go to the engine in one batch."""
+    exact: bool = False
+    """Compare all pairs instead (numpy blocks, time grows with the square of the pool: small pools, checks)."""
     block: int = Field(default=512, ge=16, le=8192)
-    """Rows of the similarity matrix computed at once (memory: block x group size floats)."""
+    """Exact comparison: rows of the similarity matrix computed at once (memory: block x group size floats)."""
     max_attempts: int = Field(default=3, ge=1, le=10)
     """Model calls per cluster before it is reported as failed."""
     json_mode: bool | None = None
@@ -166,18 +175,42 @@ def _components(vectors: np.ndarray, threshold: float, block: int,
     return [g for g in groups.values() if len(g) > 1]
 
 
-def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *,
-                  config: ConsolidateConfig | None = None, on_progress: Progress | None = None) -> list[Cluster]:
-    """Near-duplicate clusters of live memories, per type and outcome, in a deterministic order."""
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be a cosine above 0 and at most 1, not {threshold}")
-    config = (config or ConsolidateConfig()).model_copy(update={"threshold": threshold})
+@dataclass
+class Pass:
+    """What one comparison of the pool found, and which memories it compared (see `finish`)."""
+
+    clusters: list[Cluster]
+    compared: list[str]
+    """The memories compared (an incremental pass: those without the current mark)."""
+    threshold: float
+    incremental: bool
+    requeried: int = 0
+    """Memories whose neighbour list was all duplicates and was asked for again, longer."""
+
+
+def _cluster(pool: Any, type_name: str, outcome: str, ids: list[str]) -> Cluster:
+    members = [memory_of(h) for h in sorted(pool.store.fetch(ids), key=lambda h: h.id)]
+    vectors = _vectors(pool, [m.id for m in members])
+    sub = vectors @ vectors.T
+    return Cluster(MemoryType(type_name), Outcome(outcome), members,
+                   float(sub[np.triu_indices(len(members), k=1)].min()))
+
+
+def compare(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *, incremental: bool = False,
+            config: ConsolidateConfig | None = None, on_progress: Progress | None = None) -> Pass:
+    """Near-duplicate clusters of live memories, per type and outcome, in a deterministic order: each memory
+    compared with its nearest neighbours in the pool's dense index (memory/lifecycle/neighbours.py); with
+    `incremental`, only the memories the last applied pass at this threshold did not mark (new or changed since)."""
+    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be a cosine above 0 and at most 1, not {threshold!r}")
+    config = (config or ConsolidateConfig()).model_copy(update={"threshold": float(threshold)})
+    if config.exact and incremental:
+        raise ValueError("an exact (all-pairs) comparison is a full pass: drop exact or incremental")
     kind = memory_type_of(str(type)) if type else None
-    groups: dict[tuple[str, str], list[Memory]] = {}
-    for memory in pool:
-        if _live(memory) and (kind is None or memory.type == kind.value):
-            groups.setdefault((memory.type, memory.outcome.value), []).append(memory)
-    total, done = sum(len(g) for g in groups.values()), 0
+    todo = {group: nb.unmarked(nb.live(*group), config.threshold) if incremental else nb.live(*group)
+            for group in nb.groups(kind.value if kind else None)}
+    total = sum(pool.store.count(where) for where in todo.values())
+    done = 0
 
     def tick(n: int) -> None:
         nonlocal done
@@ -185,18 +218,39 @@ def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: fl
         if on_progress:
             on_progress(done, total)
 
-    clusters = []
-    for (type_name, outcome), members in sorted(groups.items()):
-        members.sort(key=lambda m: m.id)
-        if len(members) < 2:
-            tick(len(members))
-            continue
-        vectors = _vectors(pool, [m.id for m in members])
-        for group in _components(vectors, config.threshold, config.block, tick):
-            sub = vectors[group] @ vectors[group].T
-            clusters.append(Cluster(MemoryType(type_name), Outcome(outcome), [members[i] for i in group],
-                                    float(sub[np.triu_indices(len(group), k=1)].min())))
-    return sorted(clusters, key=lambda c: (c.type.value, c.outcome.value, c.ids[0]))
+    clusters, compared, requeried = [], [], 0
+    for (type_name, outcome), where in todo.items():
+        if config.exact:
+            ids = sorted(h.id for h in pool.store.scroll(where=where))
+            groups = [[ids[i] for i in g] for g in _components(_vectors(pool, ids), config.threshold, config.block,
+                                                                tick)] if len(ids) > 1 else []
+            tick(len(ids) if len(ids) < 2 else 0)
+            compared.extend(ids)
+        else:
+            edges = nb.scan(pool.store, nb.live(type_name, outcome), pool.store.scroll_points(where=where),
+                            config.threshold, neighbours=config.neighbours, max_neighbours=config.max_neighbours,
+                            batch=config.batch, tick=tick)
+            groups, requeried = nb.components(edges.pairs), requeried + edges.requeried
+            compared.extend(edges.compared)
+        clusters.extend(_cluster(pool, type_name, outcome, ids) for ids in groups)
+    clusters.sort(key=lambda c: (c.type.value, c.outcome.value, c.ids[0]))
+    return Pass(clusters, compared, config.threshold, incremental, requeried)
+
+
+def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *,
+                  incremental: bool = False, config: ConsolidateConfig | None = None,
+                  on_progress: Progress | None = None) -> list[Cluster]:
+    """The clusters of `compare` (a full pass unless `incremental`)."""
+    return compare(pool, type, threshold, incremental=incremental, config=config, on_progress=on_progress).clusters
+
+
+def finish(pool: Any, done: Pass, on_progress: Progress | None = None) -> int:
+    """After the pass's clusters were applied: mark the memories it compared, except every cluster's members (a
+    merged one is archived, a representative was rewritten, an unmerged one must be compared again), so the next
+    incremental pass skips them. Returns how many were marked. A dry run must not call it."""
+    clustered = {i for cluster in done.clusters for i in cluster.ids}
+    todo = [i for i in done.compared if i not in clustered]
+    return nb.mark(pool, todo, done.threshold, (lambda n: on_progress(n, len(todo))) if on_progress else None)
 
 
 # ------------------------------------------------------------------ proposals
