@@ -88,6 +88,8 @@ class QuerySpec:
     with_dense: bool = False
     with_payload: bool = True
     """False for id-only lists (e.g. retriever attribution): reading payloads is most of a small query's cost."""
+    hnsw_ef: int | None = None
+    """HNSW beam width of the dense search; None: HNSW_EF (a bulk pass that asks once per memory takes less)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,7 +199,7 @@ class ClientStore:
         flt = self._filter(spec.where)
         sparse = m.SparseVector(indices=spec.sparse[0], values=spec.sparse[1]) if spec.sparse else None
         with_vectors = [DENSE] if spec.with_dense else False
-        params = None if self._local else m.SearchParams(hnsw_ef=HNSW_EF)  # local mode is exact (and warns)
+        params = None if self._local else m.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)  # local mode is exact (and warns)
         if spec.dense is not None and sparse is not None:
             prefetch = [
                 m.Prefetch(query=spec.dense, using=DENSE, limit=spec.prefetch_limit, filter=flt, params=params),

@@ -69,8 +69,10 @@ class ConsolidateConfig(BaseModel):
     """Nearest neighbours each memory first asks the dense index for (more are asked for while all are duplicates)."""
     max_neighbours: int = Field(default=1024, ge=1, le=100_000)
     """Most neighbours one memory asks for: a tighter group larger than this may be seen in parts."""
-    batch: int = Field(default=64, ge=1, le=4096)
+    batch: int = Field(default=256, ge=1, le=4096)
     """Memories whose neighbour queries go to the engine in one batch."""
+    hnsw_ef: int = Field(default=128, ge=16, le=4096)
+    """HNSW beam width of the neighbour queries (docs/benchmarks.md: pairs missed against time, per value)."""
     exact: bool = False
     """Compare all pairs instead (numpy blocks, time grows with the square of the pool: small pools, checks)."""
     block: int = Field(default=512, ge=16, le=8192)
@@ -229,7 +231,7 @@ def compare(pool: Any, type: MemoryType | str | None = None, threshold: float = 
         else:
             edges = nb.scan(pool.store, nb.live(type_name, outcome), pool.store.scroll_points(where=where),
                             config.threshold, neighbours=config.neighbours, max_neighbours=config.max_neighbours,
-                            batch=config.batch, tick=tick)
+                            batch=config.batch, hnsw_ef=config.hnsw_ef, tick=tick)
             groups, requeried = nb.components(edges.pairs), requeried + edges.requeried
             compared.extend(edges.compared)
         clusters.extend(_cluster(pool, type_name, outcome, ids) for ids in groups)

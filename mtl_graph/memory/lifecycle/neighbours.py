@@ -67,14 +67,15 @@ class Edges:
 
 
 def scan(store, where: Conditions, todo: Iterable[StoredPoint], threshold: float, *, neighbours: int,
-         max_neighbours: int, batch: int, tick: Callable[[int], None]) -> Edges:
+         max_neighbours: int, batch: int, hnsw_ef: int, tick: Callable[[int], None]) -> Edges:
     """The edges from each memory of `todo` to its live neighbours in `where` (see the module docstring)."""
     out = Edges()
     for chunk in _chunks(iter(todo), batch):
         limits = {p.id: neighbours + 1 for p in chunk}  # + 1: a memory finds itself first
         pending = [p for p in chunk if p.dense]  # a point without a vector matches nothing
         while pending:
-            found = store.query([QuerySpec(limit=limits[p.id], where=where, dense=p.dense, with_payload=False)
+            found = store.query([QuerySpec(limit=limits[p.id], where=where, dense=p.dense, with_payload=False,
+                                           hnsw_ef=hnsw_ef)
                                  for p in pending])
             again = []
             for point, hits in zip(pending, found):

@@ -192,7 +192,7 @@ class EdgeStore:
         flt = self._filter(spec.where)
         sparse = q.SparseVector(spec.sparse[0], spec.sparse[1]) if spec.sparse else None
         with_vector = [DENSE] if spec.with_dense else False
-        params = q.SearchParams(hnsw_ef=HNSW_EF)
+        params = q.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)
         if spec.dense is not None and sparse is not None:
             prefetches = [
                 q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(spec.dense, using=DENSE), filter=flt,
