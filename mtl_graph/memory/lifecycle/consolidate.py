@@ -44,7 +44,8 @@ from mtl_graph.memory.dedup import dedup_key, merge_sources
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory import formats
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
-from mtl_graph.memory.usage import stored_stats
+from mtl_graph.memory.pool.filter import SearchFilter
+from mtl_graph.memory.usage import record_of, stored_stats
 from mtl_graph.memory.lifecycle import neighbours as nb
 from mtl_graph.memory.pool.points import memory_of, payload_of
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
@@ -409,30 +410,38 @@ def apply(pool: Any, proposals: Iterable[Proposal], on_progress: Progress | None
 
 
 # ------------------------------------------------------------------ prune
+def usage_of(payload: dict[str, Any]) -> UsageStats:
+    """A point's counts for the prune rule, read from its payload without parsing the memory: today its stored
+    counts plus its credit entries (usage.record_of); the one place to switch to a per-memory summary maintained
+    on write."""
+    return record_of(payload)
+
+
 def stale(pool: Any, config: PruneConfig | None = None,
           lifecycle: LifecycleConfig | None = None) -> list[tuple[Memory, str]]:
-    """Live memories the prune rule (module docstring) finds stale, each with why, in id order."""
+    """Live memories the prune rule (module docstring) finds stale, each with why, in id order. The engine
+    filters the live ones; only the stale ones are parsed."""
     config, lifecycle = config or PruneConfig(), lifecycle or LifecycleConfig()
     base: float | None = None
     out = []
-    for memory in sorted(pool, key=lambda m: m.id):
-        if not _live(memory):
-            continue
-        s = memory.stats
+    live = SearchFilter(include_quarantined=False, include_superseded=False).conditions()
+    for hit in pool.store.scroll(where=live):
+        s, why = usage_of(hit.payload), ""
         if s.retrieved >= config.min_shown and s.cited == 0:
-            out.append((memory, f"pruned: shown {s.retrieved} times, never cited (rule: shown >= "
-                                f"{config.min_shown} times without a citation)"))
-            continue
-        weight = evidence(s, lifecycle)
-        if weight < config.min_evidence:
-            continue
-        base = pool.base_rate().rate if base is None else base
-        value = utility(s, base, lifecycle)
-        if value <= base - config.utility_margin:
-            out.append((memory, f"pruned: utility {value:.2f} against the pool's base rate {base:.2f} over "
-                                f"{weight:.1f} weighted runs (rule: at least {config.utility_margin:.2f} below "
-                                f"with >= {config.min_evidence:g} runs)"))
-    return out
+            why = (f"pruned: shown {s.retrieved} times, never cited (rule: shown >= {config.min_shown} times "
+                   "without a citation)")
+        elif (weight := evidence(s, lifecycle)) >= config.min_evidence:
+            base = pool.base_rate().rate if base is None else base
+            value = utility(s, base, lifecycle)
+            if value <= base - config.utility_margin:
+                why = (f"pruned: utility {value:.2f} against the pool's base rate {base:.2f} over {weight:.1f} "
+                       f"weighted runs (rule: at least {config.utility_margin:.2f} below with >= "
+                       f"{config.min_evidence:g} runs)")
+        if why:
+            memory = memory_of(hit)
+            if _live(memory):  # the payload's status fields and the memory agree (a damaged point is skipped)
+                out.append((memory, why))
+    return sorted(out, key=lambda pair: pair[0].id)
 
 
 def prune(pool: Any, found: Iterable[tuple[Memory, str]]) -> list[str]:
