@@ -1,11 +1,13 @@
 """Consolidation and pruning: near-duplicates merged into one memory, stale memories archived; nothing deleted.
 
-Clusters. Per (type, outcome), the live memories (not archived, quarantined or flagged) are compared by the
-cosine of their stored dense vectors (the key text's embedding), in numpy blocks of `block` rows (a pool of 10k
-memories is a few matrix products, not 10^8 Python steps). Every pair at or above `threshold` joins its two
-memories (union-find: single link), so a cluster is a connected component; members and clusters are in id order.
-A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and
-a higher threshold splits it.
+Clusters. Per (type, outcome), each live memory (not archived, quarantined, superseded or flagged) is compared
+with its nearest live neighbours in the pool's dense index (neighbours.py: batched queries, longer lists while all
+are duplicates), so a pass grows with the pool; `compare(incremental=True)` takes only the memories the last
+applied pass did not mark (added or changed since; `finish` writes the marks). Every pair at or above `threshold`
+joins its two memories (union-find: single link), so a cluster is a connected component; members and clusters are
+in id order. `ConsolidateConfig(exact=True)` compares all pairs instead, in numpy blocks of `block` rows (time
+grows with the square of the pool). A cluster larger than `max_cluster` is reported, not merged: single link can
+chain loosely related memories, and a higher threshold splits it.
 
 Proposals. A format a model writes (insight, workflow, summary) gets one merged memory written by a model from the
 originals (the format's `consolidate_prompt`, prompts/consolidate_<type>.md, the originals fenced as data; the
