@@ -65,6 +65,7 @@ class Store(Protocol):
 
     def upsert(self, points: list[StoredPoint]) -> None: ...
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None: ...
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None: ...
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]: ...
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
@@ -152,6 +153,11 @@ class ClientStore:
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
         # Merge, not overwrite: keys another writer added (a run's credit entry) survive a rewrite of the memory.
         self.client.set_payload(self.collection, payload=payload, points=[point_id], key=key)
+
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        """The same keys merged into many points in one request (a bulk mark)."""
+        if point_ids:
+            self.client.set_payload(self.collection, payload=payload, points=list(point_ids))
 
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         """Points by id (qdrant-client's `retrieve`): payloads, or (with_dense) dense vectors alone."""

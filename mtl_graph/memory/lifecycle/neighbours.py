@@ -126,13 +126,14 @@ def components(pairs: Iterable[tuple[str, str]]) -> list[list[str]]:
     return sorted((sorted(g) for g in found.values() if len(g) > 1), key=lambda g: g[0])
 
 
-def mark(pool, ids: Iterable[str], threshold: float, on_progress: Callable[[int], None] | None = None) -> int:
-    """Write the pass's mark on these memories (under the pool's write lock); returns how many."""
-    value, n = {COMPARED_KEY: marker(threshold)}, 0
+def mark(pool, ids: list[str], threshold: float, on_progress: Callable[[int], None] | None = None,
+         batch: int = 1000) -> int:
+    """Write the pass's mark on these memories (under the pool's write lock, `batch` points per engine
+    operation); returns how many."""
+    value = {COMPARED_KEY: marker(threshold)}
     with pool.write_lock:
-        for memory_id in ids:
-            pool.store.set_payload(memory_id, value)
-            n += 1
-            if on_progress and n % 1000 == 0:
-                on_progress(n)
-    return n
+        for start in range(0, len(ids), batch):
+            pool.store.set_payload_many(ids[start:start + batch], value)
+            if on_progress:
+                on_progress(min(len(ids), start + batch))
+    return len(ids)

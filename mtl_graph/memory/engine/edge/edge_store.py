@@ -128,6 +128,15 @@ class EdgeStore:
         self._write(self._q.UpdateOperation.set_payload([point_id], payload, key=key),
                     ("payload", point_id, payload, key))
 
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        """The same keys merged into many points in one engine operation (a bulk mark: one per point costs ~1 ms)."""
+        if not point_ids:
+            return
+        with self._writing, self._guard.shared():
+            self.shard.update(self._q.UpdateOperation.set_payload(list(point_ids), payload))
+            if self._rebuild is not None:  # the build worker replays them one point at a time
+                self._rebuild.journal.extend(("payload", i, payload, None) for i in point_ids)
+
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         """Points by id (the shard's `retrieve`): payloads, or (with_dense) dense vectors alone."""
         with self._guard.shared():
