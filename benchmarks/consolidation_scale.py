@@ -129,7 +129,8 @@ def row(pool_path: Path, planted: list[tuple[str, str]] | None = None, *, exact:
                                                               config=ConsolidateConfig(exact=True)).clusters)
             out["exact_cpu_s"] = CPU[-1]
             out["exact_clusters"], out["exact_planted"] = len(clusters), found(clusters, planted)
-        full, out["full_s"] = _timed(lambda: compare(pool, threshold=threshold))
+        full, out["full_s"] = _timed(lambda: compare(pool, threshold=threshold,
+                                                     config=ConsolidateConfig(exact_below=0)))
         out["full_cpu_s"] = CPU[-1]
         out["full_clusters"], out["full_planted"], out["planted"] = (len(full.clusters), found(full.clusters, planted),
                                                                      len(planted))

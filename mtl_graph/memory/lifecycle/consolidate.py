@@ -6,7 +6,7 @@ are duplicates), so a pass grows with the pool; `compare(incremental=True)` take
 applied pass did not mark (added or changed since; `finish` writes the marks). Every pair at or above `threshold`
 joins its two memories (union-find: single link), so a cluster is a connected component; members and clusters are
 in id order. `ConsolidateConfig(exact=True)` compares all pairs instead, in numpy blocks of `block` rows (time
-grows with the square of the pool). A cluster larger than `max_cluster` is reported, not merged: single link can
+grows with the square of the pool); a full pass does so for a type and outcome of at most `exact_below` memories. A cluster larger than `max_cluster` is reported, not merged: single link can
 chain loosely related memories, and a higher threshold splits it.
 
 Proposals. A format a model writes (insight, workflow, summary) gets one merged memory written by a model from the
@@ -78,6 +78,9 @@ class ConsolidateConfig(BaseModel):
     """HNSW beam width of the neighbour queries (docs/benchmarks.md: pairs missed against time, per value)."""
     exact: bool = False
     """Compare all pairs instead (numpy blocks, time grows with the square of the pool: small pools, checks)."""
+    exact_below: int = Field(default=3000, ge=0, le=100_000)
+    """A full pass compares a type and outcome of at most this many live memories all pairs (exact, and cheaper
+    than one index query per memory at that size: docs/benchmarks.md); 0: always through the index."""
     block: int = Field(default=512, ge=16, le=8192)
     """Exact comparison: rows of the similarity matrix computed at once (memory: block x group size floats)."""
     max_attempts: int = Field(default=3, ge=1, le=10)
@@ -214,7 +217,8 @@ def compare(pool: Any, type: MemoryType | str | None = None, threshold: float = 
     kind = memory_type_of(str(type)) if type else None
     todo = {group: nb.unmarked(nb.live(*group), config.threshold) if incremental else nb.live(*group)
             for group in nb.groups(kind.value if kind else None)}
-    total = sum(pool.store.count(where) for where in todo.values())
+    sizes = {group: pool.store.count(where) for group, where in todo.items()}
+    total = sum(sizes.values())
     done = 0
 
     def tick(n: int) -> None:
@@ -225,7 +229,7 @@ def compare(pool: Any, type: MemoryType | str | None = None, threshold: float = 
 
     clusters, compared, requeried = [], [], 0
     for (type_name, outcome), where in todo.items():
-        if config.exact:
+        if config.exact or (not incremental and sizes[(type_name, outcome)] <= config.exact_below):
             ids = sorted(h.id for h in pool.store.scroll(where=where))
             groups = [[ids[i] for i in g] for g in _components(_vectors(pool, ids), config.threshold, config.block,
                                                                 tick)] if len(ids) > 1 else []

@@ -25,6 +25,8 @@ from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.usage import Use
 
 runner = CliRunner()
+INDEX = ConsolidateConfig(exact_below=0)
+"""A full pass through the dense index whatever the group's size (by default small groups are compared all pairs)."""
 
 
 def memory(n: int, kind: str = "insight", outcome: str = "success"):
@@ -91,10 +93,10 @@ def test_neighbour_pass_finds_the_all_pairs_clusters(pool, seed) -> None:
     mems, vecs = seeded(pool, seed)
     expected = oracle(mems, vecs, 0.9)
     assert len(expected) >= 6 and max(map(len, expected)) >= 13  # the planted groups are there
-    small = ConsolidateConfig(neighbours=2)  # the group of 13 needs longer lists: asked again, doubled
+    small = ConsolidateConfig(neighbours=2, exact_below=0)  # the group of 13 needs longer lists: asked again
     found = compare(pool, config=small)
     assert ids(found.clusters) == expected and found.requeried > 0
-    assert ids(find_clusters(pool)) == expected
+    assert ids(find_clusters(pool)) == expected  # the default: groups this small are compared all pairs
     assert ids(compare(pool, config=ConsolidateConfig(exact=True)).clusters) == expected
     assert sorted(found.compared) == sorted(m.id for m in mems)
     for cluster in found.clusters:  # the weakest pair of each cluster, from the stored vectors
@@ -119,6 +121,7 @@ def test_incremental_pass_compares_only_what_is_new(pool) -> None:
     assert sorted(inc.compared) == sorted(m.id for m in new)
     expected = sorted([sorted([old[3].id, new[0].id]), sorted([new[1].id, new[2].id])])
     assert ids(inc.clusters) == expected == ids(compare(pool).clusters)
+    assert ids(compare(pool, config=INDEX).clusters) == expected
     finish(pool, inc)  # the new members of the clusters stay unmarked: they find the others again until merged
     again = compare(pool, incremental=True)
     assert sorted(again.compared) == sorted(m.id for m in new[:3]) and ids(again.clusters) == expected
@@ -159,8 +162,8 @@ def test_never_across_namespaces_formats_or_outcomes(pool) -> None:
     other = pool.in_namespace("team-b")
     write(pool, [memory(1), memory(2, "workflow"), memory(3, outcome="failure")], [v, v, v])
     write(other, [memory(4), memory(5)], [v, near(rng, v, 0.005)])
-    assert compare(pool).clusters == [] and compare(pool, config=ConsolidateConfig(exact=True)).clusters == []
-    [cluster] = compare(other).clusters  # the same vectors within one namespace, type and outcome do merge
+    assert compare(pool).clusters == [] == compare(pool, config=INDEX).clusters
+    [cluster] = compare(other, config=INDEX).clusters  # within one namespace, type and outcome they do merge
     assert cluster.ids == sorted([memory(4).id, memory(5).id])
     finish(other, compare(other))
     assert len(compare(pool, incremental=True).compared) == 3  # marks are per namespace
