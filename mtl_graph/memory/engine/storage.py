@@ -205,7 +205,8 @@ class ClientStore:
         flt = self._filter(spec.where)
         sparse = m.SparseVector(indices=spec.sparse[0], values=spec.sparse[1]) if spec.sparse else None
         with_vectors = [DENSE] if spec.with_dense else False
-        params = None if self._local else m.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)  # local mode is exact (and warns)
+        # local mode is exact (and warns)
+        params = None if self._local else m.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)
         if spec.dense is not None and sparse is not None:
             prefetch = [
                 m.Prefetch(query=spec.dense, using=DENSE, limit=spec.prefetch_limit, filter=flt, params=params),

@@ -6,8 +6,9 @@ are duplicates), so a pass grows with the pool; `compare(incremental=True)` take
 applied pass did not mark (added or changed since; `finish` writes the marks). Every pair at or above `threshold`
 joins its two memories (union-find: single link), so a cluster is a connected component; members and clusters are
 in id order. `ConsolidateConfig(exact=True)` compares all pairs instead, in numpy blocks of `block` rows (time
-grows with the square of the pool); a full pass does so for a type and outcome of at most `exact_below` memories. A cluster larger than `max_cluster` is reported, not merged: single link can
-chain loosely related memories, and a higher threshold splits it.
+grows with the square of the pool); a full pass does so for a type and outcome of at most `exact_below` memories.
+A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and a
+higher threshold splits it.
 
 Proposals. A format a model writes (insight, workflow, summary) gets one merged memory written by a model from the
 originals (the format's `consolidate_prompt`, prompts/consolidate_<type>.md, the originals fenced as data; the
