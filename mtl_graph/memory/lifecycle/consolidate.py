@@ -79,7 +79,7 @@ class ConsolidateConfig(BaseModel):
     """HNSW beam width of the neighbour queries (docs/benchmarks.md: pairs missed against time, per value)."""
     exact: bool = False
     """Compare all pairs instead (numpy blocks, time grows with the square of the pool: small pools, checks)."""
-    exact_below: int = Field(default=3000, ge=0, le=100_000)
+    exact_below: int = Field(default=20_000, ge=0, le=100_000)
     """A full pass compares a type and outcome of at most this many live memories all pairs (exact, and cheaper
     than one index query per memory at that size: docs/benchmarks.md); 0: always through the index."""
     block: int = Field(default=512, ge=16, le=8192)
