@@ -34,14 +34,18 @@ def consolidate_cmd(
     threshold: Annotated[float, typer.Option("--threshold", help="Cosine of key texts at or above which two "
                                                                  "memories are near-duplicates (0-1].")] = 0.9,
     apply_: ApplyOpt = False,
+    full: Annotated[bool, typer.Option("--full", help="Compare every live memory (without it: only those added or "
+                                                      "changed since the last applied pass at this threshold).")]
+    = False,
     model: Annotated[Optional[str], typer.Option("--model", help="PROVIDER:MODEL that writes the merged memories "
                                                                  "of the formats a model writes.")] = None,
     pool: PoolOption = None, namespace: NamespaceOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Merge near-duplicate memories (per type and outcome) into one each; the originals are archived, never
-    deleted, and their records summed into the merged memory. A dry run shows the clusters and, with --model,
-    the proposals."""
+    deleted, and their records summed into the merged memory. Each memory is compared with its nearest
+    neighbours in the pool's index; by default only the memories added or changed since the last applied pass
+    (--full: all of them). A dry run shows the clusters and, with --model, the proposals."""
     from mtl_graph.memory.lifecycle import consolidate as c
     from mtl_graph.memory.base import memory_type_of
 
@@ -62,7 +66,8 @@ def consolidate_cmd(
     report = None
     with open_pool(pool, namespace) as opened:
         with _progress("comparing memories", json_out) as tick:
-            clusters = c.find_clusters(opened, kind, threshold, on_progress=tick)
+            done = c.compare(opened, kind, threshold, incremental=not full, on_progress=tick)
+        clusters = done.clusters
         waiting = [cl for cl in clusters if c.model_written(cl.type) and chat is None]
         if apply_ and waiting:
             fail(f"--model PROVIDER:MODEL is required with --apply: {len(waiting)} cluster(s) of "
@@ -74,13 +79,18 @@ def consolidate_cmd(
         if apply_:
             with _progress("applying", json_out) as tick:
                 report = c.apply(opened, proposals, on_progress=tick)
+            with _progress("marking the compared memories", json_out) as tick:
+                c.finish(opened, done, on_progress=tick)
     by_cluster = {id(p.cluster): p for p in proposals}
     rows = [(cl, by_cluster.get(id(cl))) for cl in clusters]
     failed = [ids for ids, _ in report.failed] if report else [p.cluster.ids for p in proposals if p.error]
     if json_out:
-        typer.echo(json.dumps(_json(rows, report, threshold, apply_), indent=2))
+        typer.echo(json.dumps({**_json(rows, report, threshold, apply_), "compared": len(done.compared),
+                               "full": full}, indent=2))
     else:
         _print(rows, report, threshold, apply_)
+        console().print(f"compared {len(done.compared)} memories "
+                          f"({'all live ones' if full else 'added or changed since the last pass'})")
     if failed:
         raise typer.Exit(1)
 

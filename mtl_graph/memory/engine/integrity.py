@@ -158,6 +158,9 @@ class GuardedStore:
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
         self._call("writing", self.inner.set_payload, point_id, payload, key)
 
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        self._call("writing", self.inner.set_payload_many, point_ids, payload)
+
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         return self._call("reading", self.inner.fetch, ids, with_dense)
 

@@ -108,6 +108,9 @@ class NamespacedStore:
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
         self.inner.set_payload(self._point(point_id), self._written(payload) if key is None else payload, key)
 
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        self.inner.set_payload_many([self._point(i) for i in point_ids], payload)
+
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         hits = self.inner.fetch([self._point(i) for i in ids], with_dense)
         return [self._read(h) for h in hits if self._mine(h)]

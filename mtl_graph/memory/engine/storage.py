@@ -65,6 +65,7 @@ class Store(Protocol):
 
     def upsert(self, points: list[StoredPoint]) -> None: ...
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None: ...
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None: ...
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]: ...
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
@@ -88,6 +89,8 @@ class QuerySpec:
     with_dense: bool = False
     with_payload: bool = True
     """False for id-only lists (e.g. retriever attribution): reading payloads is most of a small query's cost."""
+    hnsw_ef: int | None = None
+    """HNSW beam width of the dense search; None: HNSW_EF (a bulk pass that asks once per memory takes less)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,6 +154,11 @@ class ClientStore:
         # Merge, not overwrite: keys another writer added (a run's credit entry) survive a rewrite of the memory.
         self.client.set_payload(self.collection, payload=payload, points=[point_id], key=key)
 
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        """The same keys merged into many points in one request (a bulk mark)."""
+        if point_ids:
+            self.client.set_payload(self.collection, payload=payload, points=list(point_ids))
+
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         """Points by id (qdrant-client's `retrieve`): payloads, or (with_dense) dense vectors alone."""
         records = self.client.retrieve(self.collection, ids=ids, with_payload=not with_dense,
@@ -197,7 +205,8 @@ class ClientStore:
         flt = self._filter(spec.where)
         sparse = m.SparseVector(indices=spec.sparse[0], values=spec.sparse[1]) if spec.sparse else None
         with_vectors = [DENSE] if spec.with_dense else False
-        params = None if self._local else m.SearchParams(hnsw_ef=HNSW_EF)  # local mode is exact (and warns)
+        # local mode is exact (and warns)
+        params = None if self._local else m.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)
         if spec.dense is not None and sparse is not None:
             prefetch = [
                 m.Prefetch(query=spec.dense, using=DENSE, limit=spec.prefetch_limit, filter=flt, params=params),

@@ -1,11 +1,14 @@
 """Consolidation and pruning: near-duplicates merged into one memory, stale memories archived; nothing deleted.
 
-Clusters. Per (type, outcome), the live memories (not archived, quarantined or flagged) are compared by the
-cosine of their stored dense vectors (the key text's embedding), in numpy blocks of `block` rows (a pool of 10k
-memories is a few matrix products, not 10^8 Python steps). Every pair at or above `threshold` joins its two
-memories (union-find: single link), so a cluster is a connected component; members and clusters are in id order.
-A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and
-a higher threshold splits it.
+Clusters. Per (type, outcome), each live memory (not archived, quarantined, superseded or flagged) is compared
+with its nearest live neighbours in the pool's dense index (neighbours.py: batched queries, longer lists while all
+are duplicates), so a pass grows with the pool; `compare(incremental=True)` takes only the memories the last
+applied pass did not mark (added or changed since; `finish` writes the marks). Every pair at or above `threshold`
+joins its two memories (union-find: single link), so a cluster is a connected component; members and clusters are
+in id order. `ConsolidateConfig(exact=True)` compares all pairs instead, in numpy blocks of `block` rows (time
+grows with the square of the pool); a full pass does so for a type and outcome of at most `exact_below` memories.
+A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and a
+higher threshold splits it.
 
 Proposals. A format a model writes (insight, workflow, summary) gets one merged memory written by a model from the
 originals (the format's `consolidate_prompt`, prompts/consolidate_<type>.md, the originals fenced as data; the
@@ -44,8 +47,10 @@ from mtl_graph.memory.dedup import dedup_key, merge_sources
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory import formats
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
-from mtl_graph.memory.usage import stored_stats
-from mtl_graph.memory.pool.points import payload_of
+from mtl_graph.memory.pool.filter import SearchFilter
+from mtl_graph.memory.usage import record_of, stored_stats
+from mtl_graph.memory.lifecycle import neighbours as nb
+from mtl_graph.memory.pool.points import memory_of, payload_of
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
 from mtl_graph.core.templates import render_template
 from mtl_graph.core.errors import MTLError
@@ -64,8 +69,21 @@ class ConsolidateConfig(BaseModel):
     """Cosine of key-text vectors at or above which two memories are near-duplicates."""
     max_cluster: int = Field(default=25, ge=2, le=1000)
     """Largest cluster merged; a larger one is reported (raise the threshold to split it)."""
+    neighbours: int = Field(default=16, ge=1, le=1000)
+    """Nearest neighbours each memory first asks the dense index for (more are asked for while all are duplicates)."""
+    max_neighbours: int = Field(default=1024, ge=1, le=100_000)
+    """Most neighbours one memory asks for: a tighter group larger than this may be seen in parts."""
+    batch: int = Field(default=256, ge=1, le=4096)
+    """Memories whose neighbour queries go to the engine in one batch."""
+    hnsw_ef: int = Field(default=128, ge=16, le=4096)
+    """HNSW beam width of the neighbour queries (docs/benchmarks.md: pairs missed against time, per value)."""
+    exact: bool = False
+    """Compare all pairs instead (numpy blocks, time grows with the square of the pool: small pools, checks)."""
+    exact_below: int = Field(default=20_000, ge=0, le=100_000)
+    """A full pass compares a type and outcome of at most this many live memories all pairs (exact, and cheaper
+    than one index query per memory at that size: docs/benchmarks.md); 0: always through the index."""
     block: int = Field(default=512, ge=16, le=8192)
-    """Rows of the similarity matrix computed at once (memory: block x group size floats)."""
+    """Exact comparison: rows of the similarity matrix computed at once (memory: block x group size floats)."""
     max_attempts: int = Field(default=3, ge=1, le=10)
     """Model calls per cluster before it is reported as failed."""
     json_mode: bool | None = None
@@ -166,18 +184,43 @@ def _components(vectors: np.ndarray, threshold: float, block: int,
     return [g for g in groups.values() if len(g) > 1]
 
 
-def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *,
-                  config: ConsolidateConfig | None = None, on_progress: Progress | None = None) -> list[Cluster]:
-    """Near-duplicate clusters of live memories, per type and outcome, in a deterministic order."""
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be a cosine above 0 and at most 1, not {threshold}")
-    config = (config or ConsolidateConfig()).model_copy(update={"threshold": threshold})
+@dataclass
+class Pass:
+    """What one comparison of the pool found, and which memories it compared (see `finish`)."""
+
+    clusters: list[Cluster]
+    compared: list[str]
+    """The memories compared (an incremental pass: those without the current mark)."""
+    threshold: float
+    incremental: bool
+    requeried: int = 0
+    """Memories whose neighbour list was all duplicates and was asked for again, longer."""
+
+
+def _cluster(pool: Any, type_name: str, outcome: str, ids: list[str]) -> Cluster:
+    members = [memory_of(h) for h in sorted(pool.store.fetch(ids), key=lambda h: h.id)]
+    vectors = _vectors(pool, [m.id for m in members])
+    sub = vectors @ vectors.T
+    return Cluster(MemoryType(type_name), Outcome(outcome), members,
+                   float(sub[np.triu_indices(len(members), k=1)].min()))
+
+
+def compare(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *, incremental: bool = False,
+            config: ConsolidateConfig | None = None, on_progress: Progress | None = None) -> Pass:
+    """Near-duplicate clusters of live memories, per type and outcome, in a deterministic order: each memory
+    compared with its nearest neighbours in the pool's dense index (memory/lifecycle/neighbours.py); with
+    `incremental`, only the memories the last applied pass at this threshold did not mark (new or changed since)."""
+    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be a cosine above 0 and at most 1, not {threshold!r}")
+    config = (config or ConsolidateConfig()).model_copy(update={"threshold": float(threshold)})
+    if config.exact and incremental:
+        raise ValueError("an exact (all-pairs) comparison is a full pass: drop exact or incremental")
     kind = memory_type_of(str(type)) if type else None
-    groups: dict[tuple[str, str], list[Memory]] = {}
-    for memory in pool:
-        if _live(memory) and (kind is None or memory.type == kind.value):
-            groups.setdefault((memory.type, memory.outcome.value), []).append(memory)
-    total, done = sum(len(g) for g in groups.values()), 0
+    todo = {group: nb.unmarked(nb.live(*group), config.threshold) if incremental else nb.live(*group)
+            for group in nb.groups(kind.value if kind else None)}
+    sizes = {group: pool.store.count(where) for group, where in todo.items()}
+    total = sum(sizes.values())
+    done = 0
 
     def tick(n: int) -> None:
         nonlocal done
@@ -185,18 +228,39 @@ def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: fl
         if on_progress:
             on_progress(done, total)
 
-    clusters = []
-    for (type_name, outcome), members in sorted(groups.items()):
-        members.sort(key=lambda m: m.id)
-        if len(members) < 2:
-            tick(len(members))
-            continue
-        vectors = _vectors(pool, [m.id for m in members])
-        for group in _components(vectors, config.threshold, config.block, tick):
-            sub = vectors[group] @ vectors[group].T
-            clusters.append(Cluster(MemoryType(type_name), Outcome(outcome), [members[i] for i in group],
-                                    float(sub[np.triu_indices(len(group), k=1)].min())))
-    return sorted(clusters, key=lambda c: (c.type.value, c.outcome.value, c.ids[0]))
+    clusters, compared, requeried = [], [], 0
+    for (type_name, outcome), where in todo.items():
+        if config.exact or (not incremental and sizes[(type_name, outcome)] <= config.exact_below):
+            ids = sorted(h.id for h in pool.store.scroll(where=where))
+            groups = [[ids[i] for i in g] for g in _components(_vectors(pool, ids), config.threshold, config.block,
+                                                                tick)] if len(ids) > 1 else []
+            tick(len(ids) if len(ids) < 2 else 0)
+            compared.extend(ids)
+        else:
+            edges = nb.scan(pool.store, nb.live(type_name, outcome), pool.store.scroll_points(where=where),
+                            config.threshold, neighbours=config.neighbours, max_neighbours=config.max_neighbours,
+                            batch=config.batch, hnsw_ef=config.hnsw_ef, tick=tick)
+            groups, requeried = nb.components(edges.pairs), requeried + edges.requeried
+            compared.extend(edges.compared)
+        clusters.extend(_cluster(pool, type_name, outcome, ids) for ids in groups)
+    clusters.sort(key=lambda c: (c.type.value, c.outcome.value, c.ids[0]))
+    return Pass(clusters, compared, config.threshold, incremental, requeried)
+
+
+def find_clusters(pool: Any, type: MemoryType | str | None = None, threshold: float = 0.9, *,
+                  incremental: bool = False, config: ConsolidateConfig | None = None,
+                  on_progress: Progress | None = None) -> list[Cluster]:
+    """The clusters of `compare` (a full pass unless `incremental`)."""
+    return compare(pool, type, threshold, incremental=incremental, config=config, on_progress=on_progress).clusters
+
+
+def finish(pool: Any, done: Pass, on_progress: Progress | None = None) -> int:
+    """After the pass's clusters were applied: mark the memories it compared, except every cluster's members (a
+    merged one is archived, a representative was rewritten, an unmerged one must be compared again), so the next
+    incremental pass skips them. Returns how many were marked. A dry run must not call it."""
+    clustered = {i for cluster in done.clusters for i in cluster.ids}
+    todo = [i for i in done.compared if i not in clustered]
+    return nb.mark(pool, todo, done.threshold, (lambda n: on_progress(n, len(todo))) if on_progress else None)
 
 
 # ------------------------------------------------------------------ proposals
@@ -353,30 +417,38 @@ def apply(pool: Any, proposals: Iterable[Proposal], on_progress: Progress | None
 
 
 # ------------------------------------------------------------------ prune
+def usage_of(payload: dict[str, Any]) -> UsageStats:
+    """A point's counts for the prune rule, read from its payload without parsing the memory: today its stored
+    counts plus its credit entries (usage.record_of); the one place to switch to a per-memory summary maintained
+    on write."""
+    return record_of(payload)
+
+
 def stale(pool: Any, config: PruneConfig | None = None,
           lifecycle: LifecycleConfig | None = None) -> list[tuple[Memory, str]]:
-    """Live memories the prune rule (module docstring) finds stale, each with why, in id order."""
+    """Live memories the prune rule (module docstring) finds stale, each with why, in id order. The engine
+    filters the live ones; only the stale ones are parsed."""
     config, lifecycle = config or PruneConfig(), lifecycle or LifecycleConfig()
     base: float | None = None
     out = []
-    for memory in sorted(pool, key=lambda m: m.id):
-        if not _live(memory):
-            continue
-        s = memory.stats
+    live = SearchFilter(include_quarantined=False, include_superseded=False).conditions()
+    for hit in pool.store.scroll(where=live):
+        s, why = usage_of(hit.payload), ""
         if s.retrieved >= config.min_shown and s.cited == 0:
-            out.append((memory, f"pruned: shown {s.retrieved} times, never cited (rule: shown >= "
-                                f"{config.min_shown} times without a citation)"))
-            continue
-        weight = evidence(s, lifecycle)
-        if weight < config.min_evidence:
-            continue
-        base = pool.base_rate().rate if base is None else base
-        value = utility(s, base, lifecycle)
-        if value <= base - config.utility_margin:
-            out.append((memory, f"pruned: utility {value:.2f} against the pool's base rate {base:.2f} over "
-                                f"{weight:.1f} weighted runs (rule: at least {config.utility_margin:.2f} below "
-                                f"with >= {config.min_evidence:g} runs)"))
-    return out
+            why = (f"pruned: shown {s.retrieved} times, never cited (rule: shown >= {config.min_shown} times "
+                   "without a citation)")
+        elif (weight := evidence(s, lifecycle)) >= config.min_evidence:
+            base = pool.base_rate().rate if base is None else base
+            value = utility(s, base, lifecycle)
+            if value <= base - config.utility_margin:
+                why = (f"pruned: utility {value:.2f} against the pool's base rate {base:.2f} over {weight:.1f} "
+                       f"weighted runs (rule: at least {config.utility_margin:.2f} below with >= "
+                       f"{config.min_evidence:g} runs)")
+        if why:
+            memory = memory_of(hit)
+            if _live(memory):  # the payload's status fields and the memory agree (a damaged point is skipped)
+                out.append((memory, why))
+    return sorted(out, key=lambda pair: pair[0].id)
 
 
 def prune(pool: Any, found: Iterable[tuple[Memory, str]]) -> list[str]:

@@ -15,6 +15,10 @@ from mtl_graph.memory.base import Memory, first_validation_error, parse_memory
 from mtl_graph.memory.usage import stored_stats, with_record
 from mtl_graph.memory.engine.storage import RawHit
 
+COMPARED_KEY = "compared"
+"""The payload key where a consolidation pass marks the memories it compared (memory/lifecycle/neighbours.py);
+every payload written here sets it empty, so a rewritten memory is compared again."""
+
 
 @dataclass
 class SearchHit:
@@ -49,6 +53,7 @@ def payload_of(memory: Memory) -> dict[str, Any]:
         "status": "archived" if memory.archived else "quarantined" if memory.quarantined else
                   "superseded" if memory.superseded_by else "active",
         "derived_from": sorted({i for s in memory.sources for i in s.cited}),
+        COMPARED_KEY: "",
     }
 
 

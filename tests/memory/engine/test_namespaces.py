@@ -274,6 +274,8 @@ RECIPES: dict[str, Callable[[MemoryPool, Path], Any]] = {
     "superseded": lambda p, t: p.superseded(),
     # the module functions that take a pool
     "consolidate.find_clusters": lambda p, t: _unseen(consolidate.find_clusters(p)),
+    "consolidate.compare": lambda p, t: _unseen(consolidate.compare(p, incremental=True).clusters),
+    "consolidate.finish": lambda p, t: consolidate.finish(p, consolidate.compare(p)),
     "consolidate.apply": lambda p, t: _consolidated(p),
     "consolidate.stale": lambda p, t: consolidate.stale(p, consolidate.PruneConfig(min_shown=1)),
     "consolidate.prune": lambda p, t: _prune(p),

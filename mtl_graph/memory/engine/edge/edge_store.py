@@ -128,6 +128,15 @@ class EdgeStore:
         self._write(self._q.UpdateOperation.set_payload([point_id], payload, key=key),
                     ("payload", point_id, payload, key))
 
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        """The same keys merged into many points in one engine operation (a bulk mark: one per point costs ~1 ms)."""
+        if not point_ids:
+            return
+        with self._writing, self._guard.shared():
+            self.shard.update(self._q.UpdateOperation.set_payload(list(point_ids), payload))
+            if self._rebuild is not None:  # the build worker replays them one point at a time
+                self._rebuild.journal.extend(("payload", i, payload, None) for i in point_ids)
+
     def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
         """Points by id (the shard's `retrieve`): payloads, or (with_dense) dense vectors alone."""
         with self._guard.shared():
@@ -192,7 +201,7 @@ class EdgeStore:
         flt = self._filter(spec.where)
         sparse = q.SparseVector(spec.sparse[0], spec.sparse[1]) if spec.sparse else None
         with_vector = [DENSE] if spec.with_dense else False
-        params = q.SearchParams(hnsw_ef=HNSW_EF)
+        params = q.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)
         if spec.dense is not None and sparse is not None:
             prefetches = [
                 q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(spec.dense, using=DENSE), filter=flt,
