@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from mtl_graph.core.process_temp import remove_orphans
 from mtl_graph.memory.engine.embeddings import EmbeddingError, embeddings_name
 from mtl_graph.memory.errors import EmbeddingMismatchError, PoolError, PoolLockedError
 from mtl_graph.memory.engine.integrity import (
@@ -120,16 +121,6 @@ def check_dimension(meta: dict[str, Any], emb: Embeddings, where: str) -> int:
         raise EmbeddingError(f"embeddings {name!r} failed: {exc}") from exc
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _held(directory: Path) -> bool:
     """Whether a process holds the pool lock of `directory` (works across pid namespaces sharing /tmp)."""
     try:
@@ -152,14 +143,7 @@ def remove_orphaned_temp_pools(root: Path | None = None) -> list[Path]:
 
     Their directories are named with the owning pid; one is removed only when that pid is gone and nobody holds
     its lock (a reused pid or another pid namespace keeps it, which errs on the safe side)."""
-    removed = []
-    for entry in Path(root or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
-        pid = entry.name[len(TEMP_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or not entry.is_dir() or _alive(int(pid)) or _held(entry):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
-    return removed
+    return remove_orphans(TEMP_PREFIX, root, keep=lambda entry: not entry.is_dir() or _held(entry))
 
 
 def _engine_store(path: Path, engine: str, dim: int) -> Store:

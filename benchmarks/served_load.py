@@ -1,0 +1,331 @@
+"""A served MTL graph under load, killed mid-wave: nothing lost or duplicated (issue 32 item 5).
+
+`langgraph dev` serves graphs/mtl.py on one pool (online mode: write-back and credit on; a scripted model that
+emits real tool calls; commands in the bwrap sandbox, unless --sandbox says otherwise). Clients drive it through
+the HTTP API (langgraph-sdk), each creating a thread per run and joining it:
+
+  wave 1   one client x --runs runs               runs per minute, p95 of MTL's own time per run
+  wave 2   --clients clients x --runs runs        the same under load
+  wave 3   the same again, and half-way through the server's whole process group gets SIGKILL; it is started
+           again on the same pool and the same checkpointer (`.langgraph_api`, which `langgraph dev` flushes
+           every 10 s), which re-queues the runs it finds left running; a run or thread it never flushed is
+           submitted again by its client.
+
+Runs cycle through the example tasks, so every task's memories are retrieved and credited by runs of the other
+tasks (a task's own memories never are: the contamination guard). MTL's own time of a run is the sum of its node
+timings (its thread's final state) minus `execute` (the agent's model calls and commands).
+
+Then, with the server stopped, the counts that must hold: every passing run's memory present, written once (one
+provenance entry per run id, no run id the clients did not see pass), every credit entry present once (the
+memories each credited run was shown each hold exactly one entry of that run), no half-written memory and
+`mtl pool check` clean, no workspace left and no process of the server's left.
+
+    python benchmarks/served_load.py                      # 16 clients x 8 runs (make bench-load)
+    python benchmarks/served_load.py --clients 4 --runs 2  # a quick look
+    QDRANT_URL=http://localhost:6333 python benchmarks/served_load.py   # the pool on a Qdrant server
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+MTL = Path(sys.executable).parent / "mtl"
+TASKS = ["slugify", "primes", "csv-totals"]
+NOT_MTL = {"execute"}
+"""Node timings that are the agent's (its model calls and commands), not MTL's own."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`langgraph dev` in a process group of its own, restartable on the same directory and port."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir, self.env, self.port = workdir, env, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.workdir / f"server-{self.starts}.log", "w")
+        self.proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
+                                      "--port", str(self.port), "--config", "langgraph.json"],
+                                     cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        from langgraph_sdk import get_sync_client
+
+        deadline = time.monotonic() + 120
+        while True:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"langgraph dev exited with {self.proc.returncode}: see {log.name}")
+            try:
+                get_sync_client(url=self.url).assistants.search()
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"langgraph dev did not start in 120 s: see {log.name}")
+                time.sleep(0.5)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group: the server, its workers and whatever they started."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@dataclass
+class Request:
+    """One run a client asked for, followed until the server finished it."""
+
+    client: int
+    task: str
+    submits: int = 0
+    server_runs: list[str] = field(default_factory=list)
+    status: str = ""
+    values: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def is_missing(exc: Exception) -> bool:
+    return getattr(getattr(exc, "response", None), "status_code", None) == 404
+
+
+def drive(url: str, request: Request, context: dict, up: threading.Event) -> Request:
+    """Submit the request and join it; through a dead server, wait for it to be back and join the same run again,
+    or submit again when the restarted server never heard of the run (it was not flushed before the kill)."""
+    import httpx
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=url, timeout=httpx.Timeout(600, connect=5))
+    start = time.perf_counter()
+    thread = run = None
+    task = str(ROOT / "examples" / "tasks" / request.task)
+    while True:
+        up.wait()
+        try:
+            if run is None:
+                thread = client.threads.create()["thread_id"]
+                run = client.runs.create(thread, "mtl", input={"task": task}, context=context)["run_id"]
+                request.submits += 1
+                request.server_runs.append(run)
+            client.runs.join(thread, run)
+            got = client.runs.get(thread, run)
+            if got["status"] in ("pending", "running"):
+                continue  # joined a run the restarted server re-queued
+            request.status = got["status"]
+            request.values = client.threads.get_state(thread)["values"] if got["status"] == "success" else {}
+            request.seconds = time.perf_counter() - start
+            return request
+        except Exception as exc:  # a dead server, or one that lost the thread or run with its last flush
+            if is_missing(exc):
+                run = None
+            else:
+                time.sleep(0.5)
+
+
+def wave(server: Server, clients: int, runs: int, context_for, kill_after: int | None = None) -> dict:
+    """clients x runs requests; with kill_after, SIGKILL the server once that many have finished, then restart it."""
+    up, done, lock = threading.Event(), [0], threading.Lock()
+    up.set()
+    killed: dict = {}
+
+    def client_loop(c: int) -> list[Request]:
+        out = []
+        for i in range(runs):
+            task = TASKS[(c + i) % len(TASKS)]
+            request = drive(server.url, Request(client=c, task=task), context_for(task), up)
+            out.append(request)
+            with lock:
+                done[0] += 1
+                if kill_after is not None and done[0] == kill_after and not killed:
+                    killed["at"] = done[0]
+                    up.clear()
+                    server.kill()
+                    t = time.perf_counter()
+                    server.start()
+                    killed["restart_s"] = round(time.perf_counter() - t, 1)
+                    up.set()
+        return out
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        requests = [r for batch in pool.map(client_loop, range(clients)) for r in batch]
+    wall = time.perf_counter() - start
+    return {"requests": requests, "wall_s": wall, "killed": killed}
+
+
+def mtl_seconds(values: dict) -> float:
+    """A finished run's node timings (its thread's state: the run log's are written before write back's own)."""
+    return sum(v for k, v in (values.get("timings") or {}).items() if k not in NOT_MTL)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def run_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def summary(name: str, result: dict) -> dict:
+    seconds = [mtl_seconds(r.values) for r in result["requests"] if r.values.get("timings")]
+    return {"wave": name, "requests": len(result["requests"]), "wall_s": round(result["wall_s"], 1),
+            "runs_per_min": round(60 * len(result["requests"]) / result["wall_s"], 1),
+            "mtl_p95_ms": round(1000 * p95(seconds), 1),
+            "statuses": dict(Counter(r.status for r in result["requests"])),
+            "resubmitted": sum(r.submits - 1 for r in result["requests"]), **result["killed"]}
+
+
+def counts(pool_location: str, namespace: str, log: list[dict], requests: list[Request], workdir: Path) -> dict:
+    """What must hold once the server is stopped (see the module's docstring)."""
+    from mtl_graph.memory.pool.pool import MemoryPool
+    from mtl_graph.memory.usage import CREDIT_KEY
+
+    passed = [r for r in requests if r.status == "success" and (r.values.get("verdict") or {}).get("status") == "pass"]
+    passed_runs = {r.values.get("run_id") for r in passed}
+    pool = MemoryPool.open(pool_location, namespace=namespace)
+    try:
+        sources: Counter = Counter()  # (run id) -> provenance entries naming it, over every memory
+        credit: Counter = Counter()  # (memory, run id) -> credit entries
+        half = 0
+        for hit in pool.store.scroll():
+            memory = pool.get(hit.id)
+            if memory is None:
+                half += 1
+                continue
+            for s in memory.sources:
+                sources[s.run_id] += 1
+            for run in (hit.payload.get(CREDIT_KEY) or {}):
+                credit[(hit.id, run)] += 1
+    finally:
+        pool.close()
+    logged = Counter(rec.get("run_id") for rec in log)
+    credited = [rec for rec in log if (rec.get("credit") or {}).get("credited")]
+    want_credit = {(m, rec["run_id"]) for rec in credited for m in rec["credit"]["shown"]}
+    check = subprocess.run([str(MTL), "pool", "check", pool_location], capture_output=True, text=True) \
+        if not pool_location.startswith("http") else None
+    leftovers = sorted(str(p.relative_to(workdir)) for p in (workdir / "tmp").rglob("*")
+                       if not p.is_dir() and p.relative_to(workdir / "tmp").parts[0].startswith("mtl-"))
+    mine = f"TMPDIR={workdir / 'tmp'}".encode()  # every process the server started has it in its environment
+    processes = [pid for pid in os.listdir("/proc") if pid.isdigit() and mine in _environ(pid).split(b"\0")]
+    return {
+        "passing_runs": len(passed),
+        "passing_memory_missing": sum(1 for r in passed if sources[r.values.get("run_id")] == 0),
+        "passing_memory_written_twice": sum(1 for r in passed if sources[r.values.get("run_id")] > 1),
+        "memory_of_no_passing_run": sum(n for run, n in sources.items()
+                                        if run not in passed_runs and run in {rec.get("run_id") for rec in log}
+                                        and not any(rec.get("run_id") == run and rec.get("new_memory_ids")
+                                                    for rec in log)),
+        "memory_of_unseen_run": sum(n for run, n in sources.items() if run not in logged),
+        "runs_logged_twice": sum(1 for n in logged.values() if n > 1),
+        "credit_entries_expected": len(want_credit),
+        "credit_entries_missing": len(want_credit - set(credit)),
+        "credit_entries_unlogged": len(set(credit) - want_credit),
+        "credit_entries_twice": sum(1 for n in credit.values() if n > 1),
+        "half_written_memories": half,
+        "pool_check": "not run (server pool)" if check is None else
+                      ("ok" if check.returncode == 0 else check.stdout.strip()[-300:]),
+        "leftover_files": len(leftovers), "leftover_examples": leftovers[:5],
+        "leftover_processes": len(processes),
+    }
+
+
+def _environ(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients in waves 2 and 3")
+    parser.add_argument("--runs", type=int, default=8, help="runs per client in each wave")
+    parser.add_argument("--top-k", type=int, default=2, help="memories each run retrieves")
+    parser.add_argument("--sandbox", default="bwrap", help="bwrap (default), local or docker")
+    parser.add_argument("--dir", type=Path, help="keep the server's directory here (default: a temporary one)")
+    parser.add_argument("--json", type=Path, help="write the results here too")
+    args = parser.parse_args()
+
+    workdir = (args.dir or Path(tempfile.mkdtemp(prefix="served-load-"))).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "tmp").mkdir(exist_ok=True)
+    (workdir / "langgraph.json").write_text(json.dumps({"dependencies": [str(ROOT)],
+                                                        "graphs": {"mtl": f"{ROOT}/graphs/mtl.py:graph"}}))
+    pool_location = os.environ.get("QDRANT_URL") or str(workdir / "pool")
+    env = {**os.environ, "MTL_POOL": pool_location, "MTL_RUN_LOG": str(workdir / "runs.jsonl"),
+           "MTL_SANDBOX": args.sandbox, "TMPDIR": str(workdir / "tmp"), "LANGSMITH_TRACING": "false",
+           "LANGGRAPH_CLI_NO_ANALYTICS": "1", "PYTHONPATH": str(ROOT), "MTL_NAMESPACE": f"load-{uuid.uuid4().hex[:8]}"}
+    env.pop("MTL_MODEL", None)
+    server = Server(workdir, env)
+    server.start()
+    results, requests = [], []
+    try:
+        warm = wave(server, 1, 1, lambda task: context_for(task, args.top_k))  # loads the embedding model once
+        requests += warm["requests"]
+        for name, clients, kill in [("1 client", 1, False), (f"{args.clients} clients", args.clients, False),
+                                    (f"{args.clients} clients, SIGKILL mid-wave", args.clients, True)]:
+            result = wave(server, clients, args.runs, lambda task: context_for(task, args.top_k),
+                          kill_after=(clients * args.runs) // 2 if kill else None)
+            requests += result["requests"]
+            results.append((name, result))
+            print(f"{name}: {len(result['requests'])} runs in {result['wall_s']:.1f} s", flush=True)
+    finally:
+        server.stop()
+    log = run_log(workdir / "runs.jsonl")
+    table = [summary(name, result) for name, result in results]
+    found = counts(pool_location, env["MTL_NAMESPACE"], log, requests, workdir)
+    out = {"machine": machine(), "clients": args.clients, "runs": args.runs, "waves": table, "counts": found,
+           "dir": str(workdir)}
+    print(json.dumps(out, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+def context_for(task: str, top_k: int) -> dict:
+    """A run's context: online, and the scripted model replaying its task's own demo script (real tool calls)."""
+    return {"model": f"scripted:{ROOT / 'examples' / 'tasks' / task / 'demo_script.json'}", "online": True,
+            "top_k": top_k}
+
+
+def machine() -> dict:
+    import platform
+    from importlib.metadata import version
+
+    return {"cpus": os.cpu_count(), "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+            "python": platform.python_version(), **{p: version(p) for p in ("langgraph", "langgraph-api",
+                                                                           "langgraph-runtime-inmem")}}
+
+
+if __name__ == "__main__":
+    main()
