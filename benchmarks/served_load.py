@@ -110,6 +110,7 @@ class Request:
     task: str
     submits: int = 0
     server_runs: list[str] = field(default_factory=list)
+    thread: str = ""
     status: str = ""
     values: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -137,6 +138,7 @@ def drive(url: str, request: Request, context: dict, up: threading.Event) -> Req
                 run = client.runs.create(thread, "mtl", input={"task": task}, context=context)["run_id"]
                 request.submits += 1
                 request.server_runs.append(run)
+                request.thread = thread
             client.runs.join(thread, run)
             got = client.runs.get(thread, run)
             if got["status"] in ("pending", "running"):
@@ -183,6 +185,21 @@ def wave(server: Server, clients: int, runs: int, context_for, kill_after: int |
     return {"requests": requests, "wall_s": wall, "killed": killed}
 
 
+def settle(server: Server, requests: list[Request]) -> None:
+    """Wait until the server runs nothing more: a restarted one re-runs what its last flush saw running."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url)
+    threads = {r.thread for r in requests if r.thread}
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        busy = [t for t in threads for run in client.runs.search(t, limit=100)
+                if run["status"] in ("pending", "running")]
+        if not busy:
+            return
+        time.sleep(2)
+
+
 def mtl_seconds(values: dict) -> float:
     """A finished run's node timings (its thread's state: the run log's are written before write back's own)."""
     return sum(v for k, v in (values.get("timings") or {}).items() if k not in NOT_MTL)
@@ -207,55 +224,61 @@ def summary(name: str, result: dict) -> dict:
 
 
 def counts(pool_location: str, namespace: str, log: list[dict], requests: list[Request], workdir: Path) -> dict:
-    """What must hold once the server is stopped (see the module's docstring)."""
+    """What must hold once the server is stopped, counted per request a client made (see the module's docstring).
+
+    Each finished request is one MTL run (`run_id` in its thread's final state): its memory holds one provenance
+    entry of that run, the memories it was shown one credit entry each, the run log one line. Anything more in
+    the pool or the log is a duplicate (an attempt the server ran again under another id), anything less a loss."""
     from mtl_graph.memory.pool.pool import MemoryPool
     from mtl_graph.memory.usage import CREDIT_KEY
 
-    passed = [r for r in requests if r.status == "success" and (r.values.get("verdict") or {}).get("status") == "pass"]
-    passed_runs = {r.values.get("run_id") for r in passed}
+    done = [r for r in requests if r.status == "success"]
     pool = MemoryPool.open(pool_location, namespace=namespace)
     try:
-        sources: Counter = Counter()  # (run id) -> provenance entries naming it, over every memory
-        credit: Counter = Counter()  # (memory, run id) -> credit entries
+        sources: Counter = Counter()  # run id -> provenance entries naming it, over every memory
+        credit: set = set()  # (memory, run id) of every credit entry
         half = 0
         for hit in pool.store.scroll():
             memory = pool.get(hit.id)
             if memory is None:
                 half += 1
                 continue
-            for s in memory.sources:
-                sources[s.run_id] += 1
-            for run in (hit.payload.get(CREDIT_KEY) or {}):
-                credit[(hit.id, run)] += 1
+            sources.update(s.run_id for s in memory.sources)
+            credit.update((hit.id, run) for run in (hit.payload.get(CREDIT_KEY) or {}))
     finally:
         pool.close()
+    wrote = [r for r in done if r.values.get("new_memory_ids")]
+    want_credit = {(m, r.values["run_id"]) for r in done if (r.values.get("credit") or {}).get("credited")
+                   for m in r.values["credit"]["shown"]}
+    runs = {r.values.get("run_id") for r in done}
     logged = Counter(rec.get("run_id") for rec in log)
-    credited = [rec for rec in log if (rec.get("credit") or {}).get("credited")]
-    want_credit = {(m, rec["run_id"]) for rec in credited for m in rec["credit"]["shown"]}
     check = subprocess.run([str(MTL), "pool", "check", pool_location], capture_output=True, text=True) \
         if not pool_location.startswith("http") else None
-    leftovers = sorted(str(p.relative_to(workdir)) for p in (workdir / "tmp").rglob("*")
-                       if not p.is_dir() and p.relative_to(workdir / "tmp").parts[0].startswith("mtl-"))
-    mine = f"TMPDIR={workdir / 'tmp'}".encode()  # every process the server started has it in its environment
+    tmp = workdir / "tmp"
+    files = [p.relative_to(tmp) for p in tmp.rglob("*") if not p.is_dir()]
+    workspaces = [str(p) for p in files if p.parts[0].startswith(("mtl-workspaces-", "mtl-pristine-", "mtl-check-"))]
+    staged = [str(p) for p in files if p.parts[0].startswith("mtl-") and str(p) not in workspaces]
+    mine = f"TMPDIR={tmp}".encode()  # every process the server started has it in its environment
     processes = [pid for pid in os.listdir("/proc") if pid.isdigit() and mine in _environ(pid).split(b"\0")]
     return {
-        "passing_runs": len(passed),
-        "passing_memory_missing": sum(1 for r in passed if sources[r.values.get("run_id")] == 0),
-        "passing_memory_written_twice": sum(1 for r in passed if sources[r.values.get("run_id")] > 1),
-        "memory_of_no_passing_run": sum(n for run, n in sources.items()
-                                        if run not in passed_runs and run in {rec.get("run_id") for rec in log}
-                                        and not any(rec.get("run_id") == run and rec.get("new_memory_ids")
-                                                    for rec in log)),
-        "memory_of_unseen_run": sum(n for run, n in sources.items() if run not in logged),
-        "runs_logged_twice": sum(1 for n in logged.values() if n > 1),
+        "requests": len(requests), "finished": len(done),
+        "passed": sum(1 for r in done if (r.values.get("verdict") or {}).get("status") == "pass"),
+        "memory_writes_expected": len(wrote),
+        "memory_writes_missing": sum(1 for r in wrote if sources[r.values["run_id"]] == 0),
+        "memory_writes_twice_one_id": sum(1 for r in wrote if sources[r.values["run_id"]] > 1),
+        "memory_writes_of_other_runs": sum(n for run, n in sources.items() if run not in runs),
         "credit_entries_expected": len(want_credit),
-        "credit_entries_missing": len(want_credit - set(credit)),
-        "credit_entries_unlogged": len(set(credit) - want_credit),
-        "credit_entries_twice": sum(1 for n in credit.values() if n > 1),
+        "credit_entries_missing": len(want_credit - credit),
+        "credit_entries_of_other_runs": len({c for c in credit if c[1] not in runs}),
+        "run_log_lines": len(log), "run_log_lines_of_other_runs": sum(n for run, n in logged.items()
+                                                                       if run not in runs),
+        "run_log_lines_twice_one_id": sum(n - 1 for run, n in logged.items() if run in runs and n > 1),
         "half_written_memories": half,
         "pool_check": "not run (server pool)" if check is None else
                       ("ok" if check.returncode == 0 else check.stdout.strip()[-300:]),
-        "leftover_files": len(leftovers), "leftover_examples": leftovers[:5],
+        "leftover_workspace_files": len(workspaces), "leftover_workspace_examples": workspaces[:3],
+        "leftover_per_process_files": len(staged),
+        "leftover_per_process_examples": sorted({p.split("/")[0] for p in staged})[:4],
         "leftover_processes": len(processes),
     }
 
@@ -300,6 +323,7 @@ def main() -> None:
             requests += result["requests"]
             results.append((name, result))
             print(f"{name}: {len(result['requests'])} runs in {result['wall_s']:.1f} s", flush=True)
+        settle(server, requests)
     finally:
         server.stop()
     log = run_log(workdir / "runs.jsonl")

@@ -84,12 +84,38 @@ def lock_directory(path: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        holder = _holder(fd)
         os.close(fd)
         raise PoolLockedError(
-            f"pool {path} is in use by another process: an embedded pool serves one process at a time "
+            f"pool {path} is in use by another process{holder}: an embedded pool serves one process at a time "
             "(share it inside one process, or run a Qdrant server and use --pool http://...)"
         ) from None
+    try:  # who holds it, for the next process's error (the lock itself is the flock, not this text)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {_command()}\n".encode("utf-8", "replace"), 0)
+    except OSError:
+        pass
     return fd
+
+
+def _command() -> str:
+    try:
+        argv = Path("/proc/self/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    return " ".join(a.decode("utf-8", "replace") for a in argv if a)[:120]
+
+
+def _holder(fd: int) -> str:
+    """" (pid N: its command)" from the lock file the holder wrote, or "" when it wrote none."""
+    try:
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    pid, _, command = text.partition(" ")
+    if not pid.isdigit():
+        return ""
+    return f" (pid {pid}: {command[:120]})" if command else f" (pid {pid})"
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:
