@@ -185,6 +185,15 @@ def wave(server: Server, clients: int, runs: int, context_for, kill_after: int |
     return {"requests": requests, "wall_s": wall, "killed": killed}
 
 
+def runs_of(client, thread: str) -> list[dict]:
+    try:
+        return client.runs.list(thread, limit=100)
+    except Exception as exc:  # a thread the restarted server never heard of runs nothing
+        if is_missing(exc):
+            return []
+        raise
+
+
 def settle(server: Server, requests: list[Request]) -> None:
     """Wait until the server runs nothing more: a restarted one re-runs what its last flush saw running."""
     from langgraph_sdk import get_sync_client
@@ -193,8 +202,7 @@ def settle(server: Server, requests: list[Request]) -> None:
     threads = {r.thread for r in requests if r.thread}
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        busy = [t for t in threads for run in client.runs.search(t, limit=100)
-                if run["status"] in ("pending", "running")]
+        busy = [t for t in threads if any(run["status"] in ("pending", "running") for run in runs_of(client, t))]
         if not busy:
             return
         time.sleep(2)
@@ -258,6 +266,9 @@ def counts(pool_location: str, namespace: str, log: list[dict], requests: list[R
     files = [p.relative_to(tmp) for p in tmp.rglob("*") if not p.is_dir()]
     workspaces = [str(p) for p in files if p.parts[0].startswith(("mtl-workspaces-", "mtl-pristine-", "mtl-check-"))]
     staged = [str(p) for p in files if p.parts[0].startswith("mtl-") and str(p) not in workspaces]
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+              if line.split()[1].startswith(str(workdir))]  # a workspace's quota mount
+    swept = next_start_sweeps(tmp) if staged else []
     mine = f"TMPDIR={tmp}".encode()  # every process the server started has it in its environment
     processes = [pid for pid in os.listdir("/proc") if pid.isdigit() and mine in _environ(pid).split(b"\0")]
     return {
@@ -279,8 +290,21 @@ def counts(pool_location: str, namespace: str, log: list[dict], requests: list[R
         "leftover_workspace_files": len(workspaces), "leftover_workspace_examples": workspaces[:3],
         "leftover_per_process_files": len(staged),
         "leftover_per_process_examples": sorted({p.split("/")[0] for p in staged})[:4],
+        "leftover_per_process_files_after_next_start": len(swept),
+        "leftover_mounts": len(mounts),
         "leftover_processes": len(processes),
     }
+
+
+def next_start_sweeps(tmp: Path) -> list[str]:
+    """What is left of the per-process files once the next process of ours makes its own (a sandbox's first
+    command): a server stopped by SIGTERM runs no exit hook (uvicorn re-raises the signal), one killed neither."""
+    code = ("from mtl_graph.sandbox.bwrap import staged_etc\nfrom mtl_graph.sandbox.config import SandboxConfig\n"
+            "from mtl_graph.sandbox.seccomp import filter_file\nstaged_etc(SandboxConfig().etc_allow)\nfilter_file()\n")
+    subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)},
+                   check=True)
+    return [str(p) for p in tmp.rglob("*") if not p.is_dir() and p.relative_to(tmp).parts[0].startswith(
+        ("mtl-etc-", "mtl-seccomp-"))]
 
 
 def _environ(pid: str) -> bytes:
@@ -333,6 +357,7 @@ def main() -> None:
            "dir": str(workdir)}
     print(json.dumps(out, indent=2))
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=2))
 
 
