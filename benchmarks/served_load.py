@@ -11,14 +11,17 @@ the HTTP API (langgraph-sdk), each creating a thread per run and joining it:
            every 10 s), which re-queues the runs it finds left running; a run or thread it never flushed is
            submitted again by its client.
 
-Runs cycle through the example tasks, so every task's memories are retrieved and credited by runs of the other
-tasks (a task's own memories never are: the contamination guard). MTL's own time of a run is the sum of its node
+Runs cycle through the example tasks, and each retrieves --top-k memories with no relevance floor, so every
+memory is retrieved and credited by many runs of the other tasks at once (a task's own memories never are: the
+contamination guard). MTL's own time of a run is the sum of its node
 timings (its thread's final state) minus `execute` (the agent's model calls and commands).
 
-Then, with the server stopped, the counts that must hold: every passing run's memory present, written once (one
-provenance entry per run id, no run id the clients did not see pass), every credit entry present once (the
-memories each credited run was shown each hold exactly one entry of that run), no half-written memory and
-`mtl pool check` clean, no workspace left and no process of the server's left.
+Then, with the server stopped (once it runs nothing more: a restarted one re-runs what its last flush saw
+running, finished runs included), the counts that must hold, per request a client saw finish: its memory holds
+one provenance entry of its run and no memory holds one of a run no client saw (an attempt re-run under another
+id), each memory it was shown holds one credit entry of it and none of an unseen run, no half-written memory,
+`mtl pool check` clean, no workspace file or quota mount left, no process left with the server's TMPDIR, and the
+per-process sandbox files the stopped server could not remove gone once the next process makes its own.
 
     python benchmarks/served_load.py                      # 16 clients x 8 runs (make bench-load)
     python benchmarks/served_load.py --clients 4 --runs 2  # a quick look
@@ -364,7 +367,7 @@ def main() -> None:
 def context_for(task: str, top_k: int) -> dict:
     """A run's context: online, and the scripted model replaying its task's own demo script (real tool calls)."""
     return {"model": f"scripted:{ROOT / 'examples' / 'tasks' / task / 'demo_script.json'}", "online": True,
-            "top_k": top_k}
+            "top_k": top_k, "relevance_floor": -1.0}
 
 
 def machine() -> dict:
