@@ -60,12 +60,15 @@ def run_id_of_attempt() -> str:
     plan included. Keyed by the server's run id, that attempt is the same run: its memories merge into the same
     provenance entry and its credit into the same entry (both keyed by run id), so a run written back before the
     crash and again after it counts once. The server sets `configurable.run_id` itself (a client cannot choose
-    it); anything there that is not a UUID is ignored."""
+    it); anything there that is not a UUID is ignored. It names the server's own graph only: an MTL graph nested
+    in it (a subgraph, a fan-out over tasks, an invoke inside a node) runs several MTL runs in one server run, each
+    with a new id."""
     from langgraph.config import get_config
 
     try:
-        given = (get_config().get("configurable") or {}).get("run_id")
-        return uuid.UUID(str(given)).hex if given else uuid.uuid4().hex
+        configurable = get_config().get("configurable") or {}
+        given, nested = configurable.get("run_id"), "|" in str(configurable.get("checkpoint_ns") or "")
+        return uuid.UUID(str(given)).hex if given and not nested else uuid.uuid4().hex
     except (RuntimeError, ValueError, TypeError, AttributeError):  # outside a graph run, or not a UUID
         return uuid.uuid4().hex
 

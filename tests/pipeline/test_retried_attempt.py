@@ -78,3 +78,31 @@ def test_without_a_server_run_id_every_run_gets_a_new_id(pool, tmp_path):
     checkpointer = InMemorySaver()
     ids = {attempt(pool, tmp_path, checkpointer, given)["run_id"] for given in (None, None, "not-a-uuid", "")}
     assert len(ids) == 4 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def test_mtl_runs_nested_in_one_server_run_each_get_their_own_id(pool, tmp_path):
+    """A parent graph the server runs once may run the MTL graph several times (a node per task, a fan-out): the
+    server's run id names the server's graph only, so those runs never merge into one."""
+    from typing import TypedDict
+
+    from langgraph.graph import StateGraph
+
+    class Parent(TypedDict, total=False):
+        run_ids: list
+
+    def node(state):
+        model = ScriptedChatModel(responses=[AIMessage("Plan: fix add."), bash_call("sed -i 's/a - b/a + b/' calc.py"),
+                                             submit_call("fixed add")])
+        mtl = build_mtl_graph(model, pool, memory_type="none", workspace_root=tmp_path / "ws",
+                              run_log=tmp_path / "runs.jsonl")
+        return {"run_ids": [*(state.get("run_ids") or []), mtl.invoke({"task": TASK})["run_id"]]}
+
+    parent = StateGraph(Parent)
+    parent.add_node("first", node)
+    parent.add_node("second", node)
+    parent.set_entry_point("first")
+    parent.add_edge("first", "second")
+    server_run = str(uuid.uuid4())
+    out = parent.compile(checkpointer=InMemorySaver()).invoke(
+        {}, {"configurable": {"thread_id": "p", "run_id": server_run}})
+    assert len(set(out["run_ids"])) == 2 and uuid.UUID(server_run).hex not in out["run_ids"]
