@@ -10,7 +10,7 @@ LIVE_STAMP := $(VENV)/.live-installed
 LIVE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
 
-.PHONY: demo test bench bench-quick bench-retrieval install clean live-install live-demo test-live test-server
+.PHONY: demo test bench bench-quick bench-retrieval bench-load install clean live-install live-demo test-live test-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ bench-quick: $(BENCH_STAMP)
 
 bench-retrieval: $(STAMP)
 	$(PY) benchmarks/retrieval.py
+
+# A served graph (`langgraph dev`) under CLIENTS x RUNS concurrent runs, SIGKILLed mid-wave and restarted: runs per
+# minute, MTL's own p95, and the counts that must hold (nothing lost or duplicated). QDRANT_URL: the pool on a server.
+CLIENTS ?= 16
+RUNS ?= 8
+bench-load: $(STAMP)
+	$(PY) benchmarks/served_load.py --clients $(CLIENTS) --runs $(RUNS) --json .mtl/bench-load.json
 
 # The opt-in live tier: a real local model (llama.cpp server + Gemma 3 270M), offline. The first install compiles
 # llama.cpp from source (about 30 minutes on 2 cores); pip caches the wheel afterwards.

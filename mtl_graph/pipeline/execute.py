@@ -36,7 +36,7 @@ from mtl_graph.judging.ground_truth import SetupFailed, run_setup
 from mtl_graph.pipeline import events
 from mtl_graph.pipeline.code_probe import code_link_of
 from mtl_graph.config import MTLContext
-from mtl_graph.pipeline.lease import OPEN, resumable, workspace_base, workspace_path
+from mtl_graph.pipeline.lease import OPEN, close_workspace, resumable, workspace_base, workspace_path
 from mtl_graph.pipeline.memory_tool import SEARCH_KEY, search_factory
 from mtl_graph.pipeline.state import RunState, state_subset
 from mtl_graph.pipeline.steps import RunSteps, re_retrieved_in
@@ -100,7 +100,8 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
                    needs_model: bool = True) -> dict[str, Any]:
     """The run's workspace, keyed by thread and run, prepared (`prepare_workspace`); an update with `error` when
     the run has no usable model (`needs_model`) or the preparation fails. A run no checkpointer can resume has its
-    workspace closed at exit if the process ends mid-run."""
+    workspace closed at exit if the process ends mid-run; one found there already is an earlier attempt's, closed
+    first (the run starts its execute stage over)."""
     try:
         task = nodes.task(state["task"])
     except ValueError as exc:  # a thread update put a task there that the server's policy refuses
@@ -111,6 +112,8 @@ def open_workspace(nodes: Any, state: dict[str, Any], runtime: Any, config: Runn
             nodes.model_for(runtime)  # a run without a usable model ends here, with the model's own message
     except Exception as exc:
         return {"workspace": str(workspace), **failure(ErrorKind.MODEL, f"{type(exc).__name__}: {exc}")}
+    if workspace.exists():  # an earlier attempt of this run that died (a server killed and retrying it) made it
+        close_workspace(workspace, keep=False)
     if not resumable():
         OPEN.add(workspace)
     return prepare_workspace(task, workspace, nodes.config.sandbox.kind)

@@ -53,6 +53,26 @@ def _service(name: str, doc: str) -> Any:
     return property(lambda self: getattr(self._services, name), doc=doc)
 
 
+def run_id_of_attempt() -> str:
+    """The run's id: a LangGraph server's own run id when one runs the graph, else a new one.
+
+    A server retries a run its dead process left running (`langgraph dev` re-queues it on restart) from the top,
+    plan included. Keyed by the server's run id, that attempt is the same run: its memories merge into the same
+    provenance entry and its credit into the same entry (both keyed by run id), so a run written back before the
+    crash and again after it counts once. The server sets `configurable.run_id` itself (a client cannot choose
+    it); anything there that is not a UUID is ignored. It names the server's own graph only: an MTL graph nested
+    in it (a subgraph, a fan-out over tasks, an invoke inside a node) runs several MTL runs in one server run, each
+    with a new id."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+        given, nested = configurable.get("run_id"), "|" in str(configurable.get("checkpoint_ns") or "")
+        return uuid.UUID(str(given)).hex if given and not nested else uuid.uuid4().hex
+    except (RuntimeError, ValueError, TypeError, AttributeError):  # outside a graph run, or not a UUID
+        return uuid.uuid4().hex
+
+
 class MTLNodes(Sealed):
     """The stages, over the graph's services (`StageServices`, fixed at build time): one object serves every run
     of the graph, several at once, so it holds nothing of a run's and nothing is assigned to it after the build."""
@@ -154,7 +174,7 @@ class MTLNodes(Sealed):
     @timed("plan", starts_run=True)
     def plan(self, state: RunState, runtime: Runtime[MTLContext]) -> dict[str, Any]:
         """Reset the run state, normalise the task, write the retrieval query (a HyDE plan, or the task text)."""
-        update: dict[str, Any] = {**fresh_run_state(), "run_id": uuid.uuid4().hex}
+        update: dict[str, Any] = {**fresh_run_state(), "run_id": run_id_of_attempt()}
         try:
             task = self.task(state.task)
         except Exception as exc:

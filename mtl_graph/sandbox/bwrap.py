@@ -15,7 +15,6 @@ with ``bwrap_persistent`` off, each command gets a fresh one.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import glob
 import os
@@ -27,6 +26,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from mtl_graph.core.process_temp import process_dir
 from mtl_graph.sandbox.base import CommandResult, SandboxError
 from mtl_graph.sandbox.config import SandboxConfig
 from mtl_graph.sandbox.local import WorkspaceSandbox
@@ -76,8 +76,7 @@ def staged_etc(patterns: tuple[str, ...]) -> Path:
     One bind instead of one per entry: bwrap re-reads the mount table for every read-only bind, so forty of
     them cost more than the command. Files only root may read (ssl/private...) are not copied.
     """
-    stage = Path(tempfile.mkdtemp(prefix="mtl-etc-"))
-    atexit.register(shutil.rmtree, stage, ignore_errors=True)
+    stage = process_dir("mtl-etc-")  # a killed server's copy goes with the next one made
     for pattern in patterns:
         for match in sorted(glob.glob(os.path.join("/etc", pattern))):
             _copy_public(Path(match), stage / Path(match).name)

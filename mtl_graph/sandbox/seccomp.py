@@ -9,13 +9,13 @@ they cannot bypass it with other numbers.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import platform
 import struct
-import tempfile
 from pathlib import Path
+
+from mtl_graph.core.process_temp import process_file
 
 CLONE_NEWUSER = 0x10000000
 _ARCHES = {  # machine: (AUDIT_ARCH, unshare, clone, clone3)
@@ -65,8 +65,7 @@ def filter_file() -> Path | None:
     program = filter_program()
     if program is None:
         return None
-    fd, name = tempfile.mkstemp(prefix="mtl-seccomp-", suffix=".bpf")
+    fd, name = process_file("mtl-seccomp-", ".bpf")  # a killed server's file goes with the next one made
     with os.fdopen(fd, "wb") as fh:
         fh.write(program)
-    atexit.register(os.unlink, name)
-    return Path(name)
+    return name

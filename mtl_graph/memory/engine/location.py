@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from mtl_graph.core.process_temp import remove_orphans
 from mtl_graph.memory.engine.embeddings import EmbeddingError, embeddings_name
 from mtl_graph.memory.errors import EmbeddingMismatchError, PoolError, PoolLockedError
 from mtl_graph.memory.engine.integrity import (
@@ -83,12 +84,38 @@ def lock_directory(path: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        holder = _holder(fd)
         os.close(fd)
         raise PoolLockedError(
-            f"pool {path} is in use by another process: an embedded pool serves one process at a time "
+            f"pool {path} is in use by another process{holder}: an embedded pool serves one process at a time "
             "(share it inside one process, or run a Qdrant server and use --pool http://...)"
         ) from None
+    try:  # who holds it, for the next process's error (the lock itself is the flock, not this text)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {_command()}\n".encode("utf-8", "replace"), 0)
+    except OSError:
+        pass
     return fd
+
+
+def _command() -> str:
+    try:
+        argv = Path("/proc/self/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    return " ".join(a.decode("utf-8", "replace") for a in argv if a)[:120]
+
+
+def _holder(fd: int) -> str:
+    """" (pid N: its command)" from the lock file the holder wrote, or "" when it wrote none."""
+    try:
+        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    pid, _, command = text.partition(" ")
+    if not pid.isdigit():
+        return ""
+    return f" (pid {pid}: {command[:120]})" if command else f" (pid {pid})"
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:
@@ -120,16 +147,6 @@ def check_dimension(meta: dict[str, Any], emb: Embeddings, where: str) -> int:
         raise EmbeddingError(f"embeddings {name!r} failed: {exc}") from exc
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _held(directory: Path) -> bool:
     """Whether a process holds the pool lock of `directory` (works across pid namespaces sharing /tmp)."""
     try:
@@ -152,14 +169,7 @@ def remove_orphaned_temp_pools(root: Path | None = None) -> list[Path]:
 
     Their directories are named with the owning pid; one is removed only when that pid is gone and nobody holds
     its lock (a reused pid or another pid namespace keeps it, which errs on the safe side)."""
-    removed = []
-    for entry in Path(root or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
-        pid = entry.name[len(TEMP_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or not entry.is_dir() or _alive(int(pid)) or _held(entry):
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
-    return removed
+    return remove_orphans(TEMP_PREFIX, root, keep=lambda entry: not entry.is_dir() or _held(entry))
 
 
 def _engine_store(path: Path, engine: str, dim: int) -> Store:

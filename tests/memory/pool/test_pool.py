@@ -1,6 +1,7 @@
 """MemoryPool on both embedded engines, with the real local embedding model."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -161,6 +162,7 @@ def test_other_process_gets_a_clear_lock_error(tmp_path, embeddings):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 3, proc.stderr
         assert "another process" in proc.stdout and "server" in proc.stdout
+        assert f"(pid {os.getpid()}: " in proc.stdout  # the holder, named from the lock file it wrote
 
 
 def test_mismatched_embedder_is_refused(tmp_path, embeddings):
