@@ -116,3 +116,29 @@ def test_training_is_deterministic_and_the_file_round_trips(embeddings, tmp_path
 
     path.write_text(json.dumps(trained.to_json()))
     assert np.allclose(load(path).scores(x), trained.scores(x), atol=1e-6)
+
+
+def test_the_generated_grammar_is_seeded_varied_and_never_holds_a_held_out_text():
+    """The training grammar (tests/helpers/screen_grammar.py): the same texts for the same seed, hundreds per family,
+    and no held-out text (of either batch) among them, whole or as one of its segments."""
+    from helpers import screen_heldout2
+    from helpers.screen_grammar import FAMILIES, generated_hostile
+
+    generated = generated_hostile()
+    assert generated == generated_hostile() and generated != generated_hostile(seed=32)
+    assert set(generated) == set(HOSTILE) == set(screen_heldout2.HOSTILE) == set(FAMILIES)
+    assert all(len(set(texts)) == len(texts) >= 300 for texts in generated.values())
+    trained = {s for texts in generated.values() for t in texts for s in segments_of_text(t)}
+    held = [t for batch in (HOSTILE, screen_heldout2.HOSTILE) for texts in batch.values() for t in texts]
+    held += BENIGN + screen_heldout2.BENIGN
+    assert not trained & {s for t in held for s in segments_of_text(t)}
+
+
+def test_the_second_held_out_batch_is_new_words():
+    """screen_heldout2 shares no text with the first batch and has at least 12 hostile texts a family, 50 benign."""
+    from helpers import screen_heldout2
+
+    first = {t for texts in HOSTILE.values() for t in texts} | set(BENIGN)
+    second = [t for texts in screen_heldout2.HOSTILE.values() for t in texts] + screen_heldout2.BENIGN
+    assert not first & set(second) and len(set(second)) == len(second)
+    assert min(map(len, screen_heldout2.HOSTILE.values())) >= 12 and len(screen_heldout2.BENIGN) >= 50
