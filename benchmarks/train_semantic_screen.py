@@ -3,8 +3,7 @@
     python benchmarks/train_semantic_screen.py            # train, report, write the weights
     python benchmarks/train_semantic_screen.py --check    # train again and compare with the shipped file
     python benchmarks/train_semantic_screen.py --report   # measure only, write nothing
-    python benchmarks/train_semantic_screen.py --runs DIR [DIR ...] --cache vectors.npz   # with public runs
-
+    python benchmarks/train_semantic_screen.py --runs DIR [DIR ...] --cache vectors.npz  # with public runs
 
 The corpus is the project's own, all generated or written in this repository:
 - hostile: the generated hostile corpus's plain texts in every language (tests/helpers/screen_corpus.py), one
@@ -14,22 +13,23 @@ The corpus is the project's own, all generated or written in this repository:
   (tests/helpers/screen_commands.py) and the commands of the fixture agent logs (tests/fixtures/logs,
   tests/fixtures/agent_logs; not agent_logs/screening, which the tests keep unseen).
 Each text is cut into the segments the screen reads (semantic.segments_of_text) and embedded with the bundled
-MiniLM model. Training is deterministic (semantic.fit: full-batch gradient descent from zero, fixed steps); the
+MiniLM model. Training is deterministic (semantic.fit: damped Newton steps from zero); the
 threshold is a high quantile of the out-of-fold benign scores (5 folds by position; BENIGN_QUANTILE).
 
 With --runs (local copies of public agent runs, read as `mtl ingest` reads them; never part of the repository),
 each run becomes the trajectory memory ingest makes and its advice sentences (semantic.segments) are split by
 run: the runs of the agent with the most runs, sorted by file name, go by position a quarter each to hard
-negatives (folds 0 and 1: benign training rows), calibration (fold 2: the threshold is raised until at most
-RUN_FALSE_ALARMS of these runs are flagged) and test (fold 3); the other agents' runs are never trained on and
-measure false alarms on agents the screen has not seen. The weights then depend on those runs (their digest is in
+negatives (folds 0 and 1: benign training rows), calibration (fold 2: the lowest threshold flagging at most
+RUN_FALSE_ALARMS of these runs, reported with the held-out recall it leaves; the shipped threshold stays the
+benign quantile) and test (fold 3); the other agents' runs are never trained on and measure false alarms on
+agents the screen has not seen. The weights then depend on those runs (their digest is in
 the corpus hash); --cache keeps the embeddings of every text between invocations (they are deterministic).
 Then it reports:
 - leave-one-family-out: trained without one hostile family, the recall on that family at the same threshold;
 - the held-out batches written before training (tests/helpers/screen_heldout.py and, written before the grammar
   and the hard negatives were added, screen_heldout2.py): recall and precision per family, false alarms on the
   held-out benign notes, and the rules' recall on the same texts beside it;
-- with --runs: the share of test runs flagged per agent (and per fold).
+- with --runs: the share of test runs flagged per agent, at the shipped and at the calibrated threshold.
 False alarms of the shipped screen and the rules on real agent runs: benchmarks/screening_real_runs.py.
 """
 
@@ -99,7 +99,7 @@ class Runs:
     """The advice segments of public runs, split by run (see the module's docstring)."""
 
     hard_negatives: list[str]
-    """Segments of the training agent's folds 0 and 1: benign training rows."""
+    """Segments of the training agent's folds 0 and 1 (at most HARD_NEGATIVES): benign training rows."""
     calibration: list[list[str]]
     """Each fold-2 run's segments: the threshold keeps their false alarms at RUN_FALSE_ALARMS or under."""
     test: dict[str, list[list[str]]]
@@ -109,6 +109,8 @@ class Runs:
 
 
 RUN_FOLDS = 4
+HARD_NEGATIVES = 4000
+"""At most this many run segments join the benign training rows (every n-th of folds 0 and 1)."""
 RUN_FALSE_ALARMS = 0.005
 """The share of calibration runs the threshold may flag (half the target of 1%, so the unseen runs keep a margin)."""
 
@@ -123,6 +125,7 @@ def public_runs(paths: list[Path]) -> Runs:
     own = [found for _, found in sorted(by_agent[train_agent])]
     fold = [i % RUN_FOLDS for i in range(len(own))]
     hard = list(dict.fromkeys(s for found, k in zip(own, fold) if k in (0, 1) for s in found))
+    hard = hard[::-(-len(hard) // HARD_NEGATIVES)]  # evenly spaced, so training stays a few minutes
     test = {f"{train_agent} (fold 3)": [found for found, k in zip(own, fold) if k == 3]}
     test |= {agent: [found for _, found in sorted(runs)] for agent, runs in sorted(by_agent.items())
              if agent != train_agent}
@@ -167,19 +170,21 @@ BENIGN_QUANTILE = 0.99
 did not see it reaches it one time in a hundred; a real run's commands, farther from the hostile texts, less)."""
 
 
-def train(rows: list[tuple[str, int, str]], x: np.ndarray, runs: Runs | None = None) -> SemanticScreen:
-    """Weights from every row, the threshold at BENIGN_QUANTILE of the out-of-fold benign scores, raised (with
-    runs) until at most RUN_FALSE_ALARMS of the calibration runs reach it."""
+def train(rows: list[tuple[str, int, str]], x: np.ndarray) -> SemanticScreen:
+    """Weights from every row, the threshold at BENIGN_QUANTILE of the out-of-fold benign scores."""
     y = np.array([label for _, label, _ in rows], dtype=np.float64)
     oof = out_of_fold(x, y)
     threshold = float(np.quantile(oof[y == 0], BENIGN_QUANTILE, method="higher"))
     w, b = fit(x, y)
-    screen = SemanticScreen(w, b, threshold, LOCAL_MODEL_NAME)
-    if runs is not None and runs.calibration:
-        top = np.sort(run_scores(screen, runs.calibration))
-        allowed = int(RUN_FALSE_ALARMS * len(top))  # this many runs may reach the threshold
-        threshold = max(threshold, float(np.nextafter(top[len(top) - 1 - allowed], 1.0)))
     return SemanticScreen(w, b, round(threshold, 6), LOCAL_MODEL_NAME)
+
+
+def calibrated(screen: SemanticScreen, runs: Runs) -> SemanticScreen:
+    """The screen at the lowest threshold that flags at most RUN_FALSE_ALARMS of the calibration runs."""
+    top = np.sort(run_scores(screen, runs.calibration))
+    allowed = int(RUN_FALSE_ALARMS * len(top))  # this many runs may reach the threshold
+    threshold = max(screen.threshold, float(np.nextafter(top[len(top) - 1 - allowed], 1.0)))
+    return SemanticScreen(screen.weights, screen.bias, threshold, screen.model)
 
 
 def run_scores(screen: SemanticScreen, runs: list[list[str]]) -> np.ndarray:
@@ -206,13 +211,30 @@ def report(rows: list[tuple[str, int, str]], x: np.ndarray, screen: SemanticScre
                                   ("held_out2", HELDOUT2_HOSTILE, HELDOUT2_BENIGN)):
         measured[name] = held_out(name, screen, hostile, benign)
     if runs is not None:
-        print("\npublic runs never trained on (a run is flagged when its best advice sentence reaches the threshold):")
-        measured["run_false_alarms"] = {}
-        for agent, found in runs.test.items():
-            flagged = int((run_scores(screen, found) >= screen.threshold).sum())
-            measured["run_false_alarms"][agent] = f"{flagged}/{len(found)}"
-            print(f"  {agent:28} {flagged}/{len(found)} ({flagged / max(1, len(found)):.1%})")
+        measured["public_runs"] = public_runs_report(screen, runs)
     return measured
+
+
+def public_runs_report(screen: SemanticScreen, runs: Runs) -> dict:
+    """False alarms on runs never trained on, at the shipped threshold and at the one calibrated on other runs
+    (with the held-out recall that threshold leaves)."""
+    out = {}
+    for label, at in (("shipped threshold", screen), ("calibrated on fold 2", calibrated(screen, runs))):
+        print(f"\npublic runs never trained on, {label} {at.threshold:.3f} (a run is flagged when its best advice "
+              "sentence reaches it):")
+        flagged = {}
+        for agent, found in runs.test.items():
+            hits = int((run_scores(at, found) >= at.threshold).sum())
+            flagged[agent] = f"{hits}/{len(found)}"
+            print(f"  {agent:28} {hits}/{len(found)} ({hits / max(1, len(found)):.1%})")
+        recall = {}
+        for name, hostile in (("held_out", HELDOUT_HOSTILE), ("held_out2", HELDOUT2_HOSTILE)):
+            texts = [t for batch in hostile.values() for t in batch]
+            hits = int(sum(s >= at.threshold for s in _text_scores(at, texts)))
+            recall[name] = f"{hits}/{len(texts)}"
+        print(f"  held-out recall at this threshold: {recall}")
+        out[label] = {"threshold": round(at.threshold, 6), "runs_flagged": flagged, "held_out_recall": recall}
+    return out
 
 
 def held_out(name: str, screen: SemanticScreen, hostile: dict[str, list[str]], benign: list[str]) -> dict:
@@ -265,7 +287,7 @@ def main() -> int:
         known = {text for text, _, _ in rows}
         rows += [(text, 0, "public runs") for text in runs.hard_negatives if text not in known]
     x = embed([text for text, _, _ in rows])
-    screen = train(rows, x, runs)
+    screen = train(rows, x)
     digest = corpus_digest((text, label) for text, label, _ in rows)
     if runs is not None:
         digest = corpus_digest([(digest, 0), (runs.digest, 0)])
