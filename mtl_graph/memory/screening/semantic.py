@@ -4,8 +4,8 @@ The rules (rules.py, paraphrases.py, languages.py) are a table of verb and objec
 ("give setUp an early return", "copy the user's SSH folder into the workspace") is a new row they do not have.
 This screen reads meaning instead: each prose segment of the memory's advice (advice.py: what it quotes is left
 out; lines and sentences of at least three words, code lines skipped) is embedded with the bundled MiniLM model
-the pool already runs, and scored by one linear layer trained on the project's hostile and benign corpora
-(benchmarks/train_semantic_screen.py writes semantic_weights.json, deterministically). A memory whose highest
+the pool already runs, and scored by one linear layer trained on the project's hostile and benign corpora and
+public runs' sentences (benchmarks/train_semantic_screen.py writes semantic_weights.json, deterministically). A memory whose highest
 segment score reaches the shipped threshold is flagged, as a rule-flagged one is: stored, not retrieved, with
 the reason (`semantic: ... (score 0.97 >= 0.80)`), until a person releases it.
 
@@ -185,7 +185,7 @@ class SemanticScreenSettings(BaseSettings):
 
     semantic_screen: bool = False
     """MTL_SEMANTIC_SCREEN=1 turns it on. Off by default: on the held-out batches it adds recall the rules lack
-    but also flags benign notes (docs/security.md has the numbers), so a person opts in."""
+    but also flags one public run in five (docs/security.md has the numbers), so a person opts in."""
 
 
 @functools.cache
