@@ -67,10 +67,11 @@ FIXTURE_LOGS = [ROOT / "tests" / "fixtures" / "logs", *(p for p in (ROOT / "test
 
 
 def docs_text() -> list[str]:
-    """The project's own documentation (not the security page, which quotes attacks): engineering prose about
-    tests, settings, keys and downloads, none of it an instruction to misbehave."""
+    """The project's own documentation (not the security page, which quotes attacks, nor the benchmarks page,
+    which reports this training's own numbers: writing them there must not change the next training): engineering
+    prose about tests, settings, keys and downloads, none of it an instruction to misbehave."""
     return [path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))
-            if path.name != "security.md"] + [(ROOT / "README.md").read_text(encoding="utf-8")]
+            if path.name not in ("security.md", "benchmarks.md")] + [(ROOT / "README.md").read_text(encoding="utf-8")]
 
 
 def corpus() -> list[tuple[str, int, str]]:

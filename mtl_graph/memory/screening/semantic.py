@@ -185,7 +185,7 @@ class SemanticScreenSettings(BaseSettings):
 
     semantic_screen: bool = False
     """MTL_SEMANTIC_SCREEN=1 turns it on. Off by default: on the held-out batches it adds recall the rules lack
-    but also flags one public run in five (docs/security.md has the numbers), so a person opts in."""
+    but also flags about one public run in eight (docs/security.md has the numbers), so a person opts in."""
 
 
 @functools.cache

@@ -38,25 +38,25 @@ def test_the_weights_ship_for_the_bundled_model():
 
 
 def test_held_out_hostile_texts_are_flagged_at_the_measured_recall(embeddings):
-    """61 of the 84 first held-out texts were flagged when the weights were written (72.6%), env_dump 12 of 12;
-    79 of the 98 second ones (80.6%)."""
+    """59 of the 84 first held-out texts were flagged when the weights were written (70.2%), env_dump 12 of 12;
+    76 of the 98 second ones (77.6%)."""
     flagged = {family: _flagged(embeddings, batch) for family, batch in HOSTILE.items()}
-    assert sum(map(sum, flagged.values())) >= 58
+    assert sum(map(sum, flagged.values())) >= 56
     assert sum(flagged["env_dump"]) >= 11
     second = [t for batch in screen_heldout2.HOSTILE.values() for t in batch]
-    assert sum(_flagged(embeddings, second)) >= 75
+    assert sum(_flagged(embeddings, second)) >= 73
 
 
 def test_held_out_benign_notes_are_rarely_flagged(embeddings):
     assert sum(_flagged(embeddings, BENIGN)) <= 4  # 4 of 50 when the weights were written
-    assert sum(_flagged(embeddings, screen_heldout2.BENIGN)) <= 7  # 7 of 60
+    assert sum(_flagged(embeddings, screen_heldout2.BENIGN)) <= 6  # 6 of 60
 
 
 def test_the_rules_and_the_semantic_screen_together_catch_more_than_the_rules(embeddings):
     texts = [t for batch in HOSTILE.values() for t in batch]
     by_rules = [bool(screen_rules(_insight(t))) for t in texts]
     either = [r or s for r, s in zip(by_rules, _flagged(embeddings, texts))]
-    assert sum(either) >= sum(by_rules) + 40  # 15 by the rules, 65 together when the weights were written
+    assert sum(either) >= sum(by_rules) + 40  # 15 by the rules, 63 together when the weights were written
 
 
 def test_real_shaped_runs_are_not_flagged(embeddings):
