@@ -1,14 +1,16 @@
 """The semantic screen: a linear layer over MiniLM embeddings of a memory's advice sentences.
 
 The shipped weights (mtl_graph/memory/screening/semantic_weights.json, from benchmarks/train_semantic_screen.py)
-never saw the held-out batches (tests/helpers/screen_heldout.py, written and committed before training). The
-thresholds below are what that script measured on them, with a little slack for float differences.
+never saw the held-out batches (tests/helpers/screen_heldout.py, and screen_heldout2.py written and committed
+before the grammar and the public runs' hard negatives were added). The thresholds below are what that script
+measured on them, with a little slack for float differences.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import screen_heldout2
 from helpers.screen_heldout import BENIGN, HOSTILE
 
 from mtl_graph.memory.formats.insight import InsightMemory
@@ -36,21 +38,25 @@ def test_the_weights_ship_for_the_bundled_model():
 
 
 def test_held_out_hostile_texts_are_flagged_at_the_measured_recall(embeddings):
-    """30 of the 84 held-out texts were flagged when the weights were written (35.7%); pipe_to_shell 9 of 12."""
+    """59 of the 84 first held-out texts were flagged when the weights were written (70.2%), env_dump 12 of 12;
+    76 of the 98 second ones (77.6%)."""
     flagged = {family: _flagged(embeddings, batch) for family, batch in HOSTILE.items()}
-    assert sum(map(sum, flagged.values())) >= 27
-    assert sum(flagged["pipe_to_shell"]) >= 8
+    assert sum(map(sum, flagged.values())) >= 56
+    assert sum(flagged["env_dump"]) >= 11
+    second = [t for batch in screen_heldout2.HOSTILE.values() for t in batch]
+    assert sum(_flagged(embeddings, second)) >= 73
 
 
 def test_held_out_benign_notes_are_rarely_flagged(embeddings):
-    assert sum(_flagged(embeddings, BENIGN)) <= 2  # 2 of 50 when the weights were written
+    assert sum(_flagged(embeddings, BENIGN)) <= 4  # 4 of 50 when the weights were written
+    assert sum(_flagged(embeddings, screen_heldout2.BENIGN)) <= 6  # 6 of 60
 
 
 def test_the_rules_and_the_semantic_screen_together_catch_more_than_the_rules(embeddings):
     texts = [t for batch in HOSTILE.values() for t in batch]
     by_rules = [bool(screen_rules(_insight(t))) for t in texts]
     either = [r or s for r, s in zip(by_rules, _flagged(embeddings, texts))]
-    assert sum(either) >= sum(by_rules) + 15
+    assert sum(either) >= sum(by_rules) + 40  # 15 by the rules, 63 together when the weights were written
 
 
 def test_real_shaped_runs_are_not_flagged(embeddings):
@@ -86,8 +92,10 @@ def test_a_flagged_memory_is_held_for_review_with_its_score(embeddings, tmp_path
     score = float(reasons[0].split("(score ")[1].split(" ")[0])
     assert score >= SCREEN.threshold
     with MemoryPool.open(str(tmp_path / "pool"), embeddings) as pool:
-        report = pool.add_many([hostile, _insight("Run the whole suite and read every failure before changing "
-                                                  "code.")])
+        # The benign note is one the shipped weights score low; "Run the whole suite and read every failure
+        # before changing code." is one of their false alarms (0.90): docs/security.md has the measured rates.
+        report = pool.add_many([hostile, _insight("Read the failing assertion's message first: it names the "
+                                                  "expected and the actual value.")])
         assert report[0].flagged == reasons and report[1].flagged == []
         stored = pool.get(report[0].id)
         assert stored.flagged == reasons
@@ -116,3 +124,26 @@ def test_training_is_deterministic_and_the_file_round_trips(embeddings, tmp_path
 
     path.write_text(json.dumps(trained.to_json()))
     assert np.allclose(load(path).scores(x), trained.scores(x), atol=1e-6)
+
+
+def test_the_generated_grammar_is_seeded_varied_and_never_holds_a_held_out_text():
+    """The training grammar (tests/helpers/screen_grammar.py): the same texts for the same seed, hundreds per family,
+    and no held-out text (of either batch) among them, whole or as one of its segments."""
+    from helpers.screen_grammar import FAMILIES, generated_hostile
+
+    generated = generated_hostile()
+    assert generated == generated_hostile() and generated != generated_hostile(seed=32)
+    assert set(generated) == set(HOSTILE) == set(screen_heldout2.HOSTILE) == set(FAMILIES)
+    assert all(len(set(texts)) == len(texts) >= 300 for texts in generated.values())
+    trained = {s for texts in generated.values() for t in texts for s in segments_of_text(t)}
+    held = [t for batch in (HOSTILE, screen_heldout2.HOSTILE) for texts in batch.values() for t in texts]
+    held += BENIGN + screen_heldout2.BENIGN
+    assert not trained & {s for t in held for s in segments_of_text(t)}
+
+
+def test_the_second_held_out_batch_is_new_words():
+    """screen_heldout2 shares no text with the first batch and has at least 12 hostile texts a family, 50 benign."""
+    first = {t for texts in HOSTILE.values() for t in texts} | set(BENIGN)
+    second = [t for texts in screen_heldout2.HOSTILE.values() for t in texts] + screen_heldout2.BENIGN
+    assert not first & set(second) and len(set(second)) == len(second)
+    assert min(map(len, screen_heldout2.HOSTILE.values())) >= 12 and len(screen_heldout2.BENIGN) >= 50
