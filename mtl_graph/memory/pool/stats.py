@@ -159,23 +159,12 @@ class MaintainedStats:
                 pass  # a read-only pool: the totals hold for this handle
 
     def _read(self) -> dict[str, Any] | None:
-        if self.file is None:
-            return None
-        try:
-            data = json.loads(self.file.read_text())
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None
-        return data if isinstance(data, dict) and data.get("version") == VERSION else None
+        return None if self.file is None else read_record(self.file)
 
     def _write(self, pending: bool) -> None:
         if self.file is None or self._totals is None:
             return
-        try:
-            self.file.parent.mkdir(exist_ok=True)
-            write_json_atomically(self.file, {"version": VERSION, "pending": pending,
-                                              "totals": self._totals.to_json(), "floors": self._floors})
-        except OSError as exc:
-            raise PoolError(f"cannot write the pool's statistics {self.file}: {exc.strerror or exc}") from None
+        write_record(self.file, self._totals, self._floors, pending)
 
     # ------------------------------------------------------------------ writing
     @contextmanager
@@ -208,14 +197,14 @@ class MaintainedStats:
         with self.batch():
             try:
                 yield after
-            except BaseException:
+                totals = self.totals()
+                for payload in before:
+                    totals.add(payload, -1)
+                for payload in after:
+                    totals.add(payload, 1)
+            except BaseException:  # the engine write, or the counting after it: the record stays pending
                 self._broken = True
                 raise
-            totals = self.totals()
-            for payload in before:
-                totals.add(payload, -1)
-            for payload in after:
-                totals.add(payload, 1)
 
 
 class CountedStore(NamespacedStore):
@@ -245,6 +234,25 @@ class CountedStore(NamespacedStore):
     def delete(self, ids: list[str]) -> None:
         with self.maintained.changing([h.payload for h in super().fetch(list(dict.fromkeys(ids)))]):
             super().delete(ids)
+
+
+def read_record(file: Path) -> dict[str, Any] | None:
+    """A namespace's record as written; None when missing, unreadable or of another version."""
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == VERSION else None
+
+
+def write_record(file: Path, totals: Totals, floors: dict[str, list[Any]], pending: bool = False) -> None:
+    """Write a namespace's record atomically (a reader sees the old one or the new one)."""
+    try:
+        file.parent.mkdir(exist_ok=True)
+        write_json_atomically(file, {"version": VERSION, "pending": pending, "totals": totals.to_json(),
+                                     "floors": floors})
+    except OSError as exc:
+        raise PoolError(f"cannot write the pool's statistics {file}: {exc.strerror or exc}") from None
 
 
 def stats_file(directory: Path | None, namespace: str) -> Path | None:
