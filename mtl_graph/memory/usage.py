@@ -17,6 +17,7 @@ stale and count the entries themselves (the next credit of that memory writes a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Iterable, Literal
 
@@ -106,9 +107,27 @@ def cached_tally(payload: dict[str, Any]) -> UsageStats | None:
     cache = raw.get(TALLY_KEY) if isinstance(raw, dict) else None
     if not isinstance(cache, dict) or cache.get("n") != entry_count(raw):
         return None
+    return _counts({k: v for k, v in cache.items() if k != "n"})
+
+
+_ZERO = UsageStats()
+
+
+def _counts(raw: dict[str, Any]) -> UsageStats | None:
+    """Counts stored in a payload, validated; None for anything invalid (a damaged or hostile payload is not
+    trusted). Most payloads hold one of few records (all zeros, above all): each is validated once per process."""
     try:
-        return UsageStats.model_validate({k: v for k, v in cache.items() if k != "n"})
-    except ValueError:  # a damaged or hostile cache is not trusted: the entries are counted instead
+        return _validated(tuple(sorted(raw.items())))
+    except TypeError:  # an unhashable value: not a record
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _validated(items: tuple[tuple[str, Any], ...]) -> UsageStats | None:
+    """One validated record per distinct stored dict; shared, so never changed by a reader (`plus` makes new ones)."""
+    try:
+        return UsageStats.model_validate(dict(items))
+    except ValueError:
         return None
 
 
@@ -151,10 +170,7 @@ def record_of(payload: dict[str, Any]) -> UsageStats:
     the stored counts (ignored when malformed: a damaged or hostile payload is not trusted) plus its entries."""
     raw = payload.get("memory")
     stored = raw.get("stats") if isinstance(raw, dict) else None
-    try:
-        base = UsageStats.model_validate(stored) if isinstance(stored, dict) else UsageStats()
-    except ValueError:
-        base = UsageStats()
+    base = (_counts(stored) if isinstance(stored, dict) else None) or _ZERO
     counted = entries_tally(payload)
     return base.plus(counted) if counted is not None else base
 

@@ -60,7 +60,9 @@ class FloorCache:
         search's filter (the probes are searched with it; the format's size counts its equality conditions)."""
         key = where.type or "*"
         conditions = where.conditions()
-        total = pool.store.count()  # the whole pool's tally: ~0.05 ms on Edge, where a filtered count walks it
+        # the pool's size from its maintained statistics: the engine's count of the default namespace subtracts a
+        # facet over the namespaces, which walks the pool (9 ms of a 2k pool's 13 ms lifecycle search)
+        total = self._kept.totals().points if self._kept is not None else pool.store.count()
         with self._lock:
             cached = self._floors.get(key)
         if cached is None and self._kept is not None:
