@@ -8,7 +8,7 @@ calibrated floors and the base rate, is per handle.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -215,6 +215,8 @@ class PoolLifecycle:
                           for i, h in enumerate(hits)]
             return Retrieval(hits, candidates, min_score, "off (research retrieval)", 0.5)
         where = where.served()
+        if not self.pool.maintained.totals().other_status:  # every point has a status: `active` as one equality
+            where = replace(where, statuses_complete=True)
         found = self.pool.ranked(query, max(k, lifecycle.candidates), where, retriever=retriever,
                                  min_score=min_score)
         if lifecycle.relevance_floor is not None:

@@ -33,6 +33,7 @@ from mtl_graph.memory.engine.integrity import write_json_atomically
 from mtl_graph.memory.engine.namespace import NamespacedStore
 from mtl_graph.memory.engine.storage import RawHit, Store, StoredPoint
 from mtl_graph.memory.errors import PoolError
+from mtl_graph.memory.pool.filter import STATUSES
 from mtl_graph.memory.usage import record_of
 
 STATS_DIR = "stats"
@@ -51,9 +52,13 @@ class Totals:
     success: int = 0
     """Runs judged successful, over every memory's record (stored counts plus credit entries)."""
     failure: int = 0
+    other_status: int = 0
+    """Points whose payload names no known status (written before statuses existed): while there is one, the
+    lifecycle's filter excludes statuses rather than asking for `active` (pool/filter.py: statuses_complete)."""
 
     def add(self, payload: dict[str, Any], sign: int = 1) -> None:
         """Count one point in (sign 1) or out (sign -1)."""
+        self.other_status += sign * (payload.get("status") not in STATUSES)
         kind = payload.get("type")
         kind = kind if isinstance(kind, str) else NO_TYPE
         self.points += sign
@@ -66,17 +71,19 @@ class Totals:
 
     def to_json(self) -> dict[str, Any]:
         return {"points": self.points, "types": dict(sorted(self.types.items())), "success": self.success,
-                "failure": self.failure}
+                "failure": self.failure, "other_status": self.other_status}
 
     @classmethod
     def of_json(cls, data: Any) -> "Totals | None":
         """Totals read back from a record; None for anything that is not a valid one."""
         try:
             types = {str(k): int(v) for k, v in data["types"].items()}
-            out = cls(int(data["points"]), types, int(data["success"]), int(data["failure"]))
+            out = cls(int(data["points"]), types, int(data["success"]), int(data["failure"]),
+                      int(data["other_status"]))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        if min(out.points, out.success, out.failure, *types.values(), 0) < 0 or sum(types.values()) != out.points:
+        if min(out.points, out.success, out.failure, out.other_status, *types.values()) < 0 or \
+                sum(types.values()) != out.points or out.other_status > out.points:
             return None
         return out
 

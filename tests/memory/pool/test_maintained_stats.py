@@ -246,3 +246,33 @@ def test_the_tally_key_is_not_a_run_id(embeddings, tmp_path):
         with pytest.raises(ValueError, match="reserved"):
             pool.credit(TALLY_KEY, [Use(next(pool.store.scroll()).id, True)], "success")
         assert_current(pool)
+
+
+def test_served_as_one_equality_finds_what_the_exclusion_finds(embeddings, tmp_path):
+    from dataclasses import replace
+
+    from mtl_graph.memory.engine.storage import StoredPoint
+    from mtl_graph.memory.pool.filter import SearchFilter
+
+    location = tmp_path / "pool"
+    seeded(location, embeddings)
+    with MemoryPool.open(location, embeddings) as pool:
+        ids = sorted(h.id for h in pool.store.scroll())
+        pool.archive(ids[0], "tested")
+        pool.lifecycle._rewrite(pool.get(ids[1]), quarantined=["tested"])
+        served = SearchFilter(type="insight").served()
+        assert pool.maintained.totals().other_status == 0
+        for query in ("how do I check my fix", "read the assertion", "empty list"):
+            wanted = [r.raw.id for r in pool.ranked(query, 20, served)]
+            assert [r.raw.id for r in pool.ranked(query, 20, replace(served, statuses_complete=True))] == wanted
+            assert ids[0] not in wanted and ids[1] not in wanted
+        # a point written before statuses existed: counted, and the lifecycle then filters by exclusion
+        [old] = pool.store.fetch([ids[2]])
+        [vector] = pool.store.fetch([ids[2]], with_dense=True)
+        payload = {k: v for k, v in old.payload.items() if k != "status"}
+        pool.store.upsert([StoredPoint(ids[2], vector.dense, ([], []), payload)])
+        assert pool.maintained.totals().other_status == 1
+        text = pool.get(ids[2]).key_text()
+        found = pool.retrieve(text, type="insight", k=1, lifecycle=LifecycleConfig(), retriever="dense")
+        assert [h.memory.id for h in found.hits] == [ids[2]]
+        assert_current(pool)
