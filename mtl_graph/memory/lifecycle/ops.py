@@ -1,8 +1,8 @@
 """The pool's side of the online loop: credit runs, retrieve with re-ranking and a floor, quarantine, release.
 
 `PoolLifecycle` is held by each pool handle (`pool.lifecycle`) and given the pool as a `LifecyclePool` (its public
-search, read and write API); the pool's `credit`, `retrieve`, `quarantined`... hand over to it. Its state, the
-calibrated floors and the base rate, is per handle.
+search, read and write API); the pool's `credit`, `retrieve`, `quarantined`... hand over to it. The base rate
+and the calibrated floors are the pool's maintained statistics (memory/pool/stats.py), kept current on write.
 """
 
 from __future__ import annotations
