@@ -7,7 +7,8 @@ in a fresh process: `MemoryPool.open`, the query model's first call (the same in
 the first lifecycle search, then the same searches with the lifecycle off and on, interleaved (p50 / p95 ms).
 
     python benchmarks/lifecycle_scale.py --sizes 2000,20000,55000
-    git worktree add /tmp/mtl-base <commit> && python benchmarks/lifecycle_scale.py --baseline-src /tmp/mtl-base
+    mkdir ../mtl-base && git archive <commit> mtl_graph | tar -x -C ../mtl-base
+    python benchmarks/lifecycle_scale.py --baseline-src ../mtl-base
 """
 
 from __future__ import annotations
