@@ -38,7 +38,7 @@ def check(
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         _print(report, repair)
-    if report.damaged and report.repaired is None:
+    if (report.damaged and report.repaired is None) or report.stale_stats:
         raise typer.Exit(1)
 
 
@@ -57,6 +57,12 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
         typer.echo(f"... and {len(report.unreadable) - SHOWN} more unreadable (--json lists them all)")
     if report.reembedded:
         typer.echo(f"{len(report.reembedded)} readable memories need their vectors embedded again")
+    for problem in report.stats_problems[:SHOWN]:
+        typer.echo(f"statistics: {problem}")
+    if report.stats_repaired is not None:
+        typer.echo(f"repaired the statistics: {', '.join(report.stats_repaired)}")
+    elif report.stale_stats:
+        typer.echo("the memories are intact; `mtl pool check --repair` recomputes the statistics")
     if report.repaired is not None:
         done = report.repaired
         typer.echo(f"repaired: rebuilt {done['rebuilt']} memories ({done['reembedded']} embedded again), "
@@ -64,8 +70,8 @@ def _print(report, repair: bool) -> None:  # type: ignore[no-untyped-def]
     elif report.damaged:
         typer.echo(f"damaged: run `mtl pool check --repair {report.location}` to rebuild it from the "
                    f"{report.readable} readable memories (the damaged copy is kept)")
-    else:
-        typer.echo("ok" + (": nothing to repair" if repair else ""))
+    elif not report.stale_stats:
+        typer.echo("ok" + (": nothing to repair" if repair and report.stats_repaired is None else ""))
 
 
 def namespaces_cmd(pool: PoolOption = None, json_out: JsonOption = False) -> None:

@@ -58,6 +58,12 @@ class CheckReport:
     unreadable: list[dict[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     repaired: dict[str, Any] | None = None
+    stats_problems: list[str] = field(default_factory=list)
+    """Where the maintained statistics (memory/pool/stats.py) differ from a recomputation over the readable points:
+    a record left pending by an interrupted write, totals that differ, a cached credit tally that differs from its
+    entries. The memories are intact; `--repair` writes the recomputed statistics."""
+    stats_repaired: list[str] | None = None
+    """What the repair rewrote: the records of these namespaces and the tallies of these points."""
 
     @property
     def lost(self) -> int:
@@ -69,8 +75,13 @@ class CheckReport:
     def damaged(self) -> bool:
         return bool(self.problems or self.unreadable or self.reembedded or self.lost)
 
+    @property
+    def stale_stats(self) -> bool:
+        """The statistics need a repair (and did not get one)."""
+        return bool(self.stats_problems) and self.stats_repaired is None and self.repaired is None
+
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "lost": self.lost, "damaged": self.damaged}
+        return {**asdict(self), "lost": self.lost, "damaged": self.damaged, "stale_stats": self.stale_stats}
 
 
 # ------------------------------------------------------------------ reading without changing anything
@@ -276,11 +287,80 @@ def check_pool(location: str | Path, embeddings: Embeddings | None = None, repai
         except PoolError as exc:
             report.problems.append(str(exc))
         readable = _read_all(path, report, meta)
-        if repair and report.damaged:
+        computed, tallies = _check_stats(path, report, readable)
+        if repair and report.damaged:  # the rebuilt pool has no statistics yet: they are counted at its first use
             report.repaired = _rebuild(path, report, meta, readable, embeddings)
+        elif repair and report.stats_problems:
+            report.stats_repaired = _repair_stats(path, report, meta, computed, tallies)
     finally:
         os.close(lock_fd)
     return report
+
+
+def _check_stats(path: Path, report: CheckReport, readable: list[tuple[Salvaged, Memory, bool]]
+                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Recompute every namespace's statistics and every cached credit tally from the readable points; report each
+    difference from what the pool keeps. Returns the recomputed totals and the tallies to rewrite (point id ->
+    what to merge under the credit key)."""
+    from mtl_graph.memory.engine.storage import DEFAULT_NAMESPACE, NAMESPACE_KEY
+    from mtl_graph.memory.pool.stats import STATS_DIR, Totals, read_record
+    from mtl_graph.memory.usage import CREDIT_KEY, TALLY_KEY, cached_tally, entries, entry_count, tally, tally_payload
+
+    computed: dict[str, Totals] = {}
+    tallies: dict[str, dict[str, Any]] = {}
+    for point, _, _ in readable:
+        payload = point.payload or {}
+        computed.setdefault(str(payload.get(NAMESPACE_KEY, DEFAULT_NAMESPACE)), Totals()).add(payload)
+        raw = payload.get(CREDIT_KEY)
+        if isinstance(raw, dict) and TALLY_KEY in raw:
+            counted = tally(entries(payload))
+            cached = cached_tally(payload)
+            if cached is not None and cached != counted:
+                report.stats_problems.append(f"memory {point.id}: its cached credit tally differs from its entries")
+                tallies[point.id] = {TALLY_KEY: tally_payload(counted, entry_count(raw))}
+    files = {f.stem: f for f in (path / STATS_DIR).glob("*.json")} if (path / STATS_DIR).is_dir() else {}
+    for namespace in sorted(set(files) | set(computed)):
+        if namespace not in files:
+            continue  # no record yet (a pool written before them, or never opened since): counted at first use
+        record = read_record(files[namespace])
+        want = computed.get(namespace, Totals())
+        kept = Totals.of_json(record.get("totals")) if record else None
+        if record is None or kept is None:
+            report.stats_problems.append(f"namespace {namespace}: its statistics record is unreadable")
+        elif record.get("pending"):
+            report.stats_problems.append(f"namespace {namespace}: its statistics record is pending (a write was "
+                                         "interrupted between the data and the statistics)")
+        elif kept != want:
+            report.stats_problems.append(
+                f"namespace {namespace}: the statistics record {kept.points} memories, {kept.success} successes, "
+                f"{kept.failure} failures, formats {kept.types}; the pool holds {want.points}, {want.success}, "
+                f"{want.failure}, {want.types}")
+    return computed, tallies
+
+
+def _repair_stats(path: Path, report: CheckReport, meta: dict[str, Any], computed: dict[str, Any],
+                  tallies: dict[str, dict[str, Any]]) -> list[str]:
+    """Write the recomputed statistics: every namespace's record, and the cached tallies that were wrong."""
+    from mtl_graph.memory.engine.location import _engine_store
+    from mtl_graph.memory.pool.stats import Totals, stats_file, write_record
+    from mtl_graph.memory.usage import CREDIT_KEY
+
+    done = []
+    if tallies:
+        store = _engine_store(path, report.engine or "edge", int(meta["dim"]))
+        try:
+            for point_id, merge in tallies.items():
+                store.set_payload(point_id, merge, key=CREDIT_KEY)
+        finally:
+            store.close()
+        done.append(f"{len(tallies)} cached credit tallies")
+    records = sorted({*computed, *(p.stem for p in (path / "stats").glob("*.json"))})
+    for namespace in records:
+        file = stats_file(path, namespace)
+        assert file is not None
+        write_record(file, computed.get(namespace, Totals()), {})
+    done.append(f"the statistics of {len(records)} namespaces")
+    return done
 
 
 def _read_all(path: Path, report: CheckReport, meta: dict[str, Any]) -> list[tuple[Salvaged, Memory, bool]]:

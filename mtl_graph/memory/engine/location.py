@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,11 @@ class OpenedStore:
     engine: str
     cleanup: Path | None = None
     lock_fd: int | None = None
+    directory: Path | None = None
+    """The pool's directory (None: a server)."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """What the pools of this engine share in the process (memory/pool/stats.py: one statistics record per
+    namespace)."""
 
     def release(self) -> None:
         if self.lock_fd is not None:
@@ -201,7 +206,8 @@ def open_directory(path: Path | None, emb: Embeddings, engine: str) -> OpenedSto
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PoolError(f"cannot create pool {path}: {exc.strerror or exc}") from None
-    opened = OpenedStore(store=None, dim=0, engine=engine, cleanup=cleanup, lock_fd=lock_directory(path))  # type: ignore[arg-type]
+    opened = OpenedStore(store=None, dim=0, engine=engine, cleanup=cleanup, lock_fd=lock_directory(path),  # type: ignore[arg-type]
+                         directory=path)
     try:
         meta_path = path / META_FILE
         meta = _read_meta(meta_path)

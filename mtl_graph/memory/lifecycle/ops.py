@@ -1,14 +1,14 @@
 """The pool's side of the online loop: credit runs, retrieve with re-ranking and a floor, quarantine, release.
 
 `PoolLifecycle` is held by each pool handle (`pool.lifecycle`) and given the pool as a `LifecyclePool` (its public
-search, read and write API); the pool's `credit`, `retrieve`, `quarantined`... hand over to it. Its state, the
-calibrated floors and the base rate, is per handle.
+search, read and write API); the pool's `credit`, `retrieve`, `quarantined`... hand over to it. The base rate
+and the calibrated floors are the pool's maintained statistics (memory/pool/stats.py), kept current on write.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -20,7 +20,8 @@ from mtl_graph.memory.lifecycle.policy import (BaseRate, Candidate, LifecycleCon
 from mtl_graph.memory.lifecycle.protocol import LifecyclePool
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.points import SearchHit, memory_of, payload_of
-from mtl_graph.memory.usage import CREDIT_KEY, CreditEntry, Use, record_of, tally, verdict_source
+from mtl_graph.memory.usage import (CREDIT_KEY, TALLY_KEY, CreditEntry, Use, credit_update, record_of,
+                                    verdict_source)
 
 DESCENDANT = "descendant of "
 """How a descendant's quarantine reason starts (followed by the harmful memory's id)."""
@@ -80,27 +81,21 @@ class PoolLifecycle:
 
     def __init__(self, pool: LifecyclePool) -> None:
         self.pool = pool
-        self.floors = FloorCache()
-        """The calibrated relevance floor of each format (see floor.py)."""
-        self.rate: BaseRate | None = None
-        """The base rate, once read from the pool (None until then); kept current by this handle's credits."""
+        self.floors = FloorCache(pool.maintained)
+        """The calibrated relevance floor of each format (see floor.py), kept with the pool's statistics."""
 
     def contents_changed(self) -> None:
-        """Forget what was computed from the pool's contents (after a restore, or another writer's bulk change)."""
+        """Forget what was computed from the pool's contents (after a restore, or another writer's bulk change):
+        the floors and the statistics are read again (rebuilt from the pool when their record is stale)."""
         self.floors.clear()
-        self.rate = None
+        self.pool.maintained.reload()
 
     # ------------------------------------------------------------------ the base rate
     def base_rate(self) -> BaseRate:
-        """Successes and failures of the credited runs the pool's memories were shown in (computed once per handle
-        by reading the pool, then kept up to date by this handle's credits)."""
-        rate = self.rate
-        if rate is None:
-            rate = BaseRate()
-            for hit in self.pool.store.scroll():  # counts straight from the payloads: no memory is parsed
-                rate.add(record_of(hit.payload))
-            self.rate = rate
-        return rate
+        """Successes and failures of the credited runs the pool's memories were shown in: the pool's maintained
+        statistics (memory/pool/stats.py), kept current on every write, never a scan of the pool."""
+        totals = self.pool.maintained.totals()
+        return BaseRate(totals.success, totals.failure)
 
     # ------------------------------------------------------------------ credit
     def credit(self, run_id: str, uses: Iterable[Use], outcome: Outcome | str, source: str = "given", *,
@@ -110,6 +105,8 @@ class PoolLifecycle:
         Each memory gets one entry keyed by the run id, merged into its payload by the engine: safe between
         threads and between processes sharing a server, and a run credited twice counts once. With a lifecycle
         config, memories the evidence now condemns are quarantined (and their descendants)."""
+        if run_id == TALLY_KEY:
+            raise ValueError(f"run id {run_id!r} is reserved (the key of the credit map's cached tally)")
         outcome, report = Outcome(outcome), CreditReport()
         at = at or datetime.now(timezone.utc)
         wanted: dict[str, bool] = {}
@@ -125,14 +122,11 @@ class PoolLifecycle:
                     report.missing.append(given)
                     continue
                 report.credited[stored] = report.credited.get(stored, False) or cited
-            rate = self.rate  # only a rate already read is kept current: reading it here would count this run twice
-            for stored, cited in report.credited.items():
-                entry = CreditEntry(run_id, cited, outcome, verdict_source(source), at)
-                before = found[stored].payload.get(CREDIT_KEY)
-                fresh = not isinstance(before, dict) or run_id not in before
-                store.set_payload(stored, {run_id: entry.payload()}, key=CREDIT_KEY)
-                if fresh and rate is not None:
-                    rate.add(tally([entry]))
+            with self.pool.maintained.batch():  # the pool's statistics follow the store's writes (memory/pool/stats.py)
+                for stored, cited in report.credited.items():
+                    entry = CreditEntry(run_id, cited, outcome, verdict_source(source), at)
+                    before = found[stored].payload.get(CREDIT_KEY)
+                    store.set_payload(stored, credit_update(before, {run_id: entry.payload()}), key=CREDIT_KEY)
             if lifecycle is not None:
                 cited_ids = [i for i, c in report.credited.items() if c]
                 report.quarantined = self._quarantine_if_harmful(cited_ids, lifecycle)
@@ -221,6 +215,8 @@ class PoolLifecycle:
                           for i, h in enumerate(hits)]
             return Retrieval(hits, candidates, min_score, "off (research retrieval)", 0.5)
         where = where.served()
+        if not self.pool.maintained.totals().other_status:  # every point has a status: `active` as one equality
+            where = replace(where, statuses_complete=True)
         found = self.pool.ranked(query, max(k, lifecycle.candidates), where, retriever=retriever,
                                  min_score=min_score)
         if lifecycle.relevance_floor is not None:

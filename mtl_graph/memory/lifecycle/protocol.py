@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from mtl_graph.memory.pool.filter import SearchFilter
     from mtl_graph.memory.pool.points import SearchHit
     from mtl_graph.memory.pool.search import RankedHit
+    from mtl_graph.memory.pool.stats import MaintainedStats
 
 
 class LifecyclePool(Protocol):
@@ -27,6 +28,8 @@ class LifecyclePool(Protocol):
     """The pool's embedding model (the floor embeds its probes with it)."""
     write_lock: AbstractContextManager[Any]
     """Held while writing: credit and quarantine take turns with the pool's other writers."""
+    maintained: "MaintainedStats"
+    """The pool's counts, format sizes, base rate and floors, kept current by its store's writes."""
 
     def fetch(self, ids: list[str]) -> list["RawHit"]:
         """Stored points by id, each once; an id merged into another memory finds that memory."""

@@ -32,6 +32,11 @@ class SearchFilter:
     """Also return memories the lifecycle quarantined (retrieval with the lifecycle on never does)."""
     include_superseded: bool = True
     """Also return memories a newer, contradicting memory superseded (retrieval with the lifecycle on never does)."""
+    statuses_complete: bool = False
+    """Every point of the pool carries a known status (its maintained statistics say so): a filter that serves only
+    active memories is then one equality, which Qdrant Edge answers from its index (a 6k pool: 2 ms for a dense
+    query of 20, where excluding the three other statuses took 16 ms). Points written before statuses existed
+    have none, and only the exclusion serves them."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: each field is normalised once, here
@@ -50,7 +55,7 @@ class SearchFilter:
         set_(self, "exclude_task_ids", _names("exclude_task_ids", self.exclude_task_ids))
         if self.only_ids is not None:
             set_(self, "only_ids", _names("only_ids", self.only_ids))
-        for name in ("include_flagged", "include_quarantined", "include_superseded"):
+        for name in ("include_flagged", "include_quarantined", "include_superseded", "statuses_complete"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"search filter: {name} must be True or False, not {_shown(getattr(self, name))}")
 
@@ -65,6 +70,9 @@ class SearchFilter:
             excludes["flagged"] = ["true"]
         excludes["status"] = ["archived", *([] if self.include_quarantined else ["quarantined"]),
                               *([] if self.include_superseded else ["superseded"])]
+        if self.statuses_complete and len(excludes["status"]) == len(STATUSES) - 1:
+            equals["status"] = "active"  # the same points as excluding every other status: see statuses_complete
+            del excludes["status"]
         return Conditions(equals=equals, excludes=excludes,
                           only_ids=list(self.only_ids) if self.only_ids is not None else None)
 
@@ -96,6 +104,10 @@ class SearchFilter:
             raise ValueError(f"give the search filter either as `where` or as keywords, not both "
                              f"({', '.join(sorted(changed))} given beside `where`)")
         return where
+
+
+STATUSES = ("active", "archived", "quarantined", "superseded")
+"""Every status a point's payload names (memory/pool/points.py: payload_of)."""
 
 
 def _is_default(value: Any, default: Any) -> bool:

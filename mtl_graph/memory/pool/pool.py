@@ -40,7 +40,8 @@ from mtl_graph.memory.lifecycle.supersede import (Conflict, SupersedeConfig, can
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.points import RETRIEVERS, SearchHit, is_uuid, memory_of, payload_of
 from mtl_graph.memory.pool.query_cache import QueryVectorCache
-from mtl_graph.memory.usage import CREDIT_KEY, Use
+from mtl_graph.memory.pool.stats import CountedStore, stats_file
+from mtl_graph.memory.usage import CREDIT_KEY, TALLY_KEY, Use, credit_update
 from mtl_graph.memory.screening.screen import released, rescreened, screen_many
 from mtl_graph.memory.pool.search import PREFETCH, RankedHit, ranked_search
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec, RawHit, StoredPoint
@@ -86,7 +87,11 @@ class MemoryPool(PoolFiles):
 
         self._opened = opened
         self.namespace = check_namespace(namespace)
-        self.store = NamespacedStore(opened.store, self.namespace)
+        self.store = CountedStore(opened.store, self.namespace, stats_file(opened.directory, self.namespace),
+                                  opened.shared)
+        """Every read and write of the namespace; its writes keep the maintained statistics (memory/pool/stats.py)."""
+        self.maintained = self.store.maintained
+        """The namespace's counts, format sizes, base rate and floors, kept current on write (memory/pool/stats.py)."""
         self.dim = opened.dim
         self.engine = opened.engine
         self.embeddings = embeddings
@@ -219,24 +224,29 @@ class MemoryPool(PoolFiles):
             # only new points need vectors: a memory merged into, or identical to, a stored one is a payload update
             texts = list(dict.fromkeys(m.key_text() for m in new))  # runs of one task share a key: embed it once
             vectors = dict(zip(texts, self.embed(texts))) if texts else {}
-            if new:
-                self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), payload_of(m))
-                                   for m in new])
-                # Qdrant Edge indexes only when asked: once the unindexed tail is long enough this starts a build
-                # in a worker process and returns (~0.1 ms otherwise; see edge_rebuild.py). Server / local
-                # client: a no-op.
-                self.store.optimize()
-            for memory in plan.write:
-                if memory.id in plan.stored_ids:
-                    self.store.set_payload(memory.id, payload_of(memory))
-            self._move_credit(plan.write, plan.delete, credits)
-            if plan.delete:
-                self.store.delete(plan.delete)
+            with self.maintained.batch():  # one change of the statistics record for the whole batch
+                self._write_plan(plan, new, vectors, credits)
             config = supersede if supersede is not None else SupersedeConfig()
             added = set(plan.report.ids("added"))
             if config.enabled and added:
                 self._supersede([m for m in plan.write if m.id in added], vectors, config)
         return plan.report
+
+    def _write_plan(self, plan: Any, new: list[Memory], vectors: dict[str, list[float]],
+                    credits: dict[str, dict[str, Any]]) -> None:
+        if new:
+            self.store.upsert([StoredPoint(m.id, vectors[m.key_text()], self._sparse(m.key_text()), payload_of(m))
+                               for m in new])
+            # Qdrant Edge indexes only when asked: once the unindexed tail is long enough this starts a build
+            # in a worker process and returns (~0.1 ms otherwise; see edge_rebuild.py). Server / local
+            # client: a no-op.
+            self.store.optimize()
+        for memory in plan.write:
+            if memory.id in plan.stored_ids:
+                self.store.set_payload(memory.id, payload_of(memory))
+        self._move_credit(plan.write, plan.delete, credits)
+        if plan.delete:
+            self.store.delete(plan.delete)
 
     def _supersede(self, memories: list[Memory], vectors: dict[str, list[float]], config: SupersedeConfig) -> None:
         """Each new memory against its nearest stored ones of the same format and outcome: a pair whose advice
@@ -294,8 +304,9 @@ class MemoryPool(PoolFiles):
             for absorbed in memory.merged_ids:
                 if absorbed in deleted:
                     moved.update(credits.get(absorbed, {}))
+            moved.pop(TALLY_KEY, None)  # the absorbed memory's cached tally: the kept one's is written afresh
             if moved:
-                self.store.set_payload(memory.id, moved, key=CREDIT_KEY)
+                self.store.set_payload(memory.id, credit_update(credits.get(memory.id), moved), key=CREDIT_KEY)
 
     def _stored_like(self, items: list[Memory], credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
         """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
