@@ -76,7 +76,7 @@ _PLACEHOLDERS = {
 }
 # With the placeholders, the words an example value is made of (`'PASSWORD 123'`, `"my secret token"`).
 _EXAMPLE_WORDS = {"my", "your", "our", "the", "a", "an", "some", "new", "old", "here", "sample", "demo", "value",
-                  "word", "words", "key", "user", "admin", "login", "api", "access", "db"}
+                  "word", "words", "key", "user", "admin", "login", "api", "access", "db", "name", "username"}
 _EXAMPLE_NUMBER = re.compile(r"\d{1,6}")
 _WORD_EDGES = ".,;:!?()[]{}<>\"'`"
 _REFERENCE_START = tuple("$<{[*")
@@ -296,7 +296,8 @@ def is_label(text: str, m: re.Match[str]) -> bool:
     (`"pass": ...`), or first on its line (`pass: s3cr3t`, YAML) with a value of one word."""
     if m["name"].lower() != "pass" or ":" not in text[m.end("name"):m.start("value")].replace("://", ""):
         return False
-    if text[m.start("name") - 1:m.start("name")] in ("'", '"'):
+    quote = text[m.start("name") - 1:m.start("name")]
+    if quote in ("'", '"') and text[m.end("name"):m.end("name") + 1] == quote:
         return False
     line_start = text.rfind("\n", 0, m.start("name")) + 1
     line_end = text.find("\n", m.end("value"))

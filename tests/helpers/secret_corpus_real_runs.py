@@ -23,7 +23,8 @@ import random
 from helpers.secret_corpus import Gen, LookAlike, SecretCase
 from helpers.secret_corpus_kube import PROGRAMMING_WORDS
 
-PLACEHOLDER_PARTS = ("user", "pass", "password", "secret", "token", "key", "my", "some", "test", "admin", "word")
+PLACEHOLDER_PARTS = ("user", "pass", "password", "secret", "token", "key", "my", "some", "test", "admin", "word",
+                     "name")
 EXAMPLE_HOSTS = ("example.com", "example.org", "www.example.net", "api.example", "db.test", "svc.invalid", "host",
                  "hostname")
 REAL_HOSTS = ("db.internal.acme.io", "10.0.3.7", "redis", "pg-prod-2.eu-west-1.rds.amazonaws.com", "gitlab.acme.dev")
@@ -65,6 +66,8 @@ def real_run_look_alikes(seed: int = 7, n: int = 12) -> list[LookAlike]:
                            f"{rng.choice(EXAMPLE_HOSTS)}/ was {rng.choice(['accepted', 'rejected'])}")
         add("verdict_assignment", f"{verdict}: {rng.choice(PROGRAMMING_WORDS)}={rng.randint(0, 99)} "
                                   f"{_phrase(rng, 1, 3).lower()}.")
+        add("verdict_printed", f'    print("{verdict}: {rng.choice(PROGRAMMING_WORDS)}={rng.randint(0, 99)} '
+                               f'{_phrase(rng, 1, 3).lower()}")')
         add("verdict_host", f"{verdict}: localhost:{rng.randint(1000, 9999)} -> 127.0.0.1:{rng.randint(1000, 9999)}")
         add("prose_pass", f"{rng.choice(['First', 'Second', 'Third', 'Final', 'Next'])} pass: "
                           f"`{_snake(rng)}='{rng.choice(PROGRAMMING_WORDS)}'`.")
