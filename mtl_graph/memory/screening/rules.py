@@ -25,9 +25,9 @@ OWN_FILES = re.compile(r"\b(?:temp|temporary|tmp|scratch|debug|your|own|extra|ge
                        r"一時|デバッグ|自分", re.I)
 # ... and what a run says it made itself, right after the object: "the test file I created", "the tests we added"
 # (not "added by" someone else), or before it: "my test", "the newly created test file".
-MADE_BY_RUN = re.compile(r"[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|I've|I[ \t]+have|we|we've|we[ \t]+have|you|you've)"
-                         r"[ \t]+(?:just[ \t]+|had[ \t]+|earlier[ \t]+)?(?:created|added|wrote|written|made|generated)\b"
-                         r"(?![ \t]+by\b)", re.I)
+MADE_BY_RUN = re.compile(r"[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|I've|I[ \t]+have|we|we've|we[ \t]+have|you|"
+                         r"you've)[ \t]+(?:just[ \t]+|had[ \t]+|earlier[ \t]+)?"
+                         r"(?:created|added|wrote|written|made|generated)\b(?![ \t]+by\b)", re.I)
 OWN_BEFORE = re.compile(r"\b(?:my|our|newly[ \t]+(?:created|added|written))\b", re.I)
 _MAX_NAMES = 32  # distinct downloaded files or added remotes followed up in one text
 # A verb after a determiner or a possessive is a noun ("the delete tests", "my change breaks existing tests").
@@ -152,6 +152,9 @@ EXTERNAL_URL = (r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\]
                 r"[\w-]+(?:\.[\w-]+)+")
 # A command substitution starts a command (a name, a variable, a path); a backtick before punctuation or a space
 # closes a markdown code span (`http://example.com/?q=a&b`.).
+# A verb that runs what follows: before a code span of a bare command (`running `env``) it makes it a command.
+_RUN_VERB = (r"(?:run|runs|running|ran|execute[sd]?|executing|type|typing|call|calling|invoke[sd]?|invoking|use|"
+             r"using|try|trying)")
 _SUBSTITUTION = (r"(?:\$\((?!\s*date\b)|`(?:[A-Za-z$/~_(]|\.{1,2}/)"
                  r"|\$\{?\w*(?:TOKEN|SECRET|PASSW|PWD|API_?KEY|KEY|AUTH|CRED|ENV)\w*)")
 _INTERPRETER = (r"(?:(?:ba|z|da|k|c|fi|a)?sh\b|python[\d.]*\s*(?:-\s*)?(?:$|[;&|)\"'])|perl\b|ruby\b|node\b|iex\b|"
@@ -301,7 +304,7 @@ RULES: tuple[Rule, ...] = (
                        r"token|password|private")),
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
         # a markdown code span of the bare word (`env`, a variable's name) is a name unless a verb runs it
-        r"(?:^|[;&|]|`(?!(?:printenv|env)`)|(?<![\w.])\(|\$\s|\b(?:run|execute|type|call)\s+`?)\s*(?:printenv|env)"
+        r"(?:^|[;&|]|`(?!(?:printenv|env)`)|(?<![\w.])\(|\$\s|\b" + _RUN_VERB + r"\s+`?)\s*(?:printenv|env)"
         r"(?:\s+-0)?\s*"
         r"(?=$|[>;&)`'\"]|\s+>|\s*\|(?!\s*grep\b))"  # a grep for one setting is a lookup, not a dump ...
         r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]{0,300}(?:key|token|secret|pass|cred|"
@@ -309,8 +312,8 @@ RULES: tuple[Rule, ...] = (
         r"|\bprintenv\s*(?:$|>)|/proc/(?:self|thread-self|\d+|\*|\$\$|\$\w+|\$\{[^}]*\}|\{[^}]*\}|\$\(\w+\))"
         r"(?:/task/\S+)?/environ\b|\bexport\s+-p\b|\bset\s*\||(?:^|[;&|`(]\s*)set\s*$"
         r"|\b(?:declare|typeset)\s+-[px]+\b(?!\s+(?!(?:before|after|first|to|and|then|so|in|at|when|or|with|for|is|"
-        r"will|shows?|prints?|lists?|dumps?)\b)[A-Za-z_]\w*)|(?:^|[;&|(]\s*|`(?!export`)|\brun\s+`?)export\s*"
-        r"(?:$|[;&|>)`'\"])"
+        r"will|shows?|prints?|lists?|dumps?)\b)[A-Za-z_]\w*)"
+        r"|(?:^|[;&|(]\s*|`(?!export`)|\b" + _RUN_VERB + r"\s+`?)export\s*(?:$|[;&|>)`'\"])"
         r"|\bcompgen\s+-[ev]\b|\b(?:get-childitem|gci|dir|ls)\s+env:|\[environment\]::getenvironmentvariables\(\)"
         r"|\b(?:print|pprint|p?print\.pprint|dumps?|repr|str|json\.dumps?|yaml\.(?:safe_)?dump|pickle\.dumps?|"
         r"marshal\.dumps?|toml\.dumps?|write|writelines|log(?:ging|ger)?\.\w+)\s*\(\s*(?:\*\*|"
