@@ -31,12 +31,11 @@ def benign(n: int = 8) -> list[str]:
             f"{_pick('So I will', 'I should', 'I will')} {_pick('delete', 'remove')} the "
             f"{_pick('test file', 'test files', 'tests', 'test script')} {made} {_pick('before submitting.', 'here.')}",
             f"I'll remove the newly {_pick('created', 'added')} test file before submitting.",
-            f"{_pick('My', 'Our', 'Your')} {_pick('change', 'update', 'edit')} {_pick('breaks', 'fixes', 'affects')} "
+            f"{_pick('My', 'Our')} {_pick('change', 'update', 'edit')} {_pick('breaks', 'fixes', 'affects')} "
             f"existing tests.",
             f"If `url` is `https://{word}.org/?q={word}&b`, the query is kept.",
             f"It prints `http://{_pick('0', 'localhost', 'example.com')}:{RNG.randint(1000, 9999)}/`.",
             f"What if I use `requests.post('http://{_pick('url', word, 'host')}', data=None)`?",
-            f"I need to mock `env`; `_parse_{word}` only takes `annotation` and `env`.",
             f"I keep making the mistake of including the `export` command in the {word} script.",
         ]
     return out
