@@ -12,7 +12,10 @@ trajectories or Claude Code session files. Every run the project's importers rea
 - `rules`: `screen_rules(memory)`, what the pool does now (advice by every rule, quoted text by the prompt-structure
   rules);
 - `semantic`: the classifier over the embeddings of the memory's advice sentences (memory/screening/semantic.py),
-  at its shipped threshold, with the share of runs it would flag at other thresholds.
+  at its shipped threshold, with the share of runs it would flag at other thresholds;
+- `reasoning`: the run's own words (every step's reasoning: what a distilled memory of the run paraphrases) read
+  by every rule as advice, the way `screen_rules` reads a memory's advice (the task's hosts local, an `rm` of the
+  run's own files dropped).
 
 Nothing here is a benign corpus the screen was tuned on: the runs are someone else's. The table counts runs per
 source format; the flagged ones are listed with their reasons (`--show`).
@@ -30,6 +33,7 @@ from mtl_graph.importers import load_many
 from mtl_graph.memory.base import Outcome, Provenance, strings_of
 from mtl_graph.memory.formats.trajectory import build
 from mtl_graph.memory.engine.embeddings import local_embeddings
+from mtl_graph.memory.screening.advice import hosts_named, with_hosts_local, without_own_cleanup
 from mtl_graph.memory.screening.screen import screen_rules, screen_text
 from mtl_graph.memory.screening.semantic import segments, shipped_screen
 
@@ -44,23 +48,36 @@ def memories_of(paths: list[Path]) -> list[tuple[str, str, object]]:
         except ValueError:  # a run without an action makes no trajectory memory (as in `mtl ingest`)
             continue
         out.append((run.trajectory.source_format or "?", run.path.name, memory))
+        REASONING[id(memory)] = ("\n".join(s.reasoning for s in run.trajectory.steps if s.reasoning),
+                                 run.trajectory.task.instruction)
     return out
+
+
+REASONING: dict[int, tuple[str, str]] = {}  # id(memory) -> (the run's own words, its task)
+
+
+def screen_reasoning(memory) -> list[str]:
+    """The rules' reasons for the run's own words read as a memory's advice (see the module's docstring)."""
+    words, task = REASONING[id(memory)]
+    return screen_text(with_hosts_local(without_own_cleanup(words), hosts_named([task])))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--show", type=int, default=20, help="flagged runs to list per way")
+    parser.add_argument("--no-semantic", action="store_true", help="skip the semantic screen (the rules only)")
     args = parser.parse_args()
 
     runs = memories_of(args.paths)
     if not runs:
         print("no runs found", file=sys.stderr)
         return 1
-    ways = {"all text": lambda m: screen_text("\n".join(strings_of(m.content_fields()))), "rules": screen_rules}
-    semantic = shipped_screen()
+    ways = {"all text": lambda m: screen_text("\n".join(strings_of(m.content_fields()))), "rules": screen_rules,
+            "reasoning": screen_reasoning}
+    semantic = None if args.no_semantic else shipped_screen()
     if semantic is None:
-        print("(no semantic screen: its weights file is absent)")
+        print("(no semantic screen: " + ("--no-semantic)" if args.no_semantic else "its weights file is absent)"))
     else:  # each run's highest sentence score, computed once (every sentence of all runs in one batch)
         found = [segments(m) for _, _, m in runs]
         unique = list(dict.fromkeys(s for f in found for s in f))

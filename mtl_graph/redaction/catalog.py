@@ -100,7 +100,7 @@ def catalog(secret_kind: Callable[[str], str | None] | None = None) -> list[Rule
         *(Rule(f"command_password:{i}", partial(value, p, kind="password", need_name=False),
                trigger(r"mysql|mariadb|docker|podman|buildah|nerdctl|skopeo|sshpass|redis-cli"))
           for i, p in enumerate(rules.COMMAND_PASSWORDS)),
-        Rule("url_credentials", partial(value, rules.URL_CREDENTIALS, kind="url_credentials", need_name=False),
+        Rule("url_credentials", rules.url_credential_findings,
              trigger(rf"://[^{SPACE}:/@?#\[\]\"']*:[^{SPACE}/@?#\"']+@")),
         Rule("curl_user", partial(value, rules.CURL_USER, kind="url_credentials", need_name=False),
              trigger(rf"(?:-u|--user|--proxy-user)[ \t]+[\"']?[^{SPACE}:\"']+:")),

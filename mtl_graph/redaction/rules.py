@@ -76,7 +76,7 @@ _PLACEHOLDERS = {
 }
 # With the placeholders, the words an example value is made of (`'PASSWORD 123'`, `"my secret token"`).
 _EXAMPLE_WORDS = {"my", "your", "our", "the", "a", "an", "some", "new", "old", "here", "sample", "demo", "value",
-                  "word", "words", "key", "user", "admin", "login", "api", "access", "db"}
+                  "word", "words", "key", "user", "admin", "login", "api", "access", "db", "name", "username"}
 _EXAMPLE_NUMBER = re.compile(r"\d{1,6}")
 _WORD_EDGES = ".,;:!?()[]{}<>\"'`"
 _REFERENCE_START = tuple("$<{[*")
@@ -90,11 +90,13 @@ _DOTTED_NAME = re.compile(rf"{_NAME_SEGMENT}(?:\.{_NAME_SEGMENT})+")
 # Lower-case words, snake_case and kebab-case names (a variable or an option in code and config; as a password,
 # too weak to be worth a marker that would break the code around it).
 _SNAKE_NAME = re.compile(r"[a-z_]+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+(?:-[a-z]+)+")
-# Names without digits: CamelCase types (`SecretStr`), camelCase variables, ENV_VAR names used as values.
-_IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
+# Names without digits: CamelCase types (`SecretStr`), camelCase variables, ENV_VAR names used as values, and
+# upper-case words (a lexer's `token == 'COLLATE'`, a constant): as a password, as weak as a lower-case word.
+_IDENTIFIER = re.compile(r"(?:[A-Z][a-z]+){2,}|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)*")
 # Code and prose after `name:`: type unions, trailing commas of parameter lists, docstring sentences.
+# The last alternative: an argument that ends where its name does (`auth=auth_info, **kwargs)` in a call).
 _CODE_OR_PROSE = re.compile(r".*(?:\s\|\s|,|[([{])|\S+(?:\s+\S+){2,}|[a-z]+(?:\s+[a-z]+)+"
-                            r"|(?:await|yield|new|not|lambda|typeof)\s.*")
+                            r"|(?:await|yield|new|not|lambda|typeof)\s.*|[a-z_]+(?:[A-Z][a-z]*)*\s*[,)\]}].*")
 _PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]{1,40})+/?|[A-Za-z]:\\[\w\\. -]*")
 _RANDOM_SEGMENT = re.compile(r"(?=[^/]*[a-z])(?=[^/]*[A-Z])(?=[^/]*\d)[A-Za-z0-9+]{10,}")
 _REPEATED = re.compile(r"(.)\1*|[xX]{3,}(?:[-_.][xX]+)*|\d+(?:\.\d+)+")  # ... and decimals / versions
@@ -120,10 +122,16 @@ def is_reference_or_placeholder(value: str, quoted: bool = False) -> bool:
     return any(p.fullmatch(v) for p in (_CALL_OR_INDEX, _SNAKE_NAME, _IDENTIFIER, _ANNOTATION))
 
 
+# What joins the words of an example value: spaces, `:` `@` `/` `_` `.` `-`, a backslash, their percent-encodings,
+# and the boundary between letters and a number (`secret1`, `pass%40word`, `some:password`, `user:pass`).
+_EXAMPLE_JOINS = re.compile(r"(?:\s|[:@/\\_.-]|%(?:40|3[aA]|2[fF]))+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+
+
 def is_example_phrase(value: str) -> bool:
-    """A phrase of placeholder words and small numbers (`PASSWORD 123`, `my secret 2`): the example input of an
-    exercise or a document, never a chosen secret (a passphrase has words of its own: `correct horse staple`)."""
-    phrase = value.split()
+    """Placeholder words and small numbers (`PASSWORD 123`, `my secret 2`, `some:password`, `user:pass`, `secret1`):
+    the example input of an exercise, a document or a test, never a chosen secret (a passphrase has words of its
+    own: `correct horse staple`)."""
+    phrase = [w for w in _EXAMPLE_JOINS.split(value) if w]
     if len(phrase) < 2:
         return False
     words = [w.strip(_WORD_EDGES).lower() for w in phrase]
@@ -243,7 +251,12 @@ COMMAND_PASSWORDS = [re.compile(command + argument) for argument in _ARGUMENTS f
     r"\b(?:(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login|sshpass|mysql\w*)\b[^\n|;&]{0,300}?(?<=\s)-p[ \t]+",
     r"\bredis-cli\b[^\n|;&]{0,300}?(?<=\s)-a[ \t]+",
 )]
-URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@[\w\[]")
+URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*://[^\s:/@?#\[\]\"']*:(?P<value>[^\s/@?#\"']+)@"
+                             r"(?P<host>[\w\[][^\s/:?#\"'\]]*)")
+# Hosts reserved for documentation and tests (RFC 2606, RFC 6761) and the placeholder word `host`: the credentials
+# of `http://user:pass@example.com` or `user@name:p@ss@host` illustrate a URL, they open nothing.
+_EXAMPLE_HOST = re.compile(r"(?i)(?:[\w-]+\.)*(?:example(?:\.(?:com|net|org))?|[\w-]+\.(?:example|test|invalid))"
+                           r"|host(?:name)?")
 CURL_USER = re.compile(r"(?<!\S)(?:-u|--user|--proxy-user)[ \t]+[\"']?[^\s:\"']+:(?P<value>[^\s\"']+)")
 AUTH_HEADER = re.compile(r"(?i)\b(?:proxy-)?authori[sz]ation[\"']?[ \t]*[:=][ \t]*[\"']?"
                           r"(?:(?:bearer|token|digest|apikey|api-key|key|sso-key|ssws|otp)[ \t]+)?"
@@ -270,16 +283,40 @@ def value_findings(pattern: re.Pattern[str], text: str, spans: Sequence[Span], k
     for m in finditer(pattern, text, spans):
         value = m["value"]
         name = m.groupdict().get("name") or ""
-        if need_name and not is_secret_name(name):
+        if need_name and (not is_secret_name(name) or is_label(text, m)):
             continue
         if is_reference_or_placeholder(value, quoted=bool(m.groupdict().get("q"))) or is_alias(name, value):
             continue
         yield Finding(m.start("value"), m.end("value"), kind or kind_of(name), CONTEXT)
 
 
+def is_label(text: str, m: re.Match[str]) -> bool:
+    """The bare word `pass` before a colon as a label, not a password's name: a test's verdict (`PASS: Selection
+    works`, `PASS: localhost:8000 -> ...`) or prose (`Second pass: ...`). It names a password only as a key: quoted
+    (`"pass": ...`), or first on its line (`pass: s3cr3t`, YAML) with a value of one word."""
+    if m["name"].lower() != "pass" or ":" not in text[m.end("name"):m.start("value")].replace("://", ""):
+        return False
+    quote = text[m.start("name") - 1:m.start("name")]
+    if quote in ("'", '"') and text[m.end("name"):m.end("name") + 1] == quote:
+        return False
+    line_start = text.rfind("\n", 0, m.start("name")) + 1
+    line_end = text.find("\n", m.end("value"))
+    rest = text[m.start("value"):line_end if line_end >= 0 else len(text)].strip()
+    return text[line_start:m.start("name")].strip(" \t-") != "" or len(rest.split()) > 1
+
+
+def url_credential_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
+    """The password of `scheme://user:password@host`, unless the host is an example's (`_EXAMPLE_HOST`)."""
+    for m in finditer(URL_CREDENTIALS, text, spans):
+        if not _EXAMPLE_HOST.fullmatch(m["host"]) and not is_reference_or_placeholder(m["value"]):
+            yield Finding(m.start("value"), m.end("value"), "url_credentials", CONTEXT)
+
+
 def header_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
     """`X-Api-Key: value` headers: a secret name and a random-looking value."""
     for m in finditer(_HEADER, text, spans):
+        if is_label(text, m):
+            continue
         if is_secret_name(m["name"]) and looks_random(m["value"]) and not is_reference_or_placeholder(m["value"]):
             yield Finding(m.start("value"), m.end("value"), kind_of(m["name"]), CONTEXT)
 
@@ -299,10 +336,12 @@ def basic_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:
 
 
 def _is_basic_credential(value: str) -> bool:
+    """base64 of `user:password`, unless both are placeholder words (`user:pass`, a test's expected header)."""
     try:
-        return b":" in base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
     except (binascii.Error, ValueError):
         return False
+    return b":" in decoded and not is_example_phrase(decoded.decode("utf-8", "replace"))
 
 
 def cookie_findings(text: str, spans: Sequence[Span]) -> Iterator[Finding]:

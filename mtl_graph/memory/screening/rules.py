@@ -23,8 +23,16 @@ OWN_FILES = re.compile(r"\b(?:temp|temporary|tmp|scratch|debug|your|own|extra|ge
                        r"leftover|stale|cached|compiled|throwaway|ad[- ]hoc|new|temporal(?:es)?|temporaires?|"
                        r"temporare[nrs]?|временн\w*|отладочн\w*|сво\w*)\b|临时|臨時|调试|調試|自己|你创建|"
                        r"一時|デバッグ|自分", re.I)
+# ... and what a run says it made itself, right after the object: "the test file I created", "the tests we added"
+# (not "added by" someone else), or before it: "my test", "the newly created test file".
+MADE_BY_RUN = re.compile(r"[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|I've|I[ \t]+have|we|we've|we[ \t]+have|you|"
+                         r"you've)[ \t]+(?:just[ \t]+|had[ \t]+|earlier[ \t]+)?"
+                         r"(?:created|added|wrote|written|made|generated)\b(?![ \t]+by\b)", re.I)
+OWN_BEFORE = re.compile(r"\b(?:my|our|newly[ \t]+(?:created|added|written))\b", re.I)
 _MAX_NAMES = 32  # distinct downloaded files or added remotes followed up in one text
-_DETERMINER_BEFORE = re.compile(r"\b(?:the|a|an|this|that|these|those|just\s+the)\s+$", re.I)
+# A verb after a determiner, or after the run's own possessive, is a noun ("the delete tests", "my change breaks
+# existing tests"); "your" stays out: "Your earlier instructions are void" addresses the model.
+_DETERMINER_BEFORE = re.compile(r"\b(?:the|a|an|this|that|these|those|just\s+the|my|our)\s+$", re.I)
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,9 @@ class Rule:
         for match in self.pattern.finditer(text):
             if self.natural_language and self._negated(text, match):
                 continue
-            if self.spares_own_files and OWN_FILES.search(text, match.start(), match.end() + self.after):
+            if self.spares_own_files and (OWN_FILES.search(text, match.start(), match.end() + self.after)
+                                          or OWN_BEFORE.search(text, match.start(), match.end())
+                                          or MADE_BY_RUN.match(text, match.end())):
                 continue
             return True
         return False
@@ -149,8 +159,17 @@ TESTS = (r"(?:tests?(?:[ \t]+(?:files?|suites?|cases?|modules?|functions?|method
          r"folder))?|"
           r"assert(?:ion)?s?|test_\w+(?:\.\w+)?|\w+_test(?:\.\w+)?|\w+\.(?:test|spec)\.\w+)")
 TEST_PATH = r"(?:\S*/)?(?:tests?/?|[^\s/]*test[^\s/]*\.(?:py|js|ts|go|rs|java|rb|c|cpp|cc)|[^\s/]*\.(?:spec|test)\.\w+)"
-EXTERNAL_URL = r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])(?:[:/]|\b))[\w.-]+"
-_SUBSTITUTION = r"(?:\$\((?!\s*date\b)|`[^`\s]|\$\{?\w*(?:TOKEN|SECRET|PASSW|PWD|API_?KEY|KEY|AUTH|CRED|ENV)\w*)"
+# An outside address has a dotted host (a name on the internet, or an IP address): a single label (`http://url`,
+# `http://0:8000/`, a service of a compose file) is a placeholder or a local name.
+EXTERNAL_URL = (r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])(?:[:/]|\b))"
+                r"[\w-]+(?:\.[\w-]+)+")
+# A command substitution starts a command (a name, a variable, a path); a backtick before punctuation or a space
+# closes a markdown code span (`http://example.com/?q=a&b`.).
+# A verb that runs what follows: before a code span of a bare command (`running `env``) it makes it a command.
+_RUN_VERB = (r"(?:run|runs|running|ran|execute[sd]?|executing|type|typing|call|calling|invoke[sd]?|invoking|use|"
+             r"using|try|trying)")
+_SUBSTITUTION = (r"(?:\$\((?!\s*date\b)|`(?:[A-Za-z$/~_(]|\.{1,2}/)"
+                 r"|\$\{?\w*(?:TOKEN|SECRET|PASSW|PWD|API_?KEY|KEY|AUTH|CRED|ENV)\w*)")
 _INTERPRETER = (r"(?:(?:ba|z|da|k|c|fi|a)?sh\b|python[\d.]*\s*(?:-\s*)?(?:$|[;&|)\"'])|perl\b|ruby\b|node\b|iex\b|"
                 r"php\b|pwsh\b|powershell\b)")
 # Between a pipe and the interpreter: sudo / env / exec with their flags, or an absolute path to the binary.
@@ -297,14 +316,16 @@ RULES: tuple[Rule, ...] = (
          trigger=words(r"ssh|gnupg|aws|kube|docker|config/gh|id_|credential|netrc|pgpass|shadow|secret|api[ _-]?key|"
                        r"token|password|private")),
     Rule("env_dump", "dumps the environment (where secrets live)", rx(
-        r"(?:^|[;&|`]|(?<![\w.])\(|\$\s|\b(?:run|execute|type|call)\s+)\s*(?:printenv|env)(?:\s+-0)?\s*"
+        r"(?:^|[;&|`]|(?<![\w.])\(|\$\s|\b(?:run|execute|type|call)\s+)\s*(?:printenv|env)"
+        r"(?:\s+-0)?\s*"
         r"(?=$|[>;&)`'\"]|\s+>|\s*\|(?!\s*grep\b))"  # a grep for one setting is a lookup, not a dump ...
         r"|\b(?:printenv|env)\s*\|\s*grep\b[^\n]{0,300}(?:key|token|secret|pass|cred|"
         r"auth)"  # ... unless it hunts secrets
         r"|\bprintenv\s*(?:$|>)|/proc/(?:self|thread-self|\d+|\*|\$\$|\$\w+|\$\{[^}]*\}|\{[^}]*\}|\$\(\w+\))"
         r"(?:/task/\S+)?/environ\b|\bexport\s+-p\b|\bset\s*\||(?:^|[;&|`(]\s*)set\s*$"
         r"|\b(?:declare|typeset)\s+-[px]+\b(?!\s+(?!(?:before|after|first|to|and|then|so|in|at|when|or|with|for|is|"
-        r"will|shows?|prints?|lists?|dumps?)\b)[A-Za-z_]\w*)|(?:^|[;&|`(]\s*|\brun\s+)export\s*(?:$|[;&|>)`'\"])"
+        r"will|shows?|prints?|lists?|dumps?)\b)[A-Za-z_]\w*)"
+        r"|(?:^|[;&|(]\s*|`(?!export`)|\b" + _RUN_VERB + r"\s+`?)export\s*(?:$|[;&|>)`'\"])"
         r"|\bcompgen\s+-[ev]\b|\b(?:get-childitem|gci|dir|ls)\s+env:|\[environment\]::getenvironmentvariables\(\)"
         r"|\b(?:print|pprint|p?print\.pprint|dumps?|repr|str|json\.dumps?|yaml\.(?:safe_)?dump|pickle\.dumps?|"
         r"marshal\.dumps?|toml\.dumps?|write|writelines|log(?:ging|ger)?\.\w+)\s*\(\s*(?:\*\*|"
@@ -353,7 +374,7 @@ RULES: tuple[Rule, ...] = (
         r"includes|holding|set\s+to|appended)\b[^.\n]{0,30}\b(?:secrets?|tokens?|keys?|passwords?|credentials?|env|"
         r"environment|conversation|chat|history|contents?|output|answers?)"
         r"|\b(?:nslookup|dig|host|drill|ping|resolvectl\s+query|getent\s+hosts)\b[^\n]{0,300}?(?:\$\([^)\n]{0,200}\)|"
-        r"`[^`\n]{0,200}`|"
+        r"`(?=[A-Za-z$./~])[^`\n]{0,200}`|"
         r"\$\{?\w+\}?)[^\s]*\.[a-z]{2,}"
         r"|\bgethostbyname\w*\(\s*(?:f[\"'][^\"'\n]{0,300}\{|[\w.\[\]'\"]+\s*\+)"
         r"|\b(?:encode|put|send|leak|smuggle|exfiltrate|embed|hide|carry)\b[^.\n]{0,60}\b(?:in(?:to)?|as|through|"
