@@ -106,7 +106,8 @@ def canonical_json(value: Any, parsed: bool = False) -> bytes:
         line = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         line = None
-    if line is not None and not _SMALL_FLOAT.search(line) and (parsed or orjson.loads(line) == value):
+    if (line is not None and not ((b"e-" in line or b"0.0000" in line) and _SMALL_FLOAT.search(line))
+            and (parsed or orjson.loads(line) == value)):
         return line
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
