@@ -135,7 +135,7 @@ class NamespacedStore:
     def scroll_batches(self, batch: int = 1024, where: Conditions | None = None) -> Iterator[PointBatch]:
         for b in point_batches(self.inner, batch, self.scoped(where)):
             yield PointBatch([self._memory(i) for i in b.ids], b.dense, b.sparse,
-                             [{k: v for k, v in p.items() if k != NAMESPACE_KEY} for p in b.payloads])
+                             [{k: v for k, v in p.items() if k != NAMESPACE_KEY} for p in b.payloads], b.from_json)
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
         found = self.inner.query([replace(r, where=self.scoped(r.where)) for r in requests])

@@ -65,6 +65,9 @@ class PointBatch:
     """(len(ids), dim) float64: the engine's values exactly (float32 ones widen without loss)."""
     sparse: list[tuple[list[int], list[float]]]
     payloads: list[dict[str, Any]]
+    from_json: bool = False
+    """The payloads were read from an engine that keeps them as JSON (Qdrant Edge): no NaN, infinity or other
+    value JSON cannot hold (a snapshot then need not read each line back to check)."""
 
     def __len__(self) -> int:
         return len(self.ids)

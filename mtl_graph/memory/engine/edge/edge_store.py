@@ -191,7 +191,7 @@ class EdgeStore:
             sparse = [v.get(SPARSE) for v in vectors]
             yield PointBatch([str(r.id) for r in records], dense,
                              [(list(s.indices), list(s.values)) if s is not None else ([], []) for s in sparse],
-                             [r.payload or {} for r in records])
+                             [r.payload or {} for r in records], from_json=True)
 
     def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:
         for records in self._scroll(batch, vectors=True):

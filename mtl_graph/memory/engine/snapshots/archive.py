@@ -20,6 +20,7 @@ snapshot walked side by side), and verifies every point, the count and the check
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import secrets
@@ -131,6 +132,20 @@ class PoolDiff:
 
 
 # ------------------------------------------------------------------ create and list
+@contextmanager
+def _bulk() -> Iterator[None]:
+    """The cyclic garbage collector paused for a whole-pool pass: a batch is thousands of new dicts and lists (none
+    in a cycle, all freed by reference counting), and every few hundred allocations would start a collection that
+    walks the process's live objects again (a third of a create's time at 20k points)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -231,7 +246,8 @@ def create_snapshot(pool: Any, name: str, directory: str | Path | None = None, *
     except OSError as exc:
         raise SnapshotError(f"cannot write snapshots in {root}: {exc.strerror or exc}") from None
     try:
-        manifest = _write_snapshot(pool, tmp, name, size)
+        with _bulk():
+            manifest = _write_snapshot(pool, tmp, name, size)
         _move_into_place(tmp, target, force)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -328,6 +344,11 @@ def _decoded(e: Encoded, what: str) -> StoredPoint:
 def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None) -> RestoreReport:
     """Give the pool back exactly the points of snapshot `name`. The snapshot is verified whole first (any problem:
     one SnapshotError, nothing changed); the pool's current state is kept as a safety snapshot."""
+    with _bulk():
+        return _restore(pool, name, directory)
+
+
+def _restore(pool: Any, name: str, directory: str | Path | None) -> RestoreReport:
     started = time.perf_counter()
     root = snapshot_root(pool, directory)
     try:
@@ -505,13 +526,14 @@ def diff(a: Iterable[StoredPoint] | PointStream, b: Iterable[StoredPoint] | Poin
     whose scroll is not in id order (or holds vectors finer than float32) is read again through a scratch
     snapshot."""
     a, b = (x if isinstance(x, PointStream) else list(x) for x in (a, b))  # plain points are sorted whole anyway
-    try:
-        return _diff(a, b)
-    except (OutOfOrder, NotFloat32):
-        for stream in (a, b):
-            if isinstance(stream, PointStream):
-                stream.direct = False
-        return _diff(a, b)
+    with _bulk():
+        try:
+            return _diff(a, b)
+        except (OutOfOrder, NotFloat32):
+            for stream in (a, b):
+                if isinstance(stream, PointStream):
+                    stream.direct = False
+            return _diff(a, b)
 
 
 def _diff(a: Iterable[StoredPoint] | PointStream, b: Iterable[StoredPoint] | PointStream) -> PoolDiff:

@@ -90,24 +90,41 @@ class Encoded:
         return StoredPoint(self.id, self.vector().tolist(), (sparse["indices"], sparse["values"]), data["payload"])
 
 
-_SMALL_FLOAT = re.compile(rb"[:,\[]-?(?:0\.0000|[0-9.]+e-)")
-"""A number token orjson may write otherwise than json: the two differ only for floats below 1e-4 in magnitude
-(orjson `0.00001` / `1e-7`, json `1e-05` / `1e-07`; measured over 300,000 floats of every magnitude), and orjson
-writes those with `0.0000` or `e-`. A string holding such text after ':' or ',' only costs the slower encoder."""
+_TOKEN_START = frozenset(b":,[")
+_NUMBER = frozenset(b"0123456789.")
+
+
+def _small_float(line: bytes) -> bool:
+    """Whether the compact JSON `line` may hold a number token orjson writes otherwise than json: the two differ
+    only for floats below 1e-4 in magnitude (orjson `0.00001` / `1e-7`, json `1e-05` / `1e-07`; measured over
+    300,000 floats of every magnitude), which orjson writes with `0.0000` or with `e-` after a token of digits that
+    starts after ':', ',' or '['. A string holding such text only costs the slower encoder."""
+    if b"0.0000" in line:
+        return True
+    at = line.find(b"e-")
+    while at > 0:
+        start = at
+        while start > 0 and line[start - 1] in _NUMBER:
+            start -= 1
+        if start < at and start > 0 and (line[start - 1] in _TOKEN_START
+                                         or (line[start - 1] == 45 and line[start - 2] in _TOKEN_START)):
+            return True
+        at = line.find(b"e-", at + 2)
+    return False
 
 
 def canonical_json(value: Any, parsed: bool = False) -> bytes:
     """`json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)` as UTF-8,
     the canonical form snapshots have always had, written by orjson (10x faster) wherever its bytes are provably
     the same: it refuses what json would not write alike (integers past 64 bits, non-string keys), a NaN or
-    infinity it writes as null is caught by reading the line back (not needed for a value orjson itself parsed:
-    `parsed`), and a line that may hold a float below 1e-4 is written by json. Raises TypeError or ValueError."""
+    infinity it writes as null is caught by reading the line back (not needed for a value read from JSON, which
+    holds none: `parsed`), and a line that may hold a float below 1e-4 is written by json. Raises TypeError or
+    ValueError."""
     try:
         line = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         line = None
-    if (line is not None and not ((b"e-" in line or b"0.0000" in line) and _SMALL_FLOAT.search(line))
-            and (parsed or orjson.loads(line) == value)):
+    if line is not None and not _small_float(line) and (parsed or orjson.loads(line) == value):
         return line
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
@@ -159,12 +176,13 @@ def encode_batch(batch: PointBatch | list[StoredPoint], dim: int, dtype: str, st
     else:
         narrow = rows.astype("<f8")
     if isinstance(batch, PointBatch):
-        ids, sparse, payloads = batch.ids, batch.sparse, batch.payloads
+        ids, sparse, payloads, parsed = batch.ids, batch.sparse, batch.payloads, batch.from_json
     else:
         ids, sparse, payloads = [p.id for p in batch], [p.sparse for p in batch], [p.payload for p in batch]
+        parsed = False
     block, row = narrow.tobytes(), dim * narrow.itemsize  # one copy of the batch's vectors, sliced per point
     try:
-        return [Encoded(i, canonical_json(_line_value(i, sp, pl)), block[n * row:(n + 1) * row], dtype)
+        return [Encoded(i, canonical_json(_line_value(i, sp, pl), parsed), block[n * row:(n + 1) * row], dtype)
                 for n, (i, sp, pl) in enumerate(zip(ids, sparse, payloads))]
     except (TypeError, ValueError) as exc:
         raise SnapshotError(f"a point's payload cannot be written as JSON ({exc})") from None
@@ -230,13 +248,16 @@ def _read_run(path: Path, dtype: str, row: int) -> Iterator[Encoded]:
             yield Encoded(point_id, line, dense.read(row), dtype)
 
 
-def batch_digest(batch: list[Encoded]) -> str:
+def batch_bytes(batch: list[Encoded]) -> tuple[bytes, bytes]:
+    """A batch as its files hold it: its lines (each ending in a newline), its vectors."""
+    return b"".join([e.line + b"\n" for e in batch]), b"".join([e.dense for e in batch])
+
+
+def batch_digest(batch: list[Encoded], joined: tuple[bytes, bytes] | None = None) -> str:
+    """sha256 of the batch's lines followed by its vectors (`joined`: its `batch_bytes`, when already made)."""
     h = hashlib.sha256()
-    for e in batch:
-        h.update(e.line)
-        h.update(b"\n")
-    for e in batch:
-        h.update(e.dense)
+    for part in joined or batch_bytes(batch):
+        h.update(part)
     return h.hexdigest()
 
 
@@ -259,9 +280,10 @@ class Writer:
         self._batches = open(directory / BATCHES, "w", encoding="utf-8")
 
     def write(self, batch: list[Encoded]) -> None:
-        digest = batch_digest(batch)
-        self._lines.write(b"".join(e.line + b"\n" for e in batch))
-        self._dense.write(b"".join(e.dense for e in batch))
+        lines, dense = joined = batch_bytes(batch)
+        digest = batch_digest(batch, joined)
+        self._lines.write(lines)
+        self._dense.write(dense)
         self._batches.write(json.dumps({"batch": len(self.digests), "count": len(batch), "first": batch[0].id,
                                         "last": batch[-1].id, "sha256": digest}, ensure_ascii=False) + "\n")
         self.digests.append(digest)
@@ -313,9 +335,10 @@ def _point_problem(data: Any) -> str | None:
             or not isinstance(sparse["indices"], list) or not isinstance(sparse["values"], list)
             or len(sparse["indices"]) != len(sparse["values"])):
         return "its sparse vector is not matching lists of indices and values"
-    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2 ** 32 for i in sparse["indices"]):
+    indices, values = sparse["indices"], sparse["values"]  # type() in C: bool is not int here, as intended
+    if not set(map(type, indices)) <= {int} or (indices and not (min(indices) >= 0 and max(indices) < 2 ** 32)):
         return "its sparse indices are not unsigned integers"
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in sparse["values"]):
+    if not set(map(type, values)) <= {int, float}:
         return "its sparse values are not numbers"
     return None
 
