@@ -116,18 +116,21 @@ def _in_child(name: str, pool_dir: Path, snap_dir: Path, code: Path | None) -> d
 
 def snapshot_rows(pool_dir: str | Path, workdir: str | Path, code: dict[str, Path | None] | None = None
                   ) -> list[dict[str, Any]]:
-    """Create, diff and restore timed on a copy of the pool at `pool_dir`, once per library in `code` (label ->
-    directory holding its `mtl_graph`; None: this tree), each step in a fresh process: one row per step and label
-    (points, wall, CPU, points/s, RSS after opening, peak RSS)."""
-    rows = []
-    for label, root in (code or {"this tree": None}).items():
-        work = Path(workdir) / label.replace(" ", "-")
+    """Create, diff and restore timed on a copy of the pool at `pool_dir` per library in `code` (label ->
+    directory holding its `mtl_graph`; None: this tree), each step in a fresh process and the libraries taking
+    turns step by step (so a busy machine weighs on each alike): one row per step and label (points, wall, CPU,
+    points/s, RSS after opening, peak RSS)."""
+    code = code or {"this tree": None}
+    works = {}
+    for label in code:
+        work = works[label] = Path(workdir) / label.replace(" ", "-")
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        pool_copy = work / "pool"
-        shutil.copytree(pool_dir, pool_copy, symlinks=True, ignore=shutil.ignore_patterns("snapshots"))
-        for name in STEPS:
-            result = _in_child(name, pool_copy, work / "snapshots", root)
+        shutil.copytree(pool_dir, work / "pool", symlinks=True, ignore=shutil.ignore_patterns("snapshots"))
+    rows = []
+    for name in STEPS:
+        for label, root in code.items():
+            result = _in_child(name, works[label] / "pool", works[label] / "snapshots", root)
             if name in TIMED:
                 rows.append({"code": label, "step": name, **result,
                              "per_s_wall": result["points"] / result["wall"],
