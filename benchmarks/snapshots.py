@@ -1,60 +1,50 @@
-"""Pool snapshots side by side: format 1 (one decimal-JSON line per point, read whole) against format 2 (id order,
-checked batches, binary vectors, streamed), on the same pool in one run, with the peak RSS of each step.
+"""Pool snapshots at scale: create, diff and restore, each in a fresh process (so its peak RSS is its own), on the
+same pool, for this tree and optionally a baseline revision of the library in the same run.
 
-    python benchmarks/snapshots.py [--sizes 20000 100000]
+    python benchmarks/snapshots.py [--sizes 20000 100000] [--baseline REV]
 
-Vectors are drawn at random (no embedding) and written at the storage level, as bench_pool.py grows its pools;
-payloads are a real memory's, so a line is as long as a real one. Format 1's writer and diff are kept here as
-they were (the library still reads format 1, it no longer writes it). Each step runs in this process; the peak
-RSS is the growth of VmHWM over the step (the peak is reset before each, Linux only)."""
+`--baseline REV` extracts `mtl_graph/` of that git revision (`git archive`) and runs the same steps with it on a
+copy of the same pool, so before and after come from one run on one machine. Vectors are drawn at random (no
+embedding) and written at the storage level, as bench_pool.py grows its pools; payloads are a real memory's, so a
+line is as long as a real one. Steps: create a snapshot; diff it against the live pool (`current`); change 1% of
+the pool (delete 0.5%, rewrite the payload of 0.5%; not timed); restore the snapshot (verify, safety snapshot,
+apply, verify again). `snapshot_rows(pool_dir, workdir)` gives the rows for an existing pool (`make bench-scale`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
+import resource
+import shutil
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+CODE_ENV = "MTL_SNAPSHOT_BENCH_CODE"
+"""The directory holding the `mtl_graph` a step process imports (a baseline's extraction; this tree by default)."""
+sys.path.insert(0, os.environ.get(CODE_ENV) or str(REPO))
 
-from mtl_graph.memory.base import Provenance  # noqa: E402
-from mtl_graph.memory.engine.embeddings import local_embeddings  # noqa: E402
-from mtl_graph.memory.engine.snapshots import archive  # noqa: E402
-from mtl_graph.memory.engine.snapshots.format import canonical, checksum, digest, load_snapshot  # noqa: E402
-from mtl_graph.memory.engine.storage import StoredPoint  # noqa: E402
-from mtl_graph.memory.formats.insight import InsightMemory  # noqa: E402
-from mtl_graph.memory.pool.pool import MemoryPool  # noqa: E402
+STEPS = ("create", "diff", "change", "restore")
+TIMED = ("create", "diff", "restore")
 
 
-def kib(field: str) -> int:
-    for line in open("/proc/self/status"):
-        if line.startswith(field):
-            return int(line.split()[1])
-    return 0
+def grow(pool: Any, n: int, seed: int = 7) -> list[str]:
+    """n points of random unit vectors and a real memory's payload, written at the storage level."""
+    from mtl_graph.memory.base import Provenance
+    from mtl_graph.memory.engine.storage import StoredPoint
+    from mtl_graph.memory.formats.insight import InsightMemory
 
-
-def measured(fn) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS growth MiB) of fn()."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-    base = kib("VmRSS:")
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu, (kib("VmHWM:") - base) / 1024
-
-
-def grow(pool: MemoryPool, n: int, seed: int = 7) -> list[str]:
     memory = InsightMemory(title="Run the tests after each edit", description="When a task changes code.",
                            content="Run the whole test suite after every edit; a green run is the only evidence.",
                            outcome="success", sources=[Provenance(domain="exercism", source_task_id="t1")])
@@ -64,7 +54,7 @@ def grow(pool: MemoryPool, n: int, seed: int = 7) -> list[str]:
     rng = np.random.default_rng(seed)
     ids = []
     for start in range(0, n, 2000):
-        rows = rng.standard_normal((min(2000, n - start), template_dim(template)), dtype=np.float32)
+        rows = rng.standard_normal((min(2000, n - start), len(template.dense)), dtype=np.float32)
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
         points = []
         for i, row in enumerate(rows.tolist()):
@@ -74,71 +64,125 @@ def grow(pool: MemoryPool, n: int, seed: int = 7) -> list[str]:
             points.append(StoredPoint(point_id, row, template.sparse, payload))
             ids.append(point_id)
         pool.store.upsert(points)
-        pool.store.optimize()
     pool.store.optimize(wait=True)
     return ids
 
 
-def template_dim(point: StoredPoint) -> int:
-    return len(point.dense)
+def _open(pool_dir: Path) -> Any:
+    from mtl_graph.memory.engine.embeddings import local_embeddings
+    from mtl_graph.memory.pool.pool import MemoryPool
+
+    return MemoryPool.open(pool_dir, local_embeddings())
 
 
-def format_one_create(pool: MemoryPool, root: Path, name: str) -> None:
-    """Format 1's writer as it was: every point as one canonical JSON line, gzip level 1, order-free checksum."""
-    path = root / name
-    path.mkdir(parents=True)
-    digests = []
-    with gzip.GzipFile(path / "points.jsonl.gz", "wb", compresslevel=1, mtime=0) as fh:
-        for point in pool.store.scroll_points(256):
-            line = canonical(point)
-            digests.append(digest(line))
-            fh.write(line.encode("utf-8") + b"\n")
-    manifest = {"format": "mtl-pool-snapshot", "format_version": 1, "name": name, "created_at": "", "count":
-                len(digests), "checksum": checksum(digests), "embeddings": "local:all-MiniLM-L6-v2-int8",
-                "dim": pool.dim}
-    (path / "manifest.json").write_text(json.dumps(manifest))
+def _change(pool: Any) -> None:
+    """Delete every 200th point and rewrite the payload of every 200th from the 100th (1% of the pool)."""
+    ids = sorted(h.id for h in pool.store.scroll(4096))
+    pool.store.delete(ids[::200])
+    for point_id in ids[100::200]:
+        pool.store.set_payload(point_id, {"status": "archived"})
+    pool.store.optimize(wait=True)
 
 
-def format_one_diff(pool: MemoryPool, root: Path, name: str) -> None:
-    """Format 1's diff against the live pool as it was: the snapshot read whole, the pool's points compared."""
-    before = load_snapshot(root, name).points
-    for point in pool.store.scroll_points(256):
-        old = before.get(point.id)
-        if old is not None:
-            archive.changed_fields(old, point)
+def step(name: str, pool_dir: Path, snap_dir: Path) -> dict[str, Any]:
+    """One step in this process: (points, wall s, CPU s, RSS after opening the pool and peak RSS in MiB)."""
+    from mtl_graph.memory.engine.snapshots import archive
+
+    with _open(pool_dir) as pool:
+        count = pool.store.count()
+        opened = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        wall, cpu = time.perf_counter(), time.process_time()
+        if name == "create":
+            archive.create_snapshot(pool, "s", snap_dir)
+        elif name == "diff":
+            archive.diff(archive.points_of(pool, "s", snap_dir), archive.points_of(pool, "current", snap_dir))
+        elif name == "change":
+            _change(pool)
+        elif name == "restore":
+            archive.restore_snapshot(pool, "s", snap_dir)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"points": count, "wall": wall, "cpu": cpu, "opened_mib": opened,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def run(n: int, workdir: Path) -> list[tuple[str, float, float, float]]:
+def _in_child(name: str, pool_dir: Path, snap_dir: Path, code: Path | None) -> dict[str, Any]:
+    env = dict(os.environ, **({CODE_ENV: str(code)} if code else {}))
+    done = subprocess.run([sys.executable, __file__, "--step", name, "--pool", str(pool_dir), "--snapshots",
+                           str(snap_dir)], env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"step {name} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def snapshot_rows(pool_dir: str | Path, workdir: str | Path, code: dict[str, Path | None] | None = None
+                  ) -> list[dict[str, Any]]:
+    """Create, diff and restore timed on a copy of the pool at `pool_dir` per library in `code` (label ->
+    directory holding its `mtl_graph`; None: this tree), each step in a fresh process and the libraries taking
+    turns step by step (so a busy machine weighs on each alike): one row per step and label (points, wall, CPU,
+    points/s, RSS after opening, peak RSS)."""
+    code = code or {"this tree": None}
+    works = {}
+    for label in code:
+        work = works[label] = Path(workdir) / label.replace(" ", "-")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        shutil.copytree(pool_dir, work / "pool", symlinks=True, ignore=shutil.ignore_patterns("snapshots"))
     rows = []
-    with MemoryPool.open(workdir / f"pool-{n}", local_embeddings()) as pool:
-        t = time.perf_counter()
-        ids = grow(pool, n)
-        print(f"  grew {n:,} points in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-        old_root = workdir / f"format-1-{n}"
-        rows.append(("format 1 create",) + measured(lambda: format_one_create(pool, old_root, "s")))
-        rows.append(("format 1 diff (read whole)",) + measured(lambda: format_one_diff(pool, old_root, "s")))
-        rows.append(("format 2 create",) + measured(lambda: archive.create_snapshot(pool, "s")))
-        rows.append(("format 2 diff vs current",) + measured(
-            lambda: archive.diff(archive.points_of(pool, "s"), archive.points_of(pool, "current"))))
-        pool.store.delete(ids[: n // 100])  # 1% of the pool to write back
-        rows.append(("format 2 restore (1% changed)",) + measured(lambda: archive.restore_snapshot(pool, "s")))
+    for name in STEPS:
+        for label, root in code.items():
+            result = _in_child(name, works[label] / "pool", works[label] / "snapshots", root)
+            if name in TIMED:
+                rows.append({"code": label, "step": name, **result,
+                             "per_s_wall": result["points"] / result["wall"],
+                             "per_s_cpu": result["points"] / max(result["cpu"], 1e-9)})
     return rows
+
+
+def baseline(rev: str, into: Path) -> Path:
+    """`mtl_graph/` as it was at git revision `rev`, extracted under `into`."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "mtl_graph"], capture_output=True, check=True)
+    with tarfile.open(fileobj=__import__("io").BytesIO(archive.stdout)) as tar:
+        tar.extractall(into)
+    return into
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
+    parser.add_argument("--baseline", help="a git revision whose library runs the same steps first")
+    parser.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
+    parser.add_argument("--pool", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--snapshots", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.step:
+        print(json.dumps(step(args.step, args.pool, args.snapshots)))
+        return
+    import qdrant_edge  # noqa: F401 (its version goes on the machine line)
+    from importlib.metadata import version
+
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print("| points | step | wall s | CPU s | points/s (wall) | points/s (CPU) | peak RSS growth MiB |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+          f"qdrant-edge-py {version('qdrant-edge-py')}, orjson {version('orjson')}, numpy {np.__version__}, "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("| points | code | step | wall s | CPU s | points/s (wall) | points/s (CPU) | RSS after open MiB | "
+          "peak RSS MiB |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="mtl-snapshot-bench-") as tmp:
+        code: dict[str, Path | None] = {}
+        if args.baseline:
+            code[f"baseline {args.baseline}"] = baseline(args.baseline, Path(tmp) / "baseline")
+        code["this tree"] = None
         for n in args.sizes:
-            print(f"== {n:,} points", file=sys.stderr)
-            for step, wall, cpu, rss in run(n, Path(tmp)):
-                print(f"| {n:,} | {step} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {n / cpu:,.0f} | {rss:.0f} |",
-                      flush=True)
+            pool_dir = Path(tmp) / f"pool-{n}"
+            with _open(pool_dir) as pool:
+                started = time.perf_counter()
+                grow(pool, n)
+            print(f"  grew {n:,} points in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            for r in snapshot_rows(pool_dir, Path(tmp) / f"run-{n}", code):
+                print(f"| {r['points']:,} | {r['code']} | {r['step']} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+                      f"{r['per_s_wall']:,.0f} | {r['per_s_cpu']:,.0f} | {r['opened_mib']:.0f} | "
+                      f"{r['peak_mib']:.0f} |", flush=True)
+            shutil.rmtree(pool_dir, ignore_errors=True)
+        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from mtl_graph.memory.engine.embeddings import EmbeddingError
 from mtl_graph.memory.errors import PoolError
-from mtl_graph.memory.engine.storage import Conditions, QuerySpec, RawHit, Store, StoredPoint
+from mtl_graph.memory.engine.storage import Conditions, PointBatch, QuerySpec, RawHit, Store, StoredPoint, point_batches
 
 LEDGER_FILE = "points.json"
 ENGINE_MARKERS = {"edge": "edge_config.json", "client": "collection/mtl_memories/storage.sqlite"}
@@ -186,6 +186,16 @@ class GuardedStore:
                 except StopIteration:
                     return
             yield point
+
+    def scroll_batches(self, batch: int = 1024, where: Conditions | None = None) -> Iterator[PointBatch]:
+        batches = self._call("reading", point_batches, self.inner, batch, where)
+        while True:
+            with engine_errors(self.where, "reading", self.hint):
+                try:
+                    found = next(batches)
+                except StopIteration:
+                    return
+            yield found
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
         return self._call("searching", self.inner.query, requests)

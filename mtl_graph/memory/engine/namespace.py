@@ -22,7 +22,8 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from mtl_graph.memory.errors import PoolError
-from mtl_graph.memory.engine.storage import DEFAULT_NAMESPACE, NAMESPACE_KEY, Conditions, QuerySpec, RawHit, Store, StoredPoint
+from mtl_graph.memory.engine.storage import (DEFAULT_NAMESPACE, NAMESPACE_KEY, Conditions, PointBatch, QuerySpec, RawHit,
+                                             Store, StoredPoint, point_batches)
 
 __all__ = ["DEFAULT_NAMESPACE", "NamespaceError", "NamespacedStore", "check_namespace"]
 
@@ -133,6 +134,11 @@ class NamespacedStore:
         for p in self.inner.scroll_points(batch, self.scoped(where)):
             yield StoredPoint(self._memory(p.id), p.dense, p.sparse,
                               {k: v for k, v in p.payload.items() if k != NAMESPACE_KEY})
+
+    def scroll_batches(self, batch: int = 1024, where: Conditions | None = None) -> Iterator[PointBatch]:
+        for b in point_batches(self.inner, batch, self.scoped(where)):
+            yield PointBatch([self._memory(i) for i in b.ids], b.dense, b.sparse,
+                             [{k: v for k, v in p.items() if k != NAMESPACE_KEY} for p in b.payloads], b.from_json)
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
         found = self.inner.query([replace(r, where=self.scoped(r.where)) for r in requests])

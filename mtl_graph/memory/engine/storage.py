@@ -8,8 +8,11 @@ Hybrid fusion (dense + BM25 via RRF) runs inside Qdrant in both: prefetch + fusi
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterable, Iterator, Protocol
+
+import numpy as np
 
 
 DENSE = "dense"
@@ -50,6 +53,56 @@ class StoredPoint:
     dense: list[float]
     sparse: tuple[list[int], list[float]]
     payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class PointBatch:
+    """Points read whole in one call, column by column (snapshots): the dense vectors as one float64 array, so a
+    batch of 384-dimension vectors is converted once, not as 384 Python floats a point twice."""
+
+    ids: list[str]
+    dense: np.ndarray
+    """(len(ids), dim) float64: the engine's values exactly (float32 ones widen without loss)."""
+    sparse: list[tuple[list[int], list[float]]]
+    payloads: list[dict[str, Any]]
+    from_json: bool = False
+    """The payloads were read from an engine that keeps them as JSON (Qdrant Edge): no NaN, infinity or other
+    value JSON cannot hold (a snapshot then need not read each line back to check)."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def points(self) -> list[StoredPoint]:
+        return [StoredPoint(i, row, s, p) for i, row, s, p in zip(self.ids, self.dense.tolist(), self.sparse,
+                                                                    self.payloads)]
+
+    @classmethod
+    def of(cls, points: list[StoredPoint]) -> "PointBatch":
+        """Plain points as a batch: a vector that is not a list of numbers of the batch's dim is a ValueError."""
+        dim = len(points[0].dense) if points else 0
+        return cls([p.id for p in points], dense_rows((p.dense for p in points), len(points), dim),
+                   [p.sparse for p in points], [p.payload for p in points])
+
+
+def dense_rows(vectors: Iterable[Any], n: int, dim: int) -> np.ndarray:
+    """n vectors of dim numbers as one (n, dim) float64 array, in one pass in C (np.fromiter over the chained
+    lists); a vector of another length or anything not a number is a ValueError."""
+    vectors = list(vectors)
+    if any(len(v) != dim for v in vectors):
+        raise ValueError(f"a dense vector is not {dim} numbers")
+    return np.fromiter(itertools.chain.from_iterable(vectors), np.float64, n * dim).reshape(n, dim)
+
+
+def point_batches(store: Any, batch: int = 1024, where: "Conditions | None" = None) -> Iterator[PointBatch]:
+    """Every point whole, a batch at a time, in the engine's scroll order: the store's own `scroll_batches` where
+    it has one, else its `scroll_points` gathered into batches."""
+    own = getattr(store, "scroll_batches", None)
+    if own is not None:
+        yield from own(batch, where)
+        return
+    points = iter(store.scroll_points(batch, where))
+    while chunk := list(itertools.islice(points, batch)):
+        yield PointBatch.of(chunk)
 
 
 @dataclass

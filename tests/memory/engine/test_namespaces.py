@@ -96,6 +96,12 @@ class Audit:
         self._check("scroll_points", where)
         return self.inner.scroll_points(batch, where)
 
+    def scroll_batches(self, batch: int = 1024, where: Any = None):
+        self._check("scroll_batches", where)
+        from mtl_graph.memory.engine.storage import point_batches
+
+        return point_batches(self.inner, batch, where)
+
     def query(self, requests: list) -> list:
         for r in requests:
             self._check("query", r.where)

@@ -32,9 +32,11 @@ from mtl_graph.memory.engine.storage import (
     RRF_K,
     SPARSE,
     Conditions,
+    PointBatch,
     QuerySpec,
     RawHit,
     StoredPoint,
+    dense_rows,
 )
 
 __all__ = ["EdgeStore", "RebuildError"]
@@ -188,6 +190,17 @@ class EdgeStore:
                 sparse = vectors.get(SPARSE)
                 yield StoredPoint(str(r.id), vectors[DENSE], (list(sparse.indices), list(sparse.values))
                                   if sparse is not None else ([], []), r.payload or {})
+
+    def scroll_batches(self, batch: int = 1024, where: Conditions | None = None) -> Iterator[PointBatch]:
+        """Every point whole, one batch per call into the shard, the dense vectors straight into one array (half
+        the time of `scroll_points` building a StoredPoint and a list per point)."""
+        for records in self._scroll(batch, vectors=True, where=where):
+            vectors = [r.vector for r in records]  # each read of the attribute converts every vector again
+            dense = dense_rows([v[DENSE] for v in vectors], len(records), len(vectors[0][DENSE]))
+            sparse = [v.get(SPARSE) for v in vectors]
+            yield PointBatch([str(r.id) for r in records], dense,
+                             [(list(s.indices), list(s.values)) if s is not None else ([], []) for s in sparse],
+                             [r.payload or {} for r in records], from_json=True)
 
     def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:
         for records in self._scroll(batch, vectors=True):

@@ -227,6 +227,14 @@ HOSTILE = {
     "a huge line": (lambda p: _rewrite_lines(p, lambda ls: ls[:6] + [ls[6][:-1] + b" " * (2 ** 20) + b"}"] + ls[7:]),
                     "line 7"),
     "a linked payload file": (lambda p: ((p / LINES).unlink(), (p / LINES).symlink_to("/dev/zero")), "missing"),
+    "a truncated payload file": (lambda p: (p / LINES).write_bytes((p / LINES).read_bytes()[:-25]), "decompressed"),
+    "an empty payload file": (lambda p: (p / LINES).write_bytes(b""), f"{LINES} ends inside batch 0"),
+    "a truncated vector file": (lambda p: (p / "dense.f32").write_bytes((p / "dense.f32").read_bytes()[:-4]),
+                                "bytes"),
+    "the wrong file as vectors": (lambda p: shutil.copyfile(p / LINES, p / "dense.f32"), "bytes"),
+    "the wrong file as payloads": (lambda p: shutil.copyfile(p / BATCHES, p / LINES), "decompressed"),
+    "an empty manifest": (lambda p: (p / MANIFEST).write_text(""), "not valid JSON"),
+    "the wrong file as manifest": (lambda p: shutil.copyfile(p / BATCHES, p / MANIFEST), "not valid JSON"),
 }
 
 
