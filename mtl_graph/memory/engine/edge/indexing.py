@@ -29,9 +29,10 @@ class EdgeIndexConfig(BaseModel):
     """Candidates while building the graph (Qdrant's default); search uses `hnsw_ef`."""
     hnsw_ef: int = Field(default=HNSW_EF, ge=4, le=4096)
     """HNSW beam width of a dense query (storage.HNSW_EF: chosen by measurement, see there)."""
-    quantization: Literal["none", "int8"] = "int8"
-    """Dense vectors also kept as int8 (scalar quantisation, a quarter of the bytes): the HNSW walk compares those,
-    the best candidates are rescored with the float vectors. Applied when an index is built."""
+    quantization: Literal["none", "int8"] = "none"
+    """"int8": dense vectors also kept as int8 (scalar quantisation, a quarter of the bytes), the HNSW walk compares
+    those and the best candidates are rescored with the float vectors; applied when an index is built. Off by
+    default: it cost filtered recall@3 (docs/benchmarks.md, "Search at scale")."""
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
     """With quantisation: candidates rescored with the float vectors per hit asked for."""
     full_scan_threshold_kb: int = Field(default=1_500, ge=0)

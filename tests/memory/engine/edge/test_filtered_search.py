@@ -153,7 +153,7 @@ def test_a_shard_built_without_quantisation_opens_and_searches_with_it(tmp_path)
     store.upsert(points)
     store.optimize(wait=True)
     store.close()
-    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW)
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW.model_copy(update={"quantization": "int8"}))
     try:
         assert store.count() == N
         assert_exact_top3(store, points, vectors)
