@@ -32,7 +32,8 @@ class EdgeIndexConfig(BaseModel):
     quantization: Literal["none", "int8"] = "none"
     """"int8": dense vectors also kept as int8 (scalar quantisation, a quarter of the bytes), the HNSW walk compares
     those and the best candidates are rescored with the float vectors; applied when an index is built. Off by
-    default: it cost filtered recall@3 (docs/benchmarks.md, "Search at scale")."""
+    default: measured losing filtered recall@3 at 100k before, not yet measured there since (docs/benchmarks.md,
+    "Search at scale")."""
     oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
     """With quantisation: candidates rescored with the float vectors per hit asked for."""
     full_scan_threshold_kb: int = Field(default=1_500, ge=0)
