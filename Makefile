@@ -10,7 +10,7 @@ LIVE_STAMP := $(VENV)/.live-installed
 LIVE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
 
-.PHONY: demo test bench bench-quick bench-retrieval bench-load install clean live-install live-demo test-live test-server
+.PHONY: demo test bench bench-quick bench-scale bench-retrieval bench-load install clean live-install live-demo test-live test-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(PY) benchmarks/system.py --quick
+
+# A pool at scale (issue 32): 1,000,000 memories built from vectors drawn around a real-embedded base, one table
+# (search, lifecycle, open, peak RSS, writes); SCALE_SIZE=100000 for a quick run.
+SCALE_SIZE ?= 1000000
+bench-scale: $(BENCH_STAMP)
+	nice -n 5 $(PY) benchmarks/scale.py --size $(SCALE_SIZE) --markdown .mtl/bench-scale.md --json .mtl/bench-scale.json
 
 bench-retrieval: $(STAMP)
 	$(PY) benchmarks/retrieval.py

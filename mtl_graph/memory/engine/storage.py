@@ -29,7 +29,9 @@ RRF_K = 60
 HNSW_EF = 400
 """HNSW beam width for dense queries. On one indexed segment of a 100k pool (what background builds make),
 recall@3 against exact search with a type filter and a domain held out: ef 256 0.965, 384 0.980, 512 0.983,
-768 0.988, dense query p50 2.5 / 2.8 / 4.1 / 7.8 ms on a loaded 2-core machine. Unindexed segments ignore it."""
+768 0.988, dense query p50 2.5 / 2.8 / 4.1 / 7.8 ms on a loaded 2-core machine. Drawn around 2k real-embedded
+memories instead (benchmarks/search_settings.py, the retrieve node's whole filter): ef 128 0.978, 256 0.997, 400
+0.998. 400 holds on both. Unindexed segments ignore it; Edge's is EdgeIndexConfig.hnsw_ef."""
 
 
 @dataclass

@@ -39,8 +39,12 @@ def edge_config(q: Any, config: dict[str, Any], building: bool) -> Any:
     """The shard's EdgeConfig; `building`: optimizer settings that merge everything into one indexed segment."""
     optimizers = q.EdgeOptimizersConfig(indexing_threshold=1, max_segment_size=2**31 - 1, default_segment_number=1) \
         if building else q.EdgeOptimizersConfig(indexing_threshold=2**31 - 1, max_segment_size=2**31 - 1)
+    # int8 copies of the dense vectors for the HNSW walk (the float vectors rescore the best, see _request)
+    quantized = q.ScalarQuantizationConfig(type=q.ScalarType.Int8, quantile=0.99, memory=q.Memory.Cached) \
+        if config.get("quantization", "none") == "int8" else None
     return q.EdgeConfig(
-        vectors={config["dense"]: q.EdgeVectorParams(size=config["dim"], distance=q.Distance.Cosine)},
+        vectors={config["dense"]: q.EdgeVectorParams(size=config["dim"], distance=q.Distance.Cosine,
+                                                     quantization_config=quantized)},
         sparse_vectors={config["sparse"]: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
         # Mapped on demand, not loaded whole: a search reads its top k payloads only (filters use the payload
         # indexes), and Cached kept every 32 MB payload page resident, holes included (430 MB of a 1.09 GB peak

@@ -26,7 +26,6 @@ from mtl_graph.memory.engine.storage import (
     DEFAULT_NAMESPACE,
     DENSE,
     FACET_LIMIT,
-    HNSW_EF,
     INDEXED_FIELDS,
     NAMESPACE_KEY,
     RRF_K,
@@ -95,7 +94,8 @@ class EdgeStore:
         """What the index worker needs to create a shard like this one."""
         return {"dim": self.dim, "dense": DENSE, "sparse": SPARSE, "fields": list(INDEXED_FIELDS),
                 "hnsw_m": self.indexing.hnsw_m, "ef_construct": self.indexing.ef_construct,
-                "full_scan_threshold_kb": self.indexing.full_scan_threshold_kb}
+                "full_scan_threshold_kb": self.indexing.full_scan_threshold_kb,
+                "quantization": self.indexing.quantization}
 
     def _filter(self, where: Conditions | None) -> Any:
         if where is None or where.is_empty():
@@ -209,12 +209,22 @@ class EdgeStore:
                                  [(list(v.indices), list(v.values)) if v is not None else ([], []) for v in sparse],
                                  [r.payload or {} for r in records])
 
+    def _search_params(self, hnsw_ef: int | None) -> Any:
+        """The beam (the query's own, else the configured one) and, with quantisation, the rescoring."""
+        q, indexing = self._q, self.indexing
+        ef = hnsw_ef or indexing.hnsw_ef
+        if indexing.quantization == "none":
+            return q.SearchParams(hnsw_ef=ef)
+        # segments without quantised vectors (the unindexed tail, shards built before) ignore it and compare floats
+        return q.SearchParams(hnsw_ef=ef, quantization=q.QuantizationSearchParams(
+            rescore=True, oversampling=indexing.oversampling))
+
     def _request(self, spec: QuerySpec) -> Any:
         q = self._q
         flt = self._filter(spec.where)
         sparse = q.SparseVector(spec.sparse[0], spec.sparse[1]) if spec.sparse else None
         with_vector = [DENSE] if spec.with_dense else False
-        params = q.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)
+        params = self._search_params(spec.hnsw_ef)
         if spec.dense is not None and sparse is not None:
             prefetches = [
                 q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(spec.dense, using=DENSE), filter=flt,

@@ -11,16 +11,31 @@ cost filtered recall (0.83 -> 0.69 on a 30k pool with a domain held out)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mtl_graph.memory.engine.storage import HNSW_EF
 
 
 class EdgeIndexConfig(BaseModel):
     """Qdrant Edge HNSW settings and when the background index build runs."""
 
+    model_config = ConfigDict(extra="forbid")
+
     hnsw_m: int = Field(default=16, ge=4)
     """Edges per HNSW node (Qdrant's default)."""
     ef_construct: int = Field(default=100, ge=8)
-    """Candidates while building the graph (Qdrant's default); search uses storage.HNSW_EF."""
+    """Candidates while building the graph (Qdrant's default); search uses `hnsw_ef`."""
+    hnsw_ef: int = Field(default=HNSW_EF, ge=4, le=4096)
+    """HNSW beam width of a dense query (storage.HNSW_EF: chosen by measurement, see there)."""
+    quantization: Literal["none", "int8"] = "none"
+    """"int8": dense vectors also kept as int8 (scalar quantisation, a quarter of the bytes), the HNSW walk compares
+    those and the best candidates are rescored with the float vectors; applied when an index is built. Off by
+    default: measured losing filtered recall@3 at 100k before, not yet measured there since (docs/benchmarks.md,
+    "Search at scale")."""
+    oversampling: float = Field(default=2.0, ge=1.0, le=16.0)
+    """With quantisation: candidates rescored with the float vectors per hit asked for."""
     full_scan_threshold_kb: int = Field(default=1_500, ge=0)
     """Below this many KB of vectors matching a filter, a segment is scanned exactly (Qdrant's 10 MB would scan
     most filtered queries of a 100k pool exactly)."""

@@ -1,0 +1,172 @@
+"""A filtered search through Edge's index: every field a filter names has a payload index (in a new shard and in
+one the background worker built), each kind of filter returns the same top 3 as an exact numpy scan, and the
+search settings are validated."""
+
+import uuid
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from mtl_graph.memory.engine.edge.edge_store import EdgeStore
+from mtl_graph.memory.engine.edge.indexing import EdgeIndexConfig
+from mtl_graph.memory.engine.storage import DEFAULT_NAMESPACE, NAMESPACE_KEY, Conditions, QuerySpec, StoredPoint
+from mtl_graph.memory.pool.filter import SearchFilter
+
+DIM = 48
+N = 1_500
+TYPES, OUTCOMES, DOMAINS = ("insight", "workflow", "summary"), ("success", "failure", "unknown"), list("abcdef")
+STATUSES = ("active", "archived", "quarantined", "superseded")
+HNSW = EdgeIndexConfig(full_scan_threshold_kb=40, rebuild_min_points=100)
+"""Below 40 KB of matching vectors (~200 of these points) a segment is scanned exactly, as a 100k pool scans a
+filter matching under ~1,000 memories: the broad filters here go through the HNSW graph, the narrow ones (one
+outcome in a small namespace) are scanned."""
+
+
+def every_filter_field() -> set[str]:
+    """The payload fields any SearchFilter can name, found by setting every field of one (plus the namespace)."""
+    full = SearchFilter(type="insight", outcome="success", domain="a", exclude_domains=("b",),
+                        exclude_task_ids=("t1",), only_ids=("x",), include_flagged=False, include_quarantined=False,
+                        include_superseded=False)
+    assert {f.name for f in fields(SearchFilter)} <= {"type", "outcome", "domain", "exclude_domains",
+                                                      "exclude_task_ids", "only_ids", "include_flagged",
+                                                      "include_quarantined", "include_superseded"}
+    where = full.conditions()
+    return set(where.equals) | {k for k, v in where.excludes.items() if v} | {NAMESPACE_KEY}
+
+
+def corpus(seed: int = 5) -> tuple[list[StoredPoint], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((12, DIM)).astype(np.float32)  # clustered, as embeddings of a few topics are
+    vectors = centres[rng.integers(0, 12, N)] + 0.6 * rng.standard_normal((N, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = []
+    for i, v in enumerate(vectors):
+        payload = {"type": TYPES[i % 3], "outcome": OUTCOMES[(i // 3) % 3],
+                   "domains": sorted({DOMAINS[i % 6], DOMAINS[(i * 7) % 6]}),
+                   "source_task_ids": [f"t{i % 40}"], "flagged": "true" if i % 11 == 0 else "false",
+                   "status": STATUSES[0] if i % 5 else STATUSES[(i // 5) % 4]}
+        if i % 13 == 0:
+            payload[NAMESPACE_KEY] = "team"
+        elif i % 17 == 0:
+            payload[NAMESPACE_KEY] = DEFAULT_NAMESPACE
+        out.append(StoredPoint(str(uuid.UUID(int=i + 1)), v.tolist(), ([i % 97], [1.0]), payload))
+    return out, vectors
+
+
+def matches(point: StoredPoint, where: Conditions) -> bool:
+    """The filter's meaning, written out in Python: what the engine must agree with."""
+    p = point.payload
+
+    def values(key: str) -> set[str]:
+        v = p.get(key)
+        return set(v) if isinstance(v, list) else set() if v is None else {v}
+
+    if any(value not in values(key) for key, value in where.equals.items()):
+        return False
+    if any(values(key) & set(banned) for key, banned in where.excludes.items()):
+        return False
+    if where.only_ids is not None and point.id not in where.only_ids:
+        return False
+    if where.namespace is not None:
+        return p.get(NAMESPACE_KEY, DEFAULT_NAMESPACE) == where.namespace
+    return True
+
+
+def filters(points: list[StoredPoint]) -> list[Conditions]:
+    """One filter of each kind SearchFilter makes, each alone, then the retrieve node's (type + a domain held
+    out), in each namespace."""
+    kinds = [SearchFilter(), SearchFilter(type="workflow"), SearchFilter(outcome="failure"), SearchFilter(domain="c"),
+             SearchFilter(exclude_domains=("a", "d")), SearchFilter(exclude_task_ids=("t3", "t4", "t5")),
+             SearchFilter(only_ids=tuple(p.id for p in points[::4])), SearchFilter(include_flagged=True),
+             SearchFilter(include_quarantined=False), SearchFilter(include_superseded=False),
+             SearchFilter(type="insight", exclude_domains=("b",)).served()]
+    out = []
+    for kind in kinds:
+        for namespace in (None, DEFAULT_NAMESPACE, "team"):
+            where = kind.conditions()
+            where.namespace = namespace
+            out.append(where)
+    return out
+
+
+def assert_exact_top3(store: EdgeStore, points: list[StoredPoint], vectors: np.ndarray) -> None:
+    rng = np.random.default_rng(9)
+    queries = vectors[rng.integers(0, N, 8)] + 0.3 * rng.standard_normal((8, DIM)).astype(np.float32)
+    for where in filters(points):
+        allowed = np.array([matches(p, where) for p in points])
+        assert allowed.any(), where
+        for q in queries:
+            scores = vectors @ (q / np.linalg.norm(q))
+            scores[~allowed] = -np.inf
+            expected = [points[j].id for j in np.argsort(-scores)[:3] if scores[j] > -np.inf]
+            [hits] = store.query([QuerySpec(limit=3, where=where, dense=q.tolist(), with_payload=False)])
+            assert [h.id for h in hits] == expected, where
+
+
+@pytest.fixture
+def built(tmp_path):
+    points, vectors = corpus()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW)
+    store.upsert(points)
+    store.optimize(wait=True)  # one indexed segment, built by the worker
+    yield store, points, vectors
+    store.close()
+
+
+def test_every_filtered_field_has_a_payload_index_in_a_new_shard_and_in_a_worker_built_one(tmp_path):
+    wanted = every_filter_field()
+    assert {"type", "outcome", "domains", "source_task_ids", "flagged", "status", NAMESPACE_KEY} <= wanted
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW)
+    try:
+        assert wanted <= set(store.shard.info().payload_schema)
+        store.upsert(corpus()[0])
+        store.optimize(wait=True)
+        assert store.builds == 1 and store.indexed == N
+        assert wanted <= set(store.shard.info().payload_schema)
+    finally:
+        store.close()
+    reopened = EdgeStore(str(tmp_path / "edge"), DIM, HNSW)
+    try:
+        assert wanted <= set(reopened.shard.info().payload_schema)
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize("quantization", ["int8", "none"])
+def test_each_kind_of_filter_returns_the_exact_top3_through_the_index(tmp_path, quantization):
+    points, vectors = corpus()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW.model_copy(update={"quantization": quantization}))
+    try:
+        store.upsert(points)
+        assert_exact_top3(store, points, vectors)  # unindexed: an exact scan
+        store.optimize(wait=True)
+        assert store.indexed == N
+        assert_exact_top3(store, points, vectors)  # the worker's HNSW segment (int8 walk, float rescoring)
+    finally:
+        store.close()
+
+
+def test_a_shard_built_without_quantisation_opens_and_searches_with_it(tmp_path):
+    points, vectors = corpus()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW.model_copy(update={"quantization": "none"}))
+    store.upsert(points)
+    store.optimize(wait=True)
+    store.close()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW.model_copy(update={"quantization": "int8"}))
+    try:
+        assert store.count() == N
+        assert_exact_top3(store, points, vectors)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"hnsw_ef": 0}, "hnsw_ef"), ({"hnsw_ef": "wide"}, "hnsw_ef"), ({"hnsw_ef": 100_000}, "hnsw_ef"),
+    ({"quantization": "int4"}, "quantization"), ({"quantization": None}, "quantization"),
+    ({"oversampling": 0.5}, "oversampling"), ({"hnsw_m": 2}, "hnsw_m"), ({"ef_construct": 1}, "ef_construct"),
+    ({"hnsw_eff": 64}, "hnsw_eff"),
+])
+def test_bad_search_settings_are_refused_with_the_field_named(bad, field):
+    with pytest.raises(ValueError, match=field):
+        EdgeIndexConfig(**bad)
