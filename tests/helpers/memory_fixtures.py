@@ -23,6 +23,22 @@ def float_sum_task(task_id: str) -> Task:
                 check=RUN_TESTS)
 
 
+def broken_add_task(task_id: str) -> Task:
+    """A task whose add() subtracts: `python3 check.py` passes once the sign is fixed."""
+    return Task(id=task_id, domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",
+                files={"calc.py": "def add(a, b):\n    return a - b\n",
+                       "check.py": "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n"},
+                check="python3 check.py")
+
+
+def rerun_memory() -> InsightMemory:
+    """Advice from another domain to rerun the check after the last edit (the memory a fix run cites)."""
+    return InsightMemory(title="Rerun the check after the last edit",
+                         description="Before submitting a fix, run the task's check command once more.",
+                         content="Run the check after the final edit and read its output before submitting.",
+                         sources=[Provenance(domain="strings", source_task_id="s1")])
+
+
 def seeded(pool: MemoryPool) -> InsightMemory:
     """Add (and return) advice any coding task retrieves: run the tests after the last edit."""
     memory = InsightMemory(title="Run the unit tests after the last edit",

@@ -11,15 +11,10 @@ from mtl_graph.pipeline import MTLContext, build_mtl_graph
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.core.task import Task
+from helpers.memory_fixtures import broken_add_task, rerun_memory
 
-TASK = Task(id="lc-fix", domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",
-            files={"calc.py": "def add(a, b):\n    return a - b\n",
-                   "check.py": "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n"},
-            check="python3 check.py")
-RERUN = InsightMemory(title="Rerun the check after the last edit",
-                      description="Before submitting a fix, run the task's check command once more.",
-                      content="Run the check after the final edit and read its output before submitting.",
-                      sources=[Provenance(domain="strings", source_task_id="s1")])
+TASK = broken_add_task("lc-fix")
+RERUN = rerun_memory()
 READ = InsightMemory(title="Read the failing assertion first",
                      description="When a check fails, read the assertion before editing code.",
                      content="Open the check file and read the failing line before changing the code.",

@@ -5,16 +5,13 @@ import json
 
 from langchain_core.messages import AIMessage
 
-from mtl_graph.core.task import Task
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.pipeline import build_mtl_graph
+from helpers.memory_fixtures import broken_add_task
 
-TASK = Task(id="sup-fix", domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",
-            files={"calc.py": "def add(a, b):\n    return a - b\n",
-                   "check.py": "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n"},
-            check="python3 check.py")
+TASK = broken_add_task("sup-fix")
 OLD = InsightMemory(title="Run the check with --timeout 30",
                     description="When the check command hangs, run it with --timeout 30.",
                     content="Run the check with --timeout 30 after the last edit.", outcome="success",

@@ -8,23 +8,15 @@ import uuid
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from mtl_graph.core.task import Task
 from mtl_graph.llm.scripted import ScriptedChatModel, bash_call, submit_call
-from mtl_graph.memory.base import Provenance
-from mtl_graph.memory.formats.insight import InsightMemory
-from mtl_graph.memory.usage import CREDIT_KEY
+from mtl_graph.memory.usage import entries
 from mtl_graph.pipeline import build_mtl_graph
 from mtl_graph.pipeline.lease import workspace_path
 from mtl_graph.pipeline.server_policy import ServerPolicy
+from helpers.memory_fixtures import broken_add_task, rerun_memory
 
-TASK = Task(id="retry-fix", domain="math", instruction="Fix add() in calc.py so that `python3 check.py` passes.",
-            files={"calc.py": "def add(a, b):\n    return a - b\n",
-                   "check.py": "from calc import add\nassert add(2, 3) == 5\nprint('ok')\n"},
-            check="python3 check.py")
-SHOWN = InsightMemory(title="Rerun the check after the last edit",
-                      description="Before submitting a fix, run the task's check command once more.",
-                      content="Run the check after the final edit and read its output before submitting.",
-                      sources=[Provenance(domain="strings", source_task_id="s1")])
+TASK = broken_add_task("retry-fix")
+SHOWN = rerun_memory()
 
 
 def attempt(pool, tmp_path, checkpointer, server_run_id):
@@ -44,8 +36,9 @@ def sources_of(pool, run_id):
 
 
 def credit_of(pool, memory_id):
+    """The run ids of a memory's credit entries (not its cached tally)."""
     [hit] = pool.fetch([memory_id])
-    return hit.payload.get(CREDIT_KEY) or {}
+    return [entry.run_id for entry in entries(hit.payload)]
 
 
 def test_a_retried_attempt_is_the_same_run_written_and_credited_once(pool, tmp_path):
