@@ -238,6 +238,12 @@ class CountedStore(NamespacedStore):
             super().set_payload(point_id, payload, key)
             after += [_merged(o, payload, key) for o in old]  # a point that is not there gains nothing
 
+    def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
+        old = [h.payload for h in super().fetch(list(dict.fromkeys(point_ids)))]
+        with self.maintained.changing(old) as after:
+            super().set_payload_many(point_ids, payload)
+            after += [_merged(o, payload, None) for o in old]
+
     def delete(self, ids: list[str]) -> None:
         with self.maintained.changing([h.payload for h in super().fetch(list(dict.fromkeys(ids)))]):
             super().delete(ids)

@@ -19,7 +19,8 @@ from mtl_graph.memory.engine.snapshots.archive import create_snapshot, restore_s
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
 from mtl_graph.memory.pool.pool import MemoryPool
-from mtl_graph.memory.pool.stats import STATS_DIR, recompute
+from mtl_graph.memory.engine.storage import Store
+from mtl_graph.memory.pool.stats import STATS_DIR, CountedStore, recompute
 from mtl_graph.memory.usage import CREDIT_KEY, TALLY_KEY, Use, cached_tally, entries, tally
 
 from helpers.paths import ROOT
@@ -63,7 +64,7 @@ def random_walk(pool: MemoryPool, rng: random.Random, steps: int, tmp_path) -> N
     for step in range(steps):
         ids = [h.id for h in pool.store.scroll()]
         action = rng.choice(["add", "add", "credit", "credit", "credit", "delete", "archive", "restore",
-                             "snapshot"])
+                             "many", "snapshot"])
         if action == "add" or not ids:
             pool.add_many([memory(rng) for _ in range(rng.randint(1, 3))], keep_stats=rng.random() < 0.5)
         elif action == "credit":
@@ -77,6 +78,9 @@ def random_walk(pool: MemoryPool, rng: random.Random, steps: int, tmp_path) -> N
             pool.archive(rng.choice(ids), "tested")
         elif action == "restore":
             pool.restore(rng.choice(ids))
+        elif action == "many":  # one payload onto many points (consolidation's marks), a status change included
+            pool.store.set_payload_many(rng.sample(ids, min(len(ids), rng.randint(1, 4))),
+                                        rng.choice([{"compared": "0.9"}, {"status": "archived"}]))
         elif snapshot is None:
             snapshot = create_snapshot(pool, f"s{step}", tmp_path / "snaps").name
         else:
@@ -96,6 +100,16 @@ def test_after_random_writes_every_statistic_equals_a_recomputation(seed, embedd
         assert pool.maintained.rebuilds == 0
         assert_current(pool)
     assert not check_pool(location, embeddings).stats_problems
+
+
+def test_every_write_of_the_engine_protocol_is_counted():
+    """A write method added to the engine's protocol must be counted by CountedStore (or named a read here): the
+    statistics hold by construction, not by remembering to wrap each new write."""
+    reads = {"fetch", "count", "scroll", "scroll_points", "namespaces", "query", "optimize", "close"}
+    protocol = {name for name in vars(Store) if not name.startswith("_")}
+    assert reads <= protocol
+    for name in protocol - reads:
+        assert name in vars(CountedStore), f"{name} writes the engine but CountedStore does not count it"
 
 
 def seeded(location, embeddings, credited: int = 12) -> None:
