@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,10 @@ class OpenedStore:
 
     def release(self) -> None:
         if self.lock_fd is not None:
+            try:  # no holder named once it lets go (a process killed keeps its line: _holder checks it is alive)
+                os.ftruncate(self.lock_fd, 0)
+            except OSError:
+                pass
             os.close(self.lock_fd)
             self.lock_fd = None
         if self.cleanup is not None:
@@ -95,9 +100,11 @@ def lock_directory(path: Path) -> int:
             f"pool {path} is in use by another process{holder}: an embedded pool serves one process at a time "
             "(share it inside one process, or run a Qdrant server and use --pool http://...)"
         ) from None
-    try:  # who holds it, for the next process's error (the lock itself is the flock, not this text)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {_command()}\n".encode("utf-8", "replace"), 0)
+    try:  # who holds it, for the next process's error (the lock itself is the flock, not this text); written
+        # over the old text, then cut to length, so a reader never finds the file empty in between
+        line = f"{os.getpid()} {_command()}\n".encode("utf-8", "replace")
+        os.pwrite(fd, line, 0)
+        os.ftruncate(fd, len(line))
     except OSError:
         pass
     return fd
@@ -111,16 +118,36 @@ def _command() -> str:
     return " ".join(a.decode("utf-8", "replace") for a in argv if a)[:120]
 
 
+HOLDER_WAIT_S = 2.0
+"""How long a refused process waits for the holder to name itself: the holder writes its line just after it took
+the lock, so a process refused in between would otherwise find no line, or the line of a holder that died."""
+
+
 def _holder(fd: int) -> str:
-    """" (pid N: its command)" from the lock file the holder wrote, or "" when it wrote none."""
+    """" (pid N: its command)" from the lock file the holder wrote, or "" when no living process is named in it
+    within HOLDER_WAIT_S."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        try:
+            text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+        pid, _, command = text.partition(" ")
+        if pid.isdigit() and _alive(int(pid)):
+            return f" (pid {pid}: {command[:120]})" if command else f" (pid {pid})"
+        if time.monotonic() >= deadline:
+            return ""
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
     try:
-        text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-    pid, _, command = text.partition(" ")
-    if not pid.isdigit():
-        return ""
-    return f" (pid {pid}: {command[:120]})" if command else f" (pid {pid})"
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return pid > 0
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:

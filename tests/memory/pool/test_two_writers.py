@@ -35,3 +35,30 @@ def test_two_writers_both_land_or_the_second_is_told_who_holds_the_pool(tmp_path
     for r in wrote:
         assert len(r["added"]) == N and set(r["added"]) <= present
     assert len(present) == N * len(wrote)  # nothing from the refused writer, nothing lost from the other
+
+
+def test_a_process_refused_while_the_holder_names_itself_is_told_the_holder_not_a_dead_one(tmp_path):
+    """The holder writes its line just after it took the lock; a process refused in between (the file still holding
+    the line of a holder that died) waits for the living holder's line instead of naming the dead one."""
+    import pytest
+
+    from mtl_graph.memory.engine.location import LOCK_FILE, lock_directory
+    from mtl_graph.memory.errors import PoolLockedError
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / LOCK_FILE).write_text(f"{dead.stdout.strip()} a holder that was killed\n")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(tmp_path / LOCK_FILE)!r}, os.O_RDWR)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(0.5)\n"  # the window between taking the lock and naming itself, made wide
+        "line = f'{os.getpid()} the living holder\\n'.encode()\n"
+        "os.pwrite(fd, line, 0); os.ftruncate(fd, len(line))\n"
+        "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(PoolLockedError, match=rf"\(pid {holder.pid}: the living holder\)"):
+            lock_directory(tmp_path)
+    finally:
+        holder.communicate("", timeout=30)
