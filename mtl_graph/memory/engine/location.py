@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from mtl_graph.core.process_temp import remove_orphans
+from mtl_graph.core.process_temp import pid_alive, remove_orphans
 from mtl_graph.memory.engine.embeddings import EmbeddingError, embeddings_name
 from mtl_graph.memory.errors import EmbeddingMismatchError, PoolError, PoolLockedError
 from mtl_graph.memory.engine.integrity import (
@@ -133,21 +133,11 @@ def _holder(fd: int) -> str:
         except OSError:
             return ""
         pid, _, command = text.partition(" ")
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdigit() and int(pid) > 0 and pid_alive(int(pid)):
             return f" (pid {pid}: {command[:120]})" if command else f" (pid {pid})"
         if time.monotonic() >= deadline:
             return ""
         time.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return pid > 0
 
 
 def _read_meta(meta_path: Path) -> dict[str, Any]:
