@@ -3,8 +3,9 @@
 The pool's dense vectors are drawn around a real-embedded base (benchmarks/vectors.py: the first `--real`
 memories embedded by the local model, the rest mixed from them), its texts, BM25 vectors and payloads are the
 synthetic corpus's (benchmarks/corpus.py), written in batches at the storage level with the vectors given and one
-index build at the end. Each figure is a row function taking (pool_path, context) and returning rows, so later
-items (snapshots, consolidation) add one function to ROWS. Every latency has its baseline from the same run.
+index build at the end. Each figure is a row function taking (pool_path, context) and returning rows, so another
+figure is one more function in ROWS (consolidation has its own, benchmarks/consolidation_scale.py: its full pass
+does not yet fit a 1M run). Every latency has its baseline from the same run.
 
     python benchmarks/scale.py --size 100000            # a quick run
     make bench-scale                                    # 1,000,000 memories
@@ -286,8 +287,20 @@ def write_rows(pool_path: Path, ctx: Context) -> list[Row]:
              f"{len(ctx.extra)} new memories")]
 
 
+def snapshot_rows(pool_path: Path, ctx: Context) -> list[Row]:
+    """Snapshot create, diff and restore of a copy of the pool (benchmarks/snapshots.py), each in a fresh process."""
+    import snapshots
+
+    with tempfile.TemporaryDirectory(prefix="mtl-bench-scale-snapshots-") as work:
+        found = snapshots.snapshot_rows(pool_path, work)
+    ctx.results["snapshots"] = found
+    return [(f"snapshot {r['step']}", f"{r['per_s_cpu']:,.0f} points per CPU s ({r['wall']:.1f} s wall)",
+             f"peak RSS {r['peak_mib']:,.0f} MiB, {r['opened_mib']:,.0f} MiB with the pool open")
+            for r in found]
+
+
 ROWS: list[Callable[[Path, Context], list[Row]]] = [build_rows, search_rows, lifecycle_rows, fresh_process_rows,
-                                                    write_rows]
+                                                    snapshot_rows, write_rows]
 """The table, in order; write_rows last (it adds memories)."""
 
 
