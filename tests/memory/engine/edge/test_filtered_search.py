@@ -3,7 +3,7 @@ one the background worker built), each kind of filter returns the same top 3 as 
 search settings are validated."""
 
 import uuid
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
@@ -14,6 +14,9 @@ from mtl_graph.memory.engine.storage import DEFAULT_NAMESPACE, NAMESPACE_KEY, Co
 from mtl_graph.memory.pool.filter import SearchFilter
 
 DIM = 48
+RECALL = 0.99
+"""Recall@3 the HNSW walk must reach over every filter and query of assert_exact_top3 (the pool's own target is
+0.98 at 100k)."""
 N = 1_500
 TYPES, OUTCOMES, DOMAINS = ("insight", "workflow", "summary"), ("success", "failure", "unknown"), list("abcdef")
 STATUSES = ("active", "archived", "quarantined", "superseded")
@@ -30,9 +33,12 @@ def every_filter_field() -> set[str]:
                         include_superseded=False)
     assert {f.name for f in fields(SearchFilter)} <= {"type", "outcome", "domain", "exclude_domains",
                                                       "exclude_task_ids", "only_ids", "include_flagged",
-                                                      "include_quarantined", "include_superseded"}
-    where = full.conditions()
-    return set(where.equals) | {k for k, v in where.excludes.items() if v} | {NAMESPACE_KEY}
+                                                      "include_quarantined", "include_superseded",
+                                                      "statuses_complete"}
+    named = set()
+    for where in (full.conditions(), replace(full, statuses_complete=True).conditions()):  # status: != or ==
+        named |= set(where.equals) | {k for k, v in where.excludes.items() if v}
+    return named | {NAMESPACE_KEY}
 
 
 def corpus(seed: int = 5) -> tuple[list[StoredPoint], np.ndarray]:
@@ -90,9 +96,16 @@ def filters(points: list[StoredPoint]) -> list[Conditions]:
     return out
 
 
-def assert_exact_top3(store: EdgeStore, points: list[StoredPoint], vectors: np.ndarray) -> None:
+def assert_exact_top3(store: EdgeStore, points: list[StoredPoint], vectors: np.ndarray, *,
+                      indexed: bool = False) -> None:
+    """Every hit passes its filter, in every case. Unindexed (an exact scan): the hits are numpy's exact top 3.
+    Through the HNSW graph the walk is approximate and the worker's build is not deterministic, so there the
+    exact top 3 are found at a recall@3 of at least RECALL over all filters and queries (measured: one id missed in
+    about 3,000 in one build of seven, none in the others)."""
     rng = np.random.default_rng(9)
     queries = vectors[rng.integers(0, N, 8)] + 0.3 * rng.standard_normal((8, DIM)).astype(np.float32)
+    by_id = {p.id: p for p in points}
+    found = wanted = 0
     for where in filters(points):
         allowed = np.array([matches(p, where) for p in points])
         assert allowed.any(), where
@@ -101,7 +114,13 @@ def assert_exact_top3(store: EdgeStore, points: list[StoredPoint], vectors: np.n
             scores[~allowed] = -np.inf
             expected = [points[j].id for j in np.argsort(-scores)[:3] if scores[j] > -np.inf]
             [hits] = store.query([QuerySpec(limit=3, where=where, dense=q.tolist(), with_payload=False)])
-            assert [h.id for h in hits] == expected, where
+            got = [h.id for h in hits]
+            assert all(matches(by_id[i], where) for i in got), where  # a filter is never approximate
+            assert len(got) == len(expected), where
+            if not indexed:
+                assert got == expected, where
+            found, wanted = found + len(set(got) & set(expected)), wanted + len(expected)
+    assert found >= RECALL * wanted, f"recall@3 {found / wanted:.4f} through the index"
 
 
 @pytest.fixture
@@ -134,7 +153,7 @@ def test_every_filtered_field_has_a_payload_index_in_a_new_shard_and_in_a_worker
 
 
 @pytest.mark.parametrize("quantization", ["int8", "none"])
-def test_each_kind_of_filter_returns_the_exact_top3_through_the_index(tmp_path, quantization):
+def test_each_kind_of_filter_is_exact_scanned_and_recalls_the_top3_through_the_index(tmp_path, quantization):
     points, vectors = corpus()
     store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW.model_copy(update={"quantization": quantization}))
     try:
@@ -142,7 +161,7 @@ def test_each_kind_of_filter_returns_the_exact_top3_through_the_index(tmp_path, 
         assert_exact_top3(store, points, vectors)  # unindexed: an exact scan
         store.optimize(wait=True)
         assert store.indexed == N
-        assert_exact_top3(store, points, vectors)  # the worker's HNSW segment (int8 walk, float rescoring)
+        assert_exact_top3(store, points, vectors, indexed=True)  # the worker's HNSW segment (int8 walk, rescored)
     finally:
         store.close()
 
@@ -156,7 +175,7 @@ def test_a_shard_built_without_quantisation_opens_and_searches_with_it(tmp_path)
     store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW.model_copy(update={"quantization": "int8"}))
     try:
         assert store.count() == N
-        assert_exact_top3(store, points, vectors)
+        assert_exact_top3(store, points, vectors, indexed=True)
     finally:
         store.close()
 
