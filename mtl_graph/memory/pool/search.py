@@ -1,18 +1,21 @@
-"""The query side of MemoryPool.search: the dense and BM25 lists in one batch, fused here, payloads for the top k.
+"""The query side of MemoryPool.search: the dense and BM25 lists, fused here, payloads for the top k.
 
-Hybrid search asks the engine for its two prefetch lists (ids and scores only, one batched call) and fuses them
-here, on at most 2 x prefetch ids, so it says exactly which retriever found each hit and the dense list's scores
-are the cosines the hits report. Only a BM25-only hit in the answer needs its vector read, for its cosine.
+Hybrid search asks the engine for its prefetch lists (ids and scores only; both in one batched call when BM25 has
+a say) and fuses them here, on at most 2 x prefetch ids, so it says exactly which retriever found each hit and
+the dense list's scores are the cosines the hits report. Only a BM25-only hit in the answer needs its vector
+read, for its cosine.
 
 The fusion: BM25 has a say only when the query names an exact identifier (snake_case, camelCase, a dotted or file
 name, a flag, an error code or errno/signal name, a call): there the two lists are fused by distribution-based
 score fusion (DBSF: each list's scores mapped through mean +- 3 std, then summed). Any other query is ranked by its
-cosines, with BM25 still reported in `retriever`. Why: on the labelled cross-domain set (benchmarks/quality.py)
-BM25 alone is well below dense (MRR 0.61 vs 0.75) and equal-weight RRF of the two pulled hybrid below dense alone;
-words shared by chance outvote paraphrases. What BM25 finds that embeddings miss is a rare exact token. DBSF over
-RRF in that branch because it keeps how far a match stands out: an identifier hit far above the rest of its list
-stays on top, where RRF gives the first of a flat list as much as it. Neither branch has a constant fitted to a set;
-the numbers behind the choice are in docs/benchmarks.md."""
+cosines, and its BM25 list is asked for only when fewer than k dense hits pass the floor (its ids can enter
+only then, after the dense ones): such a query's hits say "dense", "bm25"/"both" only on that path. Why: on the
+labelled cross-domain set (benchmarks/quality.py) BM25 alone is well below dense (MRR 0.61 vs 0.75) and
+equal-weight RRF of the two pulled hybrid below dense alone; words shared by chance outvote paraphrases. What
+BM25 finds that embeddings miss is a rare exact token. DBSF over RRF in that branch because it keeps how far a
+match stands out: an identifier hit far above the rest of its list stays on top, where RRF gives the first of a
+flat list as much as it. Neither branch has a constant fitted to a set; the numbers behind the choice are in
+docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -135,13 +138,24 @@ def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], lis
         cosines: dict[str, float] = {}
         fused = [(h.id, h.score, "bm25") for h in bm25_hits]
         return _with_cosines(store, dense, fused, cosines, k, min_score)
-    dense_hits, bm25_hits = store.query([
-        QuerySpec(limit=prefetch, where=where, dense=dense, with_payload=False),
-        QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False),
-    ])
+    dense_spec = QuerySpec(limit=prefetch, where=where, dense=dense, with_payload=False)
+    bm25_spec = QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False)
+    if query is not None and not names_identifier(query):
+        # BM25 carries no weight here (fuse(exact=False)): its ids come after every dense one, so they can enter
+        # only when fewer than k dense hits pass the floor (a filter leaving few points, a high min_score).
+        # Otherwise the answer is the dense list's and the BM25 list is not asked for at all.
+        [dense_hits] = store.query([dense_spec])
+        cosines = {h.id: h.score for h in dense_hits}
+        passing = sum(1 for h in dense_hits if min_score is None or h.score >= min_score)
+        if passing >= k:
+            fused = fuse([(h.id, h.score) for h in dense_hits], [], exact=False)
+            return _with_cosines(store, dense, fused, cosines, k, min_score)
+        [bm25_hits] = store.query([bm25_spec])
+        fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits], exact=False)
+        return _with_cosines(store, dense, fused, cosines, k, min_score)
+    dense_hits, bm25_hits = store.query([dense_spec, bm25_spec])
     cosines = {h.id: h.score for h in dense_hits}
-    exact = query is None or names_identifier(query)
-    fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits], exact)
+    fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits])
     return _with_cosines(store, dense, fused, cosines, k, min_score)
 
 

@@ -1,11 +1,14 @@
 """The pool's fast paths give the same answers as the slow ones they replaced."""
 
+import random
+
 import pytest
 
 from mtl_graph.memory.base import Provenance
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.engine.storage import Conditions, QuerySpec
+from mtl_graph.memory.pool.search import _with_cosines, fuse, names_identifier, ranked_search
 
 TEXTS = [
     ("Run the tests after every edit", "Verification catches regressions before submitting."),
@@ -41,22 +44,77 @@ def pool(request, embeddings):
     p.close()
 
 
+def _lists(pool, query, where, limit=20):
+    return pool.store.query([
+        QuerySpec(limit=limit, where=where, dense=pool.embeddings.embed_query(query)),
+        QuerySpec(limit=limit, where=where, sparse=pool._sparse(query, query=True)),
+    ])
+
+
 def test_retriever_matches_the_separate_dense_and_bm25_lists(pool):
+    """A query naming an identifier fuses both lists and says which found each hit; any other says "dense"."""
     seen = set()
     for query in QUERIES:
         hits = pool.search(query, k=5, exclude_domains=["d1"])
         where = Conditions(excludes={"domains": ["d1"], "source_task_ids": []})
-        dense, sparse = pool.store.query([
-            QuerySpec(limit=20, where=where, dense=pool.embeddings.embed_query(query)),
-            QuerySpec(limit=20, where=where, sparse=pool._sparse(query, query=True)),
-        ])
+        dense, sparse = _lists(pool, query, where)
         dense_ids, sparse_ids = {h.id for h in dense}, {h.id for h in sparse}
         for hit in hits:
             in_dense, in_sparse = hit.memory.id in dense_ids, hit.memory.id in sparse_ids
             expected = "both" if in_dense and in_sparse else "bm25" if in_sparse else "dense"
-            assert hit.retriever == expected, (query, hit.memory.title)
+            assert hit.retriever == (expected if names_identifier(query) else "dense"), (query, hit.memory.title)
             seen.add(hit.retriever)
     assert seen == {"dense", "bm25", "both"}
+
+
+def _previous(pool, query, k, where, min_score):
+    """The search as it was before plain queries skipped the BM25 list: both lists always, fused without BM25's say."""
+    dense_hits, bm25_hits = _lists(pool, query, where, max(20, k))
+    fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits], exact=False)
+    return _with_cosines(pool.store, pool.embeddings.embed_query(query), fused, {h.id: h.score for h in dense_hits},
+                         k, min_score)
+
+
+def _plain_queries(n, seed=3):
+    rng = random.Random(seed)
+    words = sorted({w.strip(".,:").lower() for pair in TEXTS for w in " ".join(pair).split()} - {"check_id_42"})
+    queries = []
+    while len(queries) < n:
+        query = " ".join(rng.sample(words, rng.randint(1, 6)))
+        if not names_identifier(query):
+            queries.append(query)
+    return queries
+
+
+def test_plain_queries_rank_as_before_and_ask_bm25_only_when_its_ids_could_enter(pool, monkeypatch):
+    """Generated queries naming no identifier, over filters, k and floors: the same hits, order, scores and cosines
+    as with both lists; the BM25 list is asked for exactly when fewer than k dense hits pass the floor, and then
+    the labels are the fused ones too."""
+    rng = random.Random(5)
+    asked = []
+    query_of = pool.store.query
+    monkeypatch.setattr(pool.store, "query", lambda specs: asked.extend(s.sparse is not None for s in specs)
+                        or query_of(specs))
+    paths = set()
+    for query in _plain_queries(60):
+        where = Conditions(excludes={"domains": rng.sample(["d0", "d1", "d2"], rng.randint(0, 2)),
+                                     "source_task_ids": []})
+        k = rng.choice([1, 3, 5, 8, 25])
+        min_score = rng.choice([None, None, 0.1, 0.3, 0.5, 0.9])
+        before = _previous(pool, query, k, where, min_score)
+        del asked[:]
+        dense = pool.embeddings.embed_query(query)
+        after = ranked_search(pool.store, dense, pool._sparse(query, query=True), where, k, max(20, k), min_score,
+                              query)
+        assert [(h.raw.id, h.raw.score, h.similarity, h.raw.payload) for h in after] == \
+            [(h.raw.id, h.raw.score, h.similarity, h.raw.payload) for h in before], query
+        bm25_asked = any(asked)
+        dense_hits = _lists(pool, query, where, max(20, k))[0]
+        passing = sum(1 for h in dense_hits if min_score is None or h.score >= min_score)
+        paths.add(bm25_asked)
+        assert bm25_asked == (passing < k), (query, k, min_score)
+        assert [h.retriever for h in after] == ([h.retriever for h in before] if bm25_asked else ["dense"] * len(after))
+    assert paths == {True, False}  # both branches ran
 
 
 NEW = InsightMemory(title="Something new", description="A memory not seen before.", content="Nothing like it.")
