@@ -70,6 +70,31 @@ class _Shared:
     pools: int = 0
 
 
+class _CurrentMemories:
+    """The memories of a supersession pass as stored now: read in one fetch, read again after a link changed one
+    (what reading each pair afresh gives, without an engine call per pair)."""
+
+    def __init__(self, pool: "MemoryPool", ids: list[str]) -> None:
+        self._pool = pool
+        self._raw = {h.id: h for h in pool.fetch(list(dict.fromkeys(ids)))} if ids else {}
+        self._parsed: dict[str, Memory] = {}
+
+    def get(self, memory_id: str) -> Memory | None:
+        if memory_id not in self._parsed:
+            if memory_id not in self._raw:
+                return None
+            self._parsed[memory_id] = memory_of(self._raw[memory_id])
+        return self._parsed[memory_id]
+
+    def changed(self, *ids: str) -> None:
+        for memory_id in ids:
+            self._raw.pop(memory_id, None)
+            self._parsed.pop(memory_id, None)
+        for hit in self._pool.fetch(list(ids)):
+            self._raw[hit.id] = hit
+            self._parsed.pop(hit.id, None)
+
+
 class MemoryPool(PoolFiles):
     """Add, search and manage memories. Open with `MemoryPool.open(location)`.
 
@@ -250,26 +275,36 @@ class MemoryPool(PoolFiles):
 
     def _supersede(self, memories: list[Memory], vectors: dict[str, list[float]], config: SupersedeConfig) -> None:
         """Each new memory against its nearest stored ones of the same format and outcome: a pair whose advice
-        conflicts links the older to the newer (either may be the new one: the newer is the later made)."""
+        conflicts links the older to the newer (either may be the new one: the newer is the later made).
+
+        One engine call asks for every memory's neighbours, ids and scores only (a neighbour's payload was never
+        used: the pair is read as it is now, below), grouped by filter (the engine scores a group's vectors
+        together); the pairs are then decided one after another in the order of the memories and their hits, each
+        on both memories as they are after the links made before it."""
         checked = [m for m in memories if supersedable(m)]
         if not checked:
             return
         live = {"archived", "superseded"}  # what can never be part of a new supersession
-        found = self.store.query([QuerySpec(limit=config.candidates + 1, dense=vectors[m.key_text()], where=Conditions(
-            equals={"type": m.type, "outcome": m.outcome.value}, excludes={"status": sorted(live)})) for m in checked])
-        for memory, hits in zip(checked, found):
-            for hit in hits:
-                if hit.id == memory.id or hit.score < config.similarity:
-                    continue
-                pair = {h.id: memory_of(h) for h in self.fetch([memory.id, hit.id])}  # as they are now
-                if len(pair) != 2:
-                    continue
-                newer, older = newer_of(pair[memory.id], pair[hit.id])
-                if not can_supersede(newer) or not supersedable(older) or proven_against(older, newer):
-                    continue
-                conflict = check_conflict(newer, older, config)
-                if conflict is not None:
-                    self._link(newer, older, conflict)
+        order = sorted(range(len(checked)), key=lambda i: (checked[i].type, checked[i].outcome.value))
+        found = self.store.query([QuerySpec(
+            limit=config.candidates + 1, dense=vectors[checked[i].key_text()], with_payload=False,
+            where=Conditions(equals={"type": checked[i].type, "outcome": checked[i].outcome.value},
+                             excludes={"status": sorted(live)})) for i in order])
+        neighbours = dict(zip(order, found))
+        pairs = [(memory.id, hit.id) for i, memory in enumerate(checked) for hit in neighbours[i]
+                 if hit.id != memory.id and hit.score >= config.similarity]
+        current = _CurrentMemories(self, [i for pair in pairs for i in pair])
+        for memory_id, other_id in pairs:
+            mine, other = current.get(memory_id), current.get(other_id)
+            if mine is None or other is None:
+                continue
+            newer, older = newer_of(mine, other)
+            if not can_supersede(newer) or not supersedable(older) or proven_against(older, newer):
+                continue
+            conflict = check_conflict(newer, older, config)
+            if conflict is not None:
+                self._link(newer, older, conflict)
+                current.changed(newer.id, older.id)
 
     def _link(self, newer: Memory, older: Memory, conflict: Conflict) -> None:
         self.store.set_payload(older.id, payload_of(older.model_copy(update={
