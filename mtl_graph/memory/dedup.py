@@ -61,7 +61,12 @@ def _normalized(value: Any) -> Any:
 
 def dedup_key(memory: Memory) -> str:
     """Equal for memories that merge: same type, same outcome, same normalised content."""
-    return _key_of(json.dumps(memory.content_fields(), sort_keys=True, ensure_ascii=False))
+    return key_of_fields(memory.content_fields())
+
+
+def key_of_fields(content: dict[str, Any]) -> str:
+    """`dedup_key` of a memory whose content fields (`Memory.content_fields()`) are at hand."""
+    return _key_of(json.dumps(content, sort_keys=True, ensure_ascii=False))
 
 
 @functools.lru_cache(maxsize=4096)  # add_many asks for the key of one memory several times
@@ -163,13 +168,15 @@ class MergePlan:
     """Ids already in the pool (a write to one of them is a payload update, not a new point)."""
 
 
-def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]]) -> MergePlan:
-    """Merge prepared items with the stored memories of the same dedup keys (stored: key -> id -> memory)."""
+def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]],
+                keys: list[str] | None = None) -> MergePlan:
+    """Merge prepared items with the stored memories of the same dedup keys (stored: key -> id -> memory); keys:
+    the items' dedup keys, when the caller has them already."""
     plan = MergePlan(stored_ids={mid for group in stored.values() for mid in group})
     results: list[AddResult | None] = [None] * len(items)
     groups: dict[str, list[int]] = {}
-    for index, item in enumerate(items):
-        groups.setdefault(dedup_key(item), []).append(index)
+    for index, key in enumerate(keys if keys is not None else map(dedup_key, items)):
+        groups.setdefault(key, []).append(index)
     for key, indexes in groups.items():
         old = stored.get(key, {})
         members = [*old.values(), *(items[i] for i in indexes)]

@@ -244,7 +244,8 @@ class MemoryPool(PoolFiles):
             return AddReport()
         with self.write_lock:
             credits: dict[str, dict[str, Any]] = {}
-            plan = plan_merges(items, self._stored_like(items, credits))
+            keys = [dedup_key(m) for m in items]  # each item's once: the lookup and the plan both group by them
+            plan = plan_merges(items, self._stored_like(items, keys, credits), keys)
             new = [m for m in plan.write if m.id not in plan.stored_ids]
             # only new points need vectors: a memory merged into, or identical to, a stored one is a payload update
             texts = list(dict.fromkeys(m.key_text() for m in new))  # runs of one task share a key: embed it once
@@ -343,13 +344,14 @@ class MemoryPool(PoolFiles):
             if moved:
                 self.store.set_payload(memory.id, credit_update(credits.get(memory.id), moved), key=CREDIT_KEY)
 
-    def _stored_like(self, items: list[Memory], credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
+    def _stored_like(self, items: list[Memory], item_keys: list[str],
+                     credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
         """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
 
         The lookup is an exact filter on the indexed dedup key, before anything is embedded: the query vector only
         orders the candidates (a key holds one stored memory, since every write merges its key), so a fixed one
         does. Points written before dedup keys existed are found by id (exact duplicates) only."""
-        keys = list(dict.fromkeys(dedup_key(m) for m in items))
+        keys = list(dict.fromkeys(item_keys))
         found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
                                             dense=self._any_vector()) for key in keys]) if keys else []
         stored: dict[str, dict[str, Memory]] = {}
