@@ -354,8 +354,11 @@ class MemoryPool(PoolFiles):
         keys = list(dict.fromkeys(item_keys))
         found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
                                             dense=self._any_vector()) for key in keys]) if keys else []
+        by_key = [h for hits in found for h in hits]
+        seen = {h.id for h in by_key}  # an item re-added is found by its key already: read and parsed once
+        missing = [i for i in dict.fromkeys(m.id for m in items) if i not in seen]
         stored: dict[str, dict[str, Memory]] = {}
-        for hit in [*(h for hits in found for h in hits), *self.store.fetch(list({m.id for m in items}))]:
+        for hit in [*by_key, *(self.store.fetch(missing) if missing else [])]:
             memory = memory_of(hit)
             stored.setdefault(dedup_key(memory), {})[memory.id] = memory
             if isinstance(hit.payload.get(CREDIT_KEY), dict):

@@ -1,8 +1,8 @@
 """add_many's batched engine calls decide exactly as the per-memory path: the same reports, the same stored points
 (payloads, links, merges) and the same maintained statistics, on generated batches of 1 to 500 memories.
 
-The per-memory path is the write path as it was before it was batched, kept here as the reference: the batch
-stored without supersession, then one neighbour query per new memory (all asked before any link, as before),
+The per-memory path is the write path as it was before it was batched, kept here as the reference: the dedup
+lookup reading every item's id besides its key, the batch stored without supersession, then one neighbour query per new memory (all asked before any link, as before),
 and each pair above the threshold read afresh with its own fetch before it is decided. Vectors are drawn around
 one direction per topic (a topic is one pair of generated advice texts, conflicting or a rephrasing), with a spread
 per topic that puts its members' cosines above, around or below the near-copy threshold, so a batch holds
@@ -29,6 +29,7 @@ from mtl_graph.memory.lifecycle.supersede import (SupersedeConfig, can_supersede
                                                   proven_against, supersedable)
 from mtl_graph.memory.pool.points import memory_of
 from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.usage import CREDIT_KEY, Use
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 DIM = 64
@@ -104,6 +105,20 @@ def generated(rng, vectors, count, topics):
     return out
 
 
+def stored_like_before(pool, items, item_keys, credits):
+    """The dedup lookup as it was: a query per key, then every item's id fetched, each key computed anew."""
+    keys = list(dict.fromkeys(dedup_key(m) for m in items))
+    found = pool.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
+                                        dense=pool._any_vector()) for key in keys]) if keys else []
+    stored = {}
+    for hit in [*(h for hits in found for h in hits), *pool.store.fetch(list({m.id for m in items}))]:
+        memory = memory_of(hit)
+        stored.setdefault(dedup_key(memory), {})[memory.id] = memory
+        if isinstance(hit.payload.get(CREDIT_KEY), dict):
+            credits[hit.id] = hit.payload[CREDIT_KEY]
+    return stored
+
+
 def per_memory_supersede(pool, items, report, config):
     """The write path's supersession before it was batched: a query per new memory, a fetch per pair."""
     keys = [dedup_key(m) for m in items]
@@ -140,7 +155,7 @@ def outcome_of(report):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_batched_writes_decide_as_the_per_memory_path(tmp_path, seed):
+def test_batched_writes_decide_as_the_per_memory_path(tmp_path, seed, monkeypatch):
     rng = random.Random(seed)
     topics = [(o, n, rng.choice(SPREADS)) for o, n, _ in rng.sample(conflicting(), 40)] + \
              [(o, n, rng.choice(SPREADS)) for o, n, _ in rng.sample(rephrasing(), 20)]
@@ -150,19 +165,25 @@ def test_batched_writes_decide_as_the_per_memory_path(tmp_path, seed):
     reference = MemoryPool.open(tmp_path / "reference", vectors)
     try:
         stored = generated(rng, vectors, 150, topics)
+        # credit entries to move when merged, cited successes that outweigh a newcomer
+        runs = [[Use(m.id, cited=rng.random() < 0.7) for m in rng.sample(stored, 30)] for _ in range(3)]
         for pool in (batched, reference):
             pool.add_many(stored)
+            for run, uses in enumerate(runs):
+                pool.credit(f"judged-{run}", uses, "success", at=T0 + timedelta(days=40))
         assert state(batched) == state(reference)
         statuses: set[str] = set()
-        for size in (1, 2, 5, 17, 60, 200, 500, 1, 3):
-            namespace = rng.choice(("default", "default", "tenant"))
+        for size, namespace in ((1, "default"), (2, "tenant"), (5, "default"), (17, "tenant"), (60, "default"),
+                                (200, "tenant"), (500, "default"), (1, "tenant"), (3, "default")):
             batch = generated(rng, vectors, size, topics)
             if size > 2:  # copies of stored memories, and near-copies of them by topic
                 batch += rng.sample(stored, 2)
             rng.shuffle(batch)
             got = batched.in_namespace(namespace).add_many(batch)
             view = reference.in_namespace(namespace)
-            expected = view.add_many(batch, supersede=SupersedeConfig(enabled=False))
+            with monkeypatch.context() as patched:
+                patched.setattr(MemoryPool, "_stored_like", stored_like_before)
+                expected = view.add_many(batch, supersede=SupersedeConfig(enabled=False))
             per_memory_supersede(view, batch, expected, config)
             assert outcome_of(got) == outcome_of(expected)
             for name in ("default", "tenant"):
