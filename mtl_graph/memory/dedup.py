@@ -29,23 +29,30 @@ from mtl_graph.memory.screening.screen import screen
 
 Status = Literal["added", "merged", "identical"]
 
-_NOISE = [  # (pattern, stand-in): what varies between repeats of one run; applied to case-folded text
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
-    (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>"),
-    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b0x[0-9a-f]+\b"), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"), "<duration>"),
-    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>"),
+_DIGIT = "digit"
+_NOISE = [  # (pattern, stand-in, what every match holds): what varies between repeats of one run; applied to
+    # case-folded text. A pattern runs only on a text holding what its matches hold (a digit, "-" or "/"): most
+    # strings of a memory hold none, and a stand-in adds none, so the masks skipped are those that match nothing.
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>", "-"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>",
+     _DIGIT),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>", _DIGIT),
+    (re.compile(r"\b0x[0-9a-f]+\b"), "<hex>", _DIGIT),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>", _DIGIT),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"), "<duration>", _DIGIT),
+    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>", "/"),
 ]
+_ANY_DIGIT = re.compile(r"\d")  # the patterns' own \d: any Unicode decimal digit
 _SPACE = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
     """Text with run-to-run noise masked, case folded and whitespace collapsed."""
     text = text.casefold()  # first: the masks need no IGNORECASE, which would make them several times slower
-    for pattern, stand_in in _NOISE:
-        text = pattern.sub(stand_in, text)
+    digits = _ANY_DIGIT.search(text) is not None  # a stand-in never adds one: known once for every mask
+    for pattern, stand_in, holds in _NOISE:
+        if digits if holds is _DIGIT else holds in text:
+            text = pattern.sub(stand_in, text)
     return _SPACE.sub(" ", text).strip()
 
 
