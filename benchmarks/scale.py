@@ -8,6 +8,7 @@ figure is one more function in ROWS (consolidation has its own, benchmarks/conso
 does not yet fit a 1M run). Every latency has its baseline from the same run.
 
     python benchmarks/scale.py --size 100000            # a quick run
+    python benchmarks/scale.py --size 200000 --build-only --real 2000   # where the build's time goes
     make bench-scale                                    # 1,000,000 memories
 """
 
@@ -120,15 +121,16 @@ class Exact:
 
 def build_pool(path: Path, n: int, base: np.ndarray, batch: int = 2_000) -> tuple[Exact, dict[str, float]]:
     """Write n memories with their vectors given, in batches at the storage level (no embedding, no screening, no
-    dedup: every memory is distinct), then one index build in the worker; the seconds of each part."""
+    dedup: every memory is distinct), then one index build in the worker; the seconds of each part, wall and CPU
+    (the pool's process while writing; while indexing, the pool's process feeding the worker and the worker)."""
     from qdrant_edge import Bm25
 
     bm25, exact, stream = Bm25(), Exact(n, base.shape[1]), corpus_stream()
-    t0 = time.perf_counter()
-    prepare = 0.0
+    t0, c0 = time.perf_counter(), time.process_time()
+    prepare = prepare_cpu = 0.0
     with MemoryPool.open(path, local_embeddings()) as pool:
         for start in range(0, n, batch):
-            p = time.perf_counter()
+            p, pc = time.perf_counter(), time.process_time()
             memories = [next(stream) for _ in range(min(batch, n - start))]
             dense = base[start:start + len(memories)] if start + len(memories) <= len(base) else \
                 synthesize(base, len(memories), seed=start)
@@ -138,15 +140,27 @@ def build_pool(path: Path, n: int, base: np.ndarray, batch: int = 2_000) -> tupl
                 points.append(StoredPoint(m.id, v, (list(sparse.indices), list(sparse.values)), payload_of(m)))
             exact.add(start, memories, dense)
             prepare += time.perf_counter() - p
+            prepare_cpu += time.process_time() - pc
             pool.store.upsert(points)
             if (start // batch) % 50 == 0:
                 print(f"  wrote {start + len(memories):,}/{n:,} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-        written = time.perf_counter() - t0
+        written, written_cpu = time.perf_counter() - t0, time.process_time() - c0
+        children = _children_cpu()
         pool.optimize()  # one build of the whole pool in the worker process
         total = time.perf_counter() - t0
+        feed_cpu, worker_cpu = time.process_time() - c0 - written_cpu, _children_cpu() - children
         count, segments = pool.count(), pool.store.shard.info().segments_count
     return exact, {"points": count, "write_s": written, "prepare_s": prepare, "index_s": total - written,
-                   "total_s": total, "points_per_s": n / written, "segments": segments}
+                   "total_s": total, "points_per_s": n / written, "segments": segments, "write_cpu_s": written_cpu,
+                   "prepare_cpu_s": prepare_cpu, "index_feed_cpu_s": feed_cpu, "index_worker_cpu_s": worker_cpu}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the index worker, once its build is over)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def prepare(args: argparse.Namespace, root: Path) -> tuple[Path, Context]:
@@ -180,8 +194,11 @@ def build_rows(pool_path: Path, ctx: Context) -> list[Row]:
     b = ctx.build
     ctx.results["build"] = b
     return [("build: write the points, vectors given", f"{b['write_s']:.0f} s ({b['points_per_s']:,.0f} points/s)",
-             f"{b['prepare_s']:.0f} s of it making the points (corpus, BM25, payloads)"),
-            ("build: one index build (worker)", f"{b['index_s']:.0f} s", f"{int(b['segments'])} segments after")]
+             f"{b['prepare_s']:.0f} s of it making the points (corpus, BM25, payloads); CPU {b['write_cpu_s']:.0f} s, "
+             f"{b['prepare_cpu_s']:.0f} s of it making the points"),
+            ("build: one index build (worker)", f"{b['index_s']:.0f} s",
+             f"{int(b['segments'])} segments after; CPU: the pool's process feeding it {b['index_feed_cpu_s']:.0f} s, "
+             f"the worker {b['index_worker_cpu_s']:.0f} s")]
 
 
 def search_rows(pool_path: Path, ctx: Context) -> list[Row]:
@@ -330,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", type=Path, help="also write the table here")
     ap.add_argument("--json", type=Path, help="also write the raw figures here")
     ap.add_argument("--keep", type=Path, help="build the pool here and keep it (default: a temporary directory)")
+    ap.add_argument("--build-only", action="store_true", help="the build's rows alone (where a build's time goes)")
     args = ap.parse_args(argv)
     if args.size < 1 or args.real < 1 or args.queries < 1 or args.writes < 0:
         ap.error("--size, --real and --queries must be at least 1, --writes at least 0")
@@ -341,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         gc.freeze()  # the benchmark's own arrays are no garbage for the pool's searches to collect
         rows: list[Row] = []
-        for row in ROWS:
+        for row in ROWS[:1] if args.build_only else ROWS:
             print(f"== {row.__name__}", file=sys.stderr)
             rows += row(pool_path, ctx)
         rows.append(("whole benchmark", f"{time.perf_counter() - started:.0f} s", ""))
