@@ -250,12 +250,12 @@ class MemoryPool(PoolFiles):
             # only new points need vectors: a memory merged into, or identical to, a stored one is a payload update
             texts = list(dict.fromkeys(m.key_text() for m in new))  # runs of one task share a key: embed it once
             vectors = dict(zip(texts, self.embed(texts))) if texts else {}
-            with self.maintained.batch():  # one change of the statistics record for the whole batch
-                self._write_plan(plan, new, vectors, credits)
             config = supersede if supersede is not None else SupersedeConfig()
             added = set(plan.report.ids("added"))
-            if config.enabled and added:
-                self._supersede([m for m in plan.write if m.id in added], vectors, config)
+            with self.maintained.batch():  # one change of the statistics record for the whole batch, links included
+                self._write_plan(plan, new, vectors, credits)
+                if config.enabled and added:
+                    self._supersede([m for m in plan.write if m.id in added], vectors, config)
         return plan.report
 
     def _write_plan(self, plan: Any, new: list[Memory], vectors: dict[str, list[float]],
