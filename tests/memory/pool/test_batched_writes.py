@@ -2,8 +2,9 @@
 (payloads, links, merges) and the same maintained statistics, on generated batches of 1 to 500 memories.
 
 The per-memory path is the write path as it was before it was batched, kept here as the reference: the dedup
-lookup reading every item's id besides its key, the batch stored without supersession, then one neighbour query per new memory (all asked before any link, as before),
-and each pair above the threshold read afresh with its own fetch before it is decided. Vectors are drawn around
+lookup reading every item's id besides its key, the batch stored without supersession, then one neighbour query
+per new memory (all asked before any link, as before), and each pair above the threshold read afresh with its own
+fetch before it is decided. Vectors are drawn around
 one direction per topic (a topic is one pair of generated advice texts, conflicting or a rephrasing), with a spread
 per topic that puts its members' cosines above, around or below the near-copy threshold, so a batch holds
 near-copies of each other and of stored memories, conflicting pairs either side of the batch, both formats of
