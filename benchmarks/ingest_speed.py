@@ -188,8 +188,8 @@ def writes(args: argparse.Namespace) -> None:
                     raise SystemExit(out.stderr)
                 for added, row in json.loads(out.stdout.splitlines()[-1]).items():
                     shares = row["shares"]
-                    print(f"| {label} | {added} {row['statuses']} | {row['wall_per_s']:,.0f} | {row['cpu_per_s']:,.0f} | "
-                          + " | ".join(f"{shares[k]:.0%}" for k in WRITE_PHASES)
+                    print(f"| {label} | {added} {row['statuses']} | {row['wall_per_s']:,.0f} | "
+                          f"{row['cpu_per_s']:,.0f} | " + " | ".join(f"{shares[k]:.0%}" for k in WRITE_PHASES)
                           + f" | {1 - sum(shares.values()):.0%} | {row['embedded']:,} |", flush=True)
         print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 

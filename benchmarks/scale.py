@@ -163,7 +163,7 @@ def build_pool(path: Path, n: int, base: np.ndarray, batch: int = 2_000) -> tupl
                     break
                 start, ids, kinds, dense, sparse, payloads = message
                 exact.add(start, ids, kinds, dense)
-                pool.store.upsert([StoredPoint(i, v, s, p) for i, v, s, p in zip(ids, dense.tolist(), sparse, payloads)])
+                pool.store.upsert([StoredPoint(*point) for point in zip(ids, dense.tolist(), sparse, payloads)])
                 if (start // batch) % 50 == 0:
                     print(f"  wrote {start + len(ids):,}/{n:,} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
             written, written_cpu = time.perf_counter() - t0, time.process_time() - c0
