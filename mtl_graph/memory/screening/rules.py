@@ -68,11 +68,25 @@ class Rule:
     pattern's group matched (a file downloaded in one step and run in another). Each name is looked for once, so
     a text repeating the first step costs one search per distinct name, not one per repetition."""
 
-    def matches(self, text: "Lines") -> bool:
-        """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context)."""
+    def matches(self, text: "Lines", fired: list[int] | None = None, present: frozenset[str] | None = None) -> bool:
+        """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context).
+
+        What a combined pre-scan of the rule table found (prescan.py), when it ran: `fired`, the indexes of the
+        lines the trigger fires on, in order (the lines this rule's own scan would look at); `present`, which
+        `also` substrings the text holds."""
         if self.then is not None:
             return bool(self.trigger is None or self.trigger.search(text.lowered)) and self._followed(text.joined)
-        if self.also and not any(map(text.lowered.__contains__, self.also)):  # C-level substring tests
+        if self.also and not (any(map(present.__contains__, self.also)) if present is not None
+                              else any(map(text.lowered.__contains__, self.also))):  # C-level substring tests
+            return False
+        if fired is not None:
+            checked: set[str] = set()
+            for index in fired:
+                line = text.lines[index]
+                if line not in checked:
+                    checked.add(line)
+                    if self._matches_line(line):
+                        return True
             return False
         finder = self.trigger or self.pattern
         # Each line the finder starts a match on is looked at once (a repeated line, common in command output,
@@ -130,7 +144,7 @@ class Lines:
     def __init__(self, text: str) -> None:
         self.joined = text
         self.lines = text.splitlines()
-        lowered = [line.lower() for line in self.lines]
+        self.lowered_lines = lowered = [line.lower() for line in self.lines]
         self.lowered = "\n".join(lowered)
         self.starts = list(itertools.accumulate((len(line) + 1 for line in lowered[:-1]), initial=0))
 
