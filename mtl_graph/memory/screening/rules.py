@@ -14,6 +14,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from mtl_graph.memory.screening.prescan import first_class
+
 NEGATION = re.compile(
     r"\b(?:never|not|don'?t|do\s+not|doesn'?t|does\s+not|avoid|avoiding|without|instead\s+of|rather\s+than|"
     r"refuse\s+to|no\s+need\s+to|must\s+not|mustn'?t|shouldn'?t|should\s+not|cannot|can'?t|nor)\b[^.;:!?\n]{0,30}$",
@@ -68,6 +70,11 @@ class Rule:
     pattern's group matched (a file downloaded in one step and run in another). Each name is looked for once, so
     a text repeating the first step costs one search per distinct name, not one per repetition."""
 
+    def __post_init__(self) -> None:
+        # the pattern as candidate lines are searched with: the same matches, most positions turned down by one
+        # class test (prescan.first_class)
+        object.__setattr__(self, "_line_pattern", first_class(self.pattern))
+
     def matches(self, text: "Lines", fired: list[int] | None = None, present: frozenset[str] | None = None) -> bool:
         """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context).
 
@@ -119,7 +126,7 @@ class Rule:
         return False
 
     def _matches_line(self, text: str) -> bool:
-        for match in self.pattern.finditer(text):
+        for match in self._line_pattern.finditer(text):
             if self.natural_language and self._negated(text, match):
                 continue
             if self.spares_own_files and (OWN_FILES.search(text, match.start(), match.end() + self.after)

