@@ -32,6 +32,7 @@ from detect_secrets.plugins import keyword
 from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
+from mtl_graph.core.patterns import first_class
 from mtl_graph.redaction.prescan import Span, lines
 from mtl_graph.redaction.rules import (
     CONTEXT, ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder,
@@ -58,7 +59,7 @@ _WORD = re.compile(r"\w*")
 _DENYLIST = re.compile("|".join(keyword.DENYLIST), re.IGNORECASE)
 # Where a denylisted name starts (every start, overlapping ones too: "key_password" holds two). The regexes that open
 # with the denylist group (the same alternation, the same flags) can only match from one of these places.
-_NAME_STARTS = re.compile(f"(?=(?:{'|'.join(keyword.DENYLIST)}))", re.IGNORECASE)
+_NAME_STARTS = first_class(re.compile(f"(?=(?:{'|'.join(keyword.DENYLIST)}))", re.IGNORECASE))
 _OPENS_WITH_NAME = {regex: regex.pattern.startswith(f"({'|'.join(keyword.DENYLIST)})")
                     and regex.flags == _NAME_STARTS.flags for regex in _KEYWORD_REGEXES}
 SECRET_TALK = re.compile(r"(?i)secret|token|passw|api.?key|private|credential|auth(?!or)")

@@ -14,7 +14,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from mtl_graph.memory.screening.prescan import first_class
+from mtl_graph.core.patterns import first_class
 
 NEGATION = re.compile(
     r"\b(?:never|not|don'?t|do\s+not|doesn'?t|does\s+not|avoid|avoiding|without|instead\s+of|rather\s+than|"
