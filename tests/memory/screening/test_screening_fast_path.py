@@ -193,3 +193,18 @@ def test_line_patterns_find_the_same_matches():
                         assert _spans(rule._line_pattern, line) == expected, (rule.name, line[:200])
                         matched += bool(expected)
     assert matched > 1000
+
+
+def test_views_read_line_by_line_are_the_whole_text_views():
+    """Folding and normalising only the non-ASCII lines gives the readings of the whole text at once, on every
+    hostile class (look-alikes, marks, tag characters, fullwidth, each language), the benign sets, composites, and
+    marks or jamo right after a line feed (where normalisation could reach across it)."""
+    edges = ["a\n\u0301b", "\u0301\n\u0301", "e\u0301\nx\u0301", "\u1100\n\u1161", "\u1100\u1161\n\u11a8",
+             "ігнор\nе", "ig\u200b\nnore", "\uff49\uff47\n\uff4e", "\U000e0069\U000e0067\n\U000e006e\U000e006f",
+             "\r\n\u0400\r\n", "x\n", "\n", "\u2028\u0301\n\u0301", "ﬁ\n\u0301"]
+    texts = [c.text for c in HOSTILE] + BENIGN + composites(n=40) + edges
+    nonascii = 0
+    for text in texts:
+        assert views(text) == views(text, by_line=False), text[:100]
+        nonascii += not views(text).ascii_only
+    assert nonascii > 500
