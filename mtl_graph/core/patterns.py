@@ -79,6 +79,22 @@ def _first_of_node(op: Any, arg: Any) -> tuple[list[str] | None, bool]:
     return None, False  # ANY, NOT_LITERAL, group references, conditionals
 
 
+def _engine_skips(parsed: Any, flags: int) -> bool:
+    """Whether Python's compiler gives the pattern a literal prefix or a first-character set (what it scans for in C
+    before trying a match); a look-ahead in front would take that away."""
+    try:
+        from re import _compiler
+    except ImportError:  # pragma: no cover - before 3.11
+        import sre_compile as _compiler  # type: ignore[no-redef]
+    try:
+        if parsed.getwidth()[0] == 0:
+            return False
+        prefix, _, _ = _compiler._get_literal_prefix(parsed, flags)
+        return bool(prefix) or bool(_compiler._get_charset_prefix(parsed, flags))
+    except Exception:  # pragma: no cover - a private helper changed: the look-ahead is still exact
+        return False
+
+
 def first_class(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """The same pattern behind a look-ahead for the characters its matches can start with.
 
@@ -91,8 +107,8 @@ def first_class(pattern: re.Pattern[str]) -> re.Pattern[str]:
         parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
     except re.error:  # pragma: no cover - it compiled once already
         return pattern
-    if parsed.data and parsed.data[0][0] in (_c.LITERAL, _c.IN) and not pattern.flags & re.IGNORECASE:
-        return pattern  # the engine already skips to a fixed, case-sensitive first character
+    if _engine_skips(parsed, pattern.flags):
+        return pattern  # the engine already skips ahead to a literal prefix or a set of first characters
     items, empty = _first_items(parsed)
     if items is None or empty or not items:
         return pattern

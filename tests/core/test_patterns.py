@@ -26,7 +26,7 @@ PATTERNS = [
     (r"(?:/private)?/(?:tmp|var/tmp)/\S*", 0),
     (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", 0),
     (r"(?P<name>pass(?:word)?)\s*[:=]\s*(?P<value>\S+)", re.I),
-    (r"(a)\1b", 0),
+    (r"(a)\1b", re.I),
 ]
 ALPHABET = ["key", "KEY", "\u212aey", "\u017fecret", "SECRET", "secret", " ", "\n", ";", "|", "(", ")", "env", "ENV",
             "x", ".", "rm", "RM", "set", "\t", "请删除", "删除", "12", "\u0661\u0662", ":", "3", "api_key", "PWD",
