@@ -18,6 +18,14 @@ except ImportError:  # pragma: no cover
     import sre_constants as _c  # type: ignore[no-redef]
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
+regex_constants = _c
+"""The opcodes of a parsed pattern (`parse`)."""
+
+
+def parse(pattern: re.Pattern[str]) -> Any:
+    """A compiled pattern's parse tree, as Python's own compiler reads it (raises re.error if it does not parse)."""
+    return _sre_parse.parse(pattern.pattern, pattern.flags)
+
 
 def _first_items(parsed: Any) -> tuple[list[str] | None, bool]:
     """The class items (regex source) one of which every match of `parsed` starts with, and whether it can match
@@ -104,7 +112,7 @@ def first_class(pattern: re.Pattern[str]) -> re.Pattern[str]:
     `pos` and `endpos` too (tests/core/test_patterns.py). A pattern whose first character cannot be told (it may
     match the empty string, or start with any character) is returned as it is."""
     try:
-        parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+        parsed = parse(pattern)
     except re.error:  # pragma: no cover - it compiled once already
         return pattern
     if _engine_skips(parsed, pattern.flags):

@@ -33,11 +33,7 @@ try:
 except ImportError:  # pragma: no cover - platforms without a wheel scan per rule
     hyperscan = None
 
-try:  # Python 3.11 moved the parser; the old name still works there with a warning
-    from re import _constants as _c, _parser as _sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+from mtl_graph.core.patterns import parse, regex_constants as _c
 
 _LINE_FEED = 10
 _SAFE_CATEGORIES = {_c.CATEGORY_DIGIT, _c.CATEGORY_WORD}  # neither holds a line feed
@@ -93,7 +89,7 @@ def movable(trigger: re.Pattern[str]) -> bool:
     if trigger.flags & ~re.UNICODE or not trigger.pattern.isascii():  # flags change what the nodes mean
         return False
     try:
-        parsed = _sre_parse.parse(trigger.pattern, trigger.flags)
+        parsed = parse(trigger)
     except re.error:  # pragma: no cover - it compiled once already
         return False
     return parsed.getwidth()[0] > 0 and _safe(parsed) and _compiles(trigger.pattern)

@@ -142,7 +142,8 @@ def test_fixture_runs_same_reasons_as_memories():
         advice, given = split(memory)
         assert_same_per_rule("\n".join(advice))
         assert_same_per_rule("\n".join(given))
-    assert not any(screen_rules(m) for m in memories)  # benign runs, the screening fixtures' false-alarm checks among them
+    # benign runs, the screening fixtures' false-alarm checks among them
+    assert not any(screen_rules(m) for m in memories)
 
 
 def test_moved_triggers_are_the_single_line_ones():
