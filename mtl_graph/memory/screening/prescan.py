@@ -4,7 +4,7 @@ A rule (rules.py) finds its candidate lines with its own trigger, one `finditer`
 rule: some 70 passes over every text, most of the screening time before a full pattern runs. Here the triggers
 that can be moved are compiled into one Hyperscan database and run in a single pass; a rule then gets the lines
 its trigger fired on and looks at exactly the lines its own `finditer` would have led it to, in the same order,
-so its verdict is the same (tests/memory/test_screening_fast_path.py compares both paths on generated texts).
+so its verdict is the same (tests/memory/screening/test_screening_fast_path.py compares both paths, rule by rule).
 
 Which triggers move, and how each line is read, is what makes the lines the same:
 - the trigger cannot match a line feed and cannot match the empty string (checked on its parsed form): each of its
@@ -140,7 +140,7 @@ class TriggerScan:
         self._triggers = self._words = None
         if hyperscan is not None and self.patterns:
             self._triggers = _database([p.encode("ascii") for p in self.patterns], 0)
-        if hyperscan is not None and self.literals:
+        if hyperscan is not None and self.literals and all(self.literals):  # "" is in every text: tested per rule
             # each substring as its UTF-8 bytes, matched in the UTF-8 text: a byte match is a character match
             # (UTF-8 is self-synchronising); one report per substring is all a presence test needs
             self._words = _database([b"".join(b"\\x%02x" % b for b in w.encode("utf-8")) for w in self.literals],

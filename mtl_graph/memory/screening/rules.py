@@ -72,7 +72,7 @@ class Rule:
 
     def __post_init__(self) -> None:
         # the pattern as candidate lines are searched with: the same matches, most positions turned down by one
-        # class test (prescan.first_class)
+        # class test (core/patterns.first_class)
         object.__setattr__(self, "_line_pattern", first_class(self.pattern))
 
     def matches(self, text: "Lines", fired: list[int] | None = None, present: frozenset[str] | None = None) -> bool:
