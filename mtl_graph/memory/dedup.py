@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
+from mtl_graph.core.patterns import first_class
 from mtl_graph.memory.base import COUNTS, Memory, Provenance, UsageStats, parse_memory
 from mtl_graph.memory.usage import stored_stats
 from mtl_graph.memory.screening.screen import screen
@@ -30,6 +31,7 @@ from mtl_graph.memory.screening.screen import screen
 Status = Literal["added", "merged", "identical"]
 
 _NOISE = [  # (pattern, stand-in): what varies between repeats of one run; applied to case-folded text
+    # (each behind a look-ahead for its first characters: the same matches, found sooner; core/patterns.py)
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
@@ -38,6 +40,7 @@ _NOISE = [  # (pattern, stand-in): what varies between repeats of one run; appli
     (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"), "<duration>"),
     (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>"),
 ]
+_NOISE = [(first_class(pattern), stand_in) for pattern, stand_in in _NOISE]
 _SPACE = re.compile(r"\s+")
 
 
