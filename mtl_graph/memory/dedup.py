@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
+from mtl_graph.core.patterns import first_class
 from mtl_graph.memory.base import COUNTS, Memory, Provenance, UsageStats, parse_memory
 from mtl_graph.memory.usage import stored_stats
 from mtl_graph.memory.screening.screen import screen
@@ -33,6 +34,7 @@ _DIGIT = "digit"
 _NOISE = [  # (pattern, stand-in, what every match holds): what varies between repeats of one run; applied to
     # case-folded text. A pattern runs only on a text holding what its matches hold (a digit, "-" or "/"): most
     # strings of a memory hold none, and a stand-in adds none, so the masks skipped are those that match nothing.
+    # Each runs behind a look-ahead for its first characters (the same matches, found sooner; core/patterns.py).
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>", "-"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>",
      _DIGIT),
@@ -42,6 +44,7 @@ _NOISE = [  # (pattern, stand-in, what every match holds): what varies between r
     (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"), "<duration>", _DIGIT),
     (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>", "/"),
 ]
+_NOISE = [(first_class(pattern), stand_in, holds) for pattern, stand_in, holds in _NOISE]
 _ANY_DIGIT = re.compile(r"\d")  # the patterns' own \d: any Unicode decimal digit
 _SPACE = re.compile(r"\s+")
 

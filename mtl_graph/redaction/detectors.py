@@ -32,6 +32,7 @@ from detect_secrets.plugins import keyword
 from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
+from mtl_graph.core.patterns import first_class
 from mtl_graph.redaction.prescan import Span, lines
 from mtl_graph.redaction.rules import (
     CONTEXT, ENTROPY, KEYWORD, VENDOR, Finding, is_alias, is_checksum_or_id, is_reference_or_placeholder,
@@ -56,6 +57,11 @@ _TOKEN_TAIL = re.compile(r"\w*=*")
 _IDENTIFIER_BEFORE = re.compile(r"[\w.-]*$")
 _WORD = re.compile(r"\w*")
 _DENYLIST = re.compile("|".join(keyword.DENYLIST), re.IGNORECASE)
+# Where a denylisted name starts (every start, overlapping ones too: "key_password" holds two). The regexes that open
+# with the denylist group (the same alternation, the same flags) can only match from one of these places.
+_NAME_STARTS = first_class(re.compile(f"(?=(?:{'|'.join(keyword.DENYLIST)}))", re.IGNORECASE))
+_OPENS_WITH_NAME = {regex: regex.pattern.startswith(f"({'|'.join(keyword.DENYLIST)})")
+                    and regex.flags == _NAME_STARTS.flags for regex in _KEYWORD_REGEXES}
 SECRET_TALK = re.compile(r"(?i)secret|token|passw|api.?key|private|credential|auth(?!or)")
 _KEYWORD_HINT = re.compile(r"(?i)key|pass|pwd|secret|contrase")
 _ENTROPY_MIN_LENGTH = 20
@@ -143,9 +149,28 @@ def _shifted(found: Iterator[Finding], offset: int) -> Iterator[Finding]:
         yield f._replace(start=f.start + offset, end=f.end + offset)
 
 
+def _matches(regex: re.Pattern[str], line: str, starts: list[int]) -> Iterator[re.Match[str]]:
+    """regex.finditer(line), match for match: a regex opening with the denylist group is tried only where a name
+    starts (finditer tries every position and the first that matches wins; no other position can)."""
+    if not _OPENS_WITH_NAME[regex]:
+        yield from regex.finditer(line)
+        return
+    pos = 0
+    for start in starts:
+        if start >= pos and (m := regex.match(line, start)) is not None:
+            yield m
+            pos = max(m.end(), start + 1)
+
+
 def _keyword_findings(line: str) -> Iterator[Finding]:
+    # Every match holds a denylisted name (the quote-first regex one case-sensitively, so caselessly too): a line
+    # without one has no finding, and the regexes (case-insensitive alternations tried at every position) are the
+    # costly part of redaction on code and logs.
+    starts = [m.start() for m in _NAME_STARTS.finditer(line)]
+    if not starts:
+        return
     for regex, group in _KEYWORD_REGEXES.items():
-        for m in regex.finditer(line):
+        for m in _matches(regex, line, starts):
             value = m.group(group)
             # The key is after the value in `"bar" == password`, before it everywhere else.
             word = _DENYLIST.search(line, m.end(group), m.end()) or _DENYLIST.search(line, m.start(), m.start(group))

@@ -1,12 +1,15 @@
 """Consolidation and pruning: near-duplicates merged into one memory, stale memories archived; nothing deleted.
 
-Clusters. Per (type, outcome), each live memory (not archived, quarantined, superseded or flagged) is compared
-with its nearest live neighbours in the pool's dense index (neighbours.py: batched queries, longer lists while all
-are duplicates), so a pass grows with the pool; `compare(incremental=True)` takes only the memories the last
-applied pass did not mark (added or changed since; `finish` writes the marks). Every pair at or above `threshold`
-joins its two memories (union-find: single link), so a cluster is a connected component; members and clusters are
-in id order. `ConsolidateConfig(exact=True)` compares all pairs instead, in numpy blocks of `block` rows (time
-grows with the square of the pool); a full pass does so for a type and outcome of at most `exact_below` memories.
+Clusters. Per (type, outcome), live memories (not archived, quarantined, superseded or flagged) are compared. A
+full pass compares a group of at most `exact_below` memories all pairs, in numpy blocks of `block` rows, and a
+larger one within cells of about `cell_size` memories (partition.py: k-means cells, each memory in its `probes`
+nearest, so the work grows linearly with the group). `compare(incremental=True)` takes only the memories the last
+applied pass did not mark (added or changed since; `finish` writes the marks) and compares each with its nearest
+live neighbours in the pool's dense index (neighbours.py: batched queries, longer lists while all are duplicates);
+`full_pass="index"` makes a full pass do the same for every memory. Every pair at or above `threshold` joins its
+two memories (union-find: single link), so a cluster is a connected component; members and clusters are in id
+order. `ConsolidateConfig(exact=True)` compares all pairs whatever the size (time grows with the square of the
+group).
 A cluster larger than `max_cluster` is reported, not merged: single link can chain loosely related memories, and a
 higher threshold splits it.
 
@@ -38,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import reduce
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -50,8 +53,9 @@ from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.usage import record_of, stored_stats
 from mtl_graph.memory.lifecycle import neighbours as nb
+from mtl_graph.memory.lifecycle.partition import partitioned_pairs
 from mtl_graph.memory.pool.points import memory_of, payload_of
-from mtl_graph.memory.engine.storage import Conditions, QuerySpec
+from mtl_graph.memory.engine.storage import Conditions, QuerySpec, point_batches
 from mtl_graph.core.templates import render_template
 from mtl_graph.core.errors import MTLError
 
@@ -80,8 +84,17 @@ class ConsolidateConfig(BaseModel):
     exact: bool = False
     """Compare all pairs instead (numpy blocks, time grows with the square of the pool: small pools, checks)."""
     exact_below: int = Field(default=20_000, ge=0, le=100_000)
-    """A full pass compares a type and outcome of at most this many live memories all pairs (exact, and cheaper
-    than one index query per memory at that size: docs/benchmarks.md); 0: always through the index."""
+    """A full pass compares a type and outcome of at most this many live memories all pairs (exact, and cheap at
+    that size: docs/benchmarks.md); 0: never."""
+    full_pass: Literal["partition", "index"] = "partition"
+    """How a full pass compares a larger group: within k-means cells (linear in the group), or by one dense-index
+    query per memory (as an incremental pass does)."""
+    cell_size: int = Field(default=300, ge=2, le=100_000)
+    """A partitioned full pass: memories per cell (work per memory grows with it, and the chance that two
+    near-duplicates share a cell too)."""
+    probes: int = Field(default=2, ge=1, le=16)
+    """A partitioned full pass: the nearest cells each memory joins (work grows with its square; 1 parts
+    near-duplicates at cell borders)."""
     block: int = Field(default=512, ge=16, le=8192)
     """Exact comparison: rows of the similarity matrix computed at once (memory: block x group size floats)."""
     max_attempts: int = Field(default=3, ge=1, le=10)
@@ -159,6 +172,20 @@ def _vectors(pool: Any, ids: list[str], batch: int = 256) -> np.ndarray:
     return matrix / np.where(norms > 0, norms, 1.0)  # a point without a vector matches nothing
 
 
+def _group(pool: Any, where: Conditions) -> tuple[list[str], np.ndarray]:
+    """A group's ids in order and their unit vectors (one scroll, each batch's vectors read as one array)."""
+    ids, parts = [], []
+    for batch in point_batches(pool.store, where=where):
+        ids.extend(batch.ids)
+        parts.append(np.asarray(batch.dense, dtype=np.float32))
+    if not ids:
+        return [], np.zeros((0, pool.dim), dtype=np.float32)
+    order = np.argsort(np.asarray(ids))
+    matrix = np.concatenate(parts)[order]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return [ids[i] for i in order.tolist()], matrix / np.where(norms > 0, norms, 1.0)  # no vector: matches nothing
+
+
 def _components(vectors: np.ndarray, threshold: float, block: int,
                 tick: Callable[[int], None]) -> list[list[int]]:
     parent = list(range(len(vectors)))
@@ -230,11 +257,18 @@ def compare(pool: Any, type: MemoryType | str | None = None, threshold: float = 
 
     clusters, compared, requeried = [], [], 0
     for (type_name, outcome), where in todo.items():
-        if config.exact or (not incremental and sizes[(type_name, outcome)] <= config.exact_below):
-            ids = sorted(h.id for h in pool.store.scroll(where=where))
-            groups = [[ids[i] for i in g] for g in _components(_vectors(pool, ids), config.threshold, config.block,
+        size = sizes[(type_name, outcome)]
+        if config.exact or (not incremental and size <= config.exact_below):
+            ids, vectors = _group(pool, where)
+            groups = [[ids[i] for i in g] for g in _components(vectors, config.threshold, config.block,
                                                                 tick)] if len(ids) > 1 else []
             tick(len(ids) if len(ids) < 2 else 0)
+            compared.extend(ids)
+        elif not incremental and config.full_pass == "partition":
+            ids, vectors = _group(pool, where)
+            pairs = partitioned_pairs(vectors, config.threshold, cell_size=config.cell_size, probes=config.probes,
+                                      block=config.block, tick=tick)
+            groups = nb.components((ids[a], ids[b]) for a, b in pairs.tolist())
             compared.extend(ids)
         else:
             edges = nb.scan(pool.store, nb.live(type_name, outcome), pool.store.scroll_points(where=where),

@@ -20,6 +20,7 @@ import html
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Callable
 from urllib.parse import unquote
 
 from confusable_homoglyphs import confusables
@@ -166,9 +167,22 @@ def _native(text: str) -> str:
     return _CYRILLIC_WORD.sub(lambda m: m.group().translate(_LATIN_TO_CYRILLIC), bare)
 
 
-def views(text: str) -> Views:
-    """Both readings of `text`, with the payloads it hides appended as lines."""
+def _by_line(transform: Callable[[str], str], text: str) -> str:
+    """transform applied to the lines that are not ASCII, the others kept as they are: the same text as transform
+    applied to the whole (both readings leave ASCII as it is, work character by character or inside a word, and
+    the line feed is a stable character for Unicode normalisation: no mark reorders or composes across it), at the
+    cost of the few lines that need it."""
+    return "\n".join(line if line.isascii() else transform(line) for line in text.split("\n"))
+
+
+def views(text: str, *, by_line: bool = True) -> Views:
+    """Both readings of `text`, with the payloads it hides appended as lines. by_line=False reads the whole text at
+    once (the reference the line-by-line reading is tested against)."""
     text = _clean(text)
     text = "\n".join([text, *payloads(text)])
     plain = text.isascii()
-    return Views(latin=_latin(text), native=text if plain else _native(text), ascii_only=plain)
+    if plain:
+        return Views(latin=text, native=text, ascii_only=True)
+    if by_line:
+        return Views(latin=_by_line(_latin, text), native=_by_line(_native, text), ascii_only=False)
+    return Views(latin=_latin(text), native=_native(text), ascii_only=False)

@@ -14,6 +14,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from mtl_graph.core.patterns import first_class
+
 NEGATION = re.compile(
     r"\b(?:never|not|don'?t|do\s+not|doesn'?t|does\s+not|avoid|avoiding|without|instead\s+of|rather\s+than|"
     r"refuse\s+to|no\s+need\s+to|must\s+not|mustn'?t|shouldn'?t|should\s+not|cannot|can'?t|nor)\b[^.;:!?\n]{0,30}$",
@@ -68,11 +70,30 @@ class Rule:
     pattern's group matched (a file downloaded in one step and run in another). Each name is looked for once, so
     a text repeating the first step costs one search per distinct name, not one per repetition."""
 
-    def matches(self, text: "Lines") -> bool:
-        """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context)."""
+    def __post_init__(self) -> None:
+        # the pattern as candidate lines are searched with: the same matches, most positions turned down by one
+        # class test (core/patterns.first_class)
+        object.__setattr__(self, "_line_pattern", first_class(self.pattern))
+
+    def matches(self, text: "Lines", fired: list[int] | None = None, present: frozenset[str] | None = None) -> bool:
+        """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context).
+
+        What a combined pre-scan of the rule table found (prescan.py), when it ran: `fired`, the indexes of the
+        lines the trigger fires on, in order (the lines this rule's own scan would look at); `present`, which
+        `also` substrings the text holds."""
         if self.then is not None:
             return bool(self.trigger is None or self.trigger.search(text.lowered)) and self._followed(text.joined)
-        if self.also and not any(map(text.lowered.__contains__, self.also)):  # C-level substring tests
+        if self.also and not (any(map(present.__contains__, self.also)) if present is not None
+                              else any(map(text.lowered.__contains__, self.also))):  # C-level substring tests
+            return False
+        if fired is not None:
+            checked: set[str] = set()
+            for index in fired:
+                line = text.lines[index]
+                if line not in checked:
+                    checked.add(line)
+                    if self._matches_line(line):
+                        return True
             return False
         finder = self.trigger or self.pattern
         # Each line the finder starts a match on is looked at once (a repeated line, common in command output,
@@ -105,7 +126,7 @@ class Rule:
         return False
 
     def _matches_line(self, text: str) -> bool:
-        for match in self.pattern.finditer(text):
+        for match in self._line_pattern.finditer(text):
             if self.natural_language and self._negated(text, match):
                 continue
             if self.spares_own_files and (OWN_FILES.search(text, match.start(), match.end() + self.after)
@@ -130,7 +151,7 @@ class Lines:
     def __init__(self, text: str) -> None:
         self.joined = text
         self.lines = text.splitlines()
-        lowered = [line.lower() for line in self.lines]
+        self.lowered_lines = lowered = [line.lower() for line in self.lines]
         self.lowered = "\n".join(lowered)
         self.starts = list(itertools.accumulate((len(line) + 1 for line in lowered[:-1]), initial=0))
 

@@ -31,6 +31,7 @@ from mtl_graph.memory.screening.advice import hosts_named, split, with_hosts_loc
 from mtl_graph.memory.screening.normalize import views
 from mtl_graph.memory.screening.languages import LANGUAGE_RULES
 from mtl_graph.memory.screening.paraphrases import PARAPHRASE_RULES
+from mtl_graph.memory.screening.prescan import trigger_scan
 from mtl_graph.memory.screening.rules import RULES, Lines, Rule
 from mtl_graph.memory.screening.semantic import default_screen
 
@@ -47,22 +48,37 @@ QUOTED_RULE_NAMES = ("override_instructions", "impersonates_prompt")
 QUOTED_RULES: tuple[Rule, ...] = tuple(rule for rule in ALL_RULES if rule.name in QUOTED_RULE_NAMES)
 
 
-def _hits(text: str, rules: tuple[Rule, ...]) -> dict[str, str]:
+def _hits(text: str, rules: tuple[Rule, ...], fast: bool = True) -> dict[str, str]:
+    """Each rule's reason by name, the first rule of a name that matches; `fast` runs the triggers in one combined
+    pass (prescan.py) where they can, `fast=False` each rule's own scan (the reference the fast path is tested
+    against). Both give the same hits."""
     if not text:
         return {}
     seen = views(text)
     readings = {"latin": Lines(seen.latin), "native": None if seen.ascii_only else Lines(seen.native)}
+    found: dict[str, tuple[dict[int, list[int]] | None, frozenset[str] | None]] = {}
+    for view, reading in readings.items():
+        if reading is None or not fast:
+            found[view] = (None, None)
+        else:
+            scan = trigger_scan(rules, view)
+            found[view] = (scan.lines(reading.lowered, reading.lowered_lines, reading.starts),
+                           scan.present(reading.lowered))
     hits: dict[str, str] = {}
-    for rule in rules:
+    for r, rule in enumerate(rules):
         reading = readings[rule.view]
-        if rule.name not in hits and reading is not None and rule.matches(reading):
+        if rule.name in hits or reading is None:
+            continue
+        lines, present = found[rule.view]
+        if rule.matches(reading, lines.get(r) if lines is not None else None, present):
             hits[rule.name] = f"{rule.name}: {rule.reason}"
     return hits
 
 
-def screen_text(text: str) -> list[str]:
-    """The reasons ("rule: reason") text is held back, in table order; empty when it is clean."""
-    hits = _hits(text, ALL_RULES)
+def screen_text(text: str, *, fast: bool = True) -> list[str]:
+    """The reasons ("rule: reason") text is held back, in table order; empty when it is clean. fast=False: every
+    rule scans for itself (the reference path; same reasons)."""
+    hits = _hits(text, ALL_RULES, fast)
     return [hits[name] for name in RULE_NAMES if name in hits]
 
 
@@ -87,12 +103,15 @@ _screened: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 _screened_lock = threading.Lock()
 
 
-def screen_rules(memory: Memory) -> list[str]:
+def screen_rules(memory: Memory, *, fast: bool = True) -> list[str]:
     """The rules' reasons: what a memory advises by every rule, what it quotes (advice.py) by QUOTED_RULES.
 
     The rules read the content alone and never change in a process, so each distinct content (by its content id,
     computed here, not the id the memory carries) is screened once: a memory added again, or distilled again
-    from a repeated run, costs a hash."""
+    from a repeated run, costs a hash. fast=False screens afresh with every rule scanning for itself (the
+    reference path; same reasons)."""
+    if not fast:
+        return _screen_rules(memory, fast=False)
     key = memory.content_id()
     with _screened_lock:
         cached = _screened.get(key)
@@ -107,12 +126,12 @@ def screen_rules(memory: Memory) -> list[str]:
     return reasons
 
 
-def _screen_rules(memory: Memory) -> list[str]:
+def _screen_rules(memory: Memory, fast: bool = True) -> list[str]:
     advice, given = split(memory)
     # the hosts of the task itself (the key of a format that quotes it), never of a command's output
     hosts = hosts_named([memory.key_text()]) if given else set()
     own = with_hosts_local(without_own_cleanup("\n".join(advice)), hosts)
-    hits = {**_hits("\n".join(given), QUOTED_RULES), **_hits(own, ALL_RULES)}
+    hits = {**_hits("\n".join(given), QUOTED_RULES, fast), **_hits(own, ALL_RULES, fast)}
     return [hits[name] for name in RULE_NAMES if name in hits]
 
 

@@ -25,7 +25,7 @@ from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.usage import Use
 
 runner = CliRunner()
-INDEX = ConsolidateConfig(exact_below=0)
+INDEX = ConsolidateConfig(exact_below=0, full_pass="index")
 """A full pass through the dense index whatever the group's size (by default small groups are compared all pairs)."""
 
 
@@ -93,7 +93,8 @@ def test_neighbour_pass_finds_the_all_pairs_clusters(pool, seed) -> None:
     mems, vecs = seeded(pool, seed)
     expected = oracle(mems, vecs, 0.9)
     assert len(expected) >= 6 and max(map(len, expected)) >= 13  # the planted groups are there
-    small = ConsolidateConfig(neighbours=2, exact_below=0)  # the group of 13 needs longer lists: asked again
+    # the group of 13 needs longer lists: asked again
+    small = ConsolidateConfig(neighbours=2, exact_below=0, full_pass="index")
     found = compare(pool, config=small)
     assert ids(found.clusters) == expected and found.requeried > 0
     assert ids(find_clusters(pool)) == expected  # the default: groups this small are compared all pairs
