@@ -1,12 +1,15 @@
 """Ingest and writes at the speed of their parts: add_many with vectors given, and `mtl ingest` in MB/s of log text.
 
-    python benchmarks/ingest_speed.py writes [--pool 10000] [--batch 100] [--new 2000]
+    python benchmarks/ingest_speed.py writes [--pool 10000] [--batch 100] [--new 2000] [--baseline REV] [--repeat 1]
     python benchmarks/ingest_speed.py ingest LOG_DIR_OR_FILE [...] [--concurrency 2]
 
 writes: a pool of --pool memories (benchmarks/corpus.py), then --new new memories added in batches of --batch,
 vectors given (an embeddings object that hands out fixed vectors, so no model runs), then the same memories
-added again (every one identical: nothing new to embed or store). Prints memories/s and the share of the time
-spent screening, redacting and embedding (measured around those calls in the same run).
+added again (every one identical: nothing new to embed or store). Prints memories/s (wall, and per CPU second of
+the process) and each phase's share of the CPU time: redaction, screening, the dedup lookup, storing (the upsert
+with its statistics), supersession, and the rest (measured around those calls in the same run). Each measurement
+runs in a fresh process on a copy of one pool; `--baseline REV` runs it with `mtl_graph/` of that git revision
+too, alternating with this tree `--repeat` times, so before and after come from one run on one machine.
 
 ingest: the logs ingested as trajectory memories (no model needed) into a fresh in-memory pool with the real
 local embedder; prints MB/s of log text over the whole ingest and over everything but the embedder's own time
@@ -19,8 +22,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tarfile
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -115,32 +124,82 @@ def _phase_targets() -> dict[str, tuple[Any, str]]:
             "screen": (pool_module, "screen_many"), "embed": (LocalEmbeddings, "embed_documents")}
 
 
-def writes(args: argparse.Namespace) -> None:
+WRITE_PHASES = ("redact", "screen", "lookup", "store", "supersede")
+
+
+def _write_targets() -> dict[str, tuple[Any, str]]:
+    from mtl_graph.memory.pool import pool as pool_module
+    from mtl_graph.redaction.redact import Redactor
+
+    return {"redact": (Redactor, "redact"), "screen": (pool_module, "screen_many"),
+            "lookup": (MemoryPool, "_stored_like"), "store": (MemoryPool, "_write_plan"),
+            "supersede": (MemoryPool, "_supersede")}
+
+
+def write_step(pool_dir: Path, new_count: int, batch: int) -> dict[str, Any]:
+    """In this process: the new memories added to the pool at pool_dir, then added again; rates and phase shares."""
     given = GivenVectors()
-    base = corpus.memories(args.pool)
-    new = corpus.memories(args.new, offset=50_000_000)
-    with MemoryPool.open(":memory:", given, engine="edge") as pool:
-        for start in range(0, len(base), 1000):
-            pool.add_many(base[start:start + 1000])
-        pool.optimize()
+    new = corpus.memories(new_count, offset=50_000_000)
+    rows = {}
+    with MemoryPool.open(pool_dir, given, engine="edge") as pool:
         phases = Phases()
-        rows = []
-        for label, items in (("new", new), ("again (all identical)", new)):
-            calls_before, cpu_before = given.texts, dict(phases.cpu)
-            with phases.patched({k: v for k, v in _phase_targets().items() if k in ("redact", "screen")}):
+        for label, items in (("new", new), ("again", new)):
+            embedded, cpu_before = given.texts, dict(phases.cpu)
+            statuses: dict[str, int] = defaultdict(int)
+            with phases.patched(_write_targets()):
                 t0, c0 = time.perf_counter(), time.process_time()
-                statuses: dict[str, int] = defaultdict(int)
-                for start in range(0, len(items), args.batch):
-                    for r in pool.add_many(items[start:start + args.batch]):
+                for start in range(0, len(items), batch):
+                    for r in pool.add_many(items[start:start + batch]):
                         statuses[r.status] += 1
                 dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-            shares = {k: (phases.cpu[k] - cpu_before.get(k, 0.0)) / cpu for k in ("screen", "redact")}
-            rows.append((label, len(items) / dt, len(items) / cpu, shares, given.texts - calls_before, dict(statuses)))
-    print(f"writes, vectors given, batches of {args.batch} into a {args.pool:,}-memory pool "
-          f"(load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs):")
-    for label, rate, per_cpu, shares, embedded, statuses in rows:
-        print(f"  {label}: {rate:,.0f} memories/s wall, {per_cpu:,.0f} per CPU second; of the CPU time screening "
-              f"{shares['screen']:.0%}, redaction {shares['redact']:.0%}; texts embedded {embedded:,}; {statuses}")
+            shares = {k: (phases.cpu[k] - cpu_before.get(k, 0.0)) / cpu for k in WRITE_PHASES}
+            rows[label] = {"wall_per_s": len(items) / dt, "cpu_per_s": len(items) / cpu, "shares": shares,
+                           "embedded": given.texts - embedded, "statuses": dict(statuses)}
+    return rows
+
+
+def writes(args: argparse.Namespace) -> None:
+    if args.step:
+        print(json.dumps(write_step(args.pool_dir, args.new, args.batch)))
+        return
+    with tempfile.TemporaryDirectory(prefix="mtl-writes-bench-") as tmp:
+        base = corpus.memories(args.pool)
+        built = Path(tmp) / "pool"
+        with MemoryPool.open(built, GivenVectors(), engine="edge") as pool:
+            for start in range(0, len(base), 1000):
+                pool.add_many(base[start:start + 1000])
+            pool.optimize()
+        code = {"this tree": ROOT}
+        if args.baseline:
+            code = {f"baseline {args.baseline}": baseline_tree(args.baseline, Path(tmp) / "baseline"), **code}
+        print(f"writes, vectors given, batches of {args.batch} into a {args.pool:,}-memory pool "
+              f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the start):")
+        print("| code | added | memories/s wall | per CPU s | " + " | ".join(WRITE_PHASES) + " | rest | embedded |")
+        print("|---|---|---:|---:|" + "---:|" * (len(WRITE_PHASES) + 2))
+        for _ in range(args.repeat):
+            for label, tree in code.items():
+                copy = Path(tmp) / "copy"
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(built, copy, symlinks=True)
+                out = subprocess.run([sys.executable, __file__, "writes", "--step", "--pool-dir", str(copy),
+                                      "--new", str(args.new), "--batch", str(args.batch)],
+                                     env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+                if out.returncode:
+                    raise SystemExit(out.stderr)
+                for added, row in json.loads(out.stdout.splitlines()[-1]).items():
+                    shares = row["shares"]
+                    print(f"| {label} | {added} {row['statuses']} | {row['wall_per_s']:,.0f} | "
+                          f"{row['cpu_per_s']:,.0f} | " + " | ".join(f"{shares[k]:.0%}" for k in WRITE_PHASES)
+                          + f" | {1 - sum(shares.values()):.0%} | {row['embedded']:,} |", flush=True)
+        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def baseline_tree(rev: str, into: Path) -> Path:
+    """`mtl_graph/` as it was at git revision `rev`, extracted under `into` (a directory to put on PYTHONPATH)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "mtl_graph"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into)
+    return into
 
 
 def ingest_logs(args: argparse.Namespace) -> None:
@@ -185,6 +244,10 @@ def main() -> int:
     w.add_argument("--pool", type=int, default=10_000)
     w.add_argument("--batch", type=int, default=100)
     w.add_argument("--new", type=int, default=2_000)
+    w.add_argument("--baseline", help="a git revision whose library runs the same steps too")
+    w.add_argument("--repeat", type=int, default=1, help="measurements of each code, alternating")
+    w.add_argument("--step", action="store_true", help=argparse.SUPPRESS)
+    w.add_argument("--pool-dir", type=Path, help=argparse.SUPPRESS)
     i = sub.add_parser("ingest")
     i.add_argument("paths", nargs="+", type=Path)
     i.add_argument("--concurrency", type=int, default=2)

@@ -30,25 +30,32 @@ from mtl_graph.memory.screening.screen import screen
 
 Status = Literal["added", "merged", "identical"]
 
-_NOISE = [  # (pattern, stand-in): what varies between repeats of one run; applied to case-folded text
-    # (each behind a look-ahead for its first characters: the same matches, found sooner; core/patterns.py)
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
-    (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>"),
-    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b0x[0-9a-f]+\b"), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"), "<duration>"),
-    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>"),
+_DIGIT = "digit"
+_NOISE = [  # (pattern, stand-in, what every match holds): what varies between repeats of one run; applied to
+    # case-folded text. A pattern runs only on a text holding what its matches hold (a digit, "-" or "/"): most
+    # strings of a memory hold none, and a stand-in adds none, so the masks skipped are those that match nothing.
+    # Each runs behind a look-ahead for its first characters (the same matches, found sooner; core/patterns.py).
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>", "-"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>",
+     _DIGIT),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>", _DIGIT),
+    (re.compile(r"\b0x[0-9a-f]+\b"), "<hex>", _DIGIT),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>", _DIGIT),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"), "<duration>", _DIGIT),
+    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/\S*"), "<tmp>", "/"),
 ]
-_NOISE = [(first_class(pattern), stand_in) for pattern, stand_in in _NOISE]
+_NOISE = [(first_class(pattern), stand_in, holds) for pattern, stand_in, holds in _NOISE]
+_ANY_DIGIT = re.compile(r"\d")  # the patterns' own \d: any Unicode decimal digit
 _SPACE = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
     """Text with run-to-run noise masked, case folded and whitespace collapsed."""
     text = text.casefold()  # first: the masks need no IGNORECASE, which would make them several times slower
-    for pattern, stand_in in _NOISE:
-        text = pattern.sub(stand_in, text)
+    digits = _ANY_DIGIT.search(text) is not None  # a stand-in never adds one: known once for every mask
+    for pattern, stand_in, holds in _NOISE:
+        if digits if holds is _DIGIT else holds in text:
+            text = pattern.sub(stand_in, text)
     return _SPACE.sub(" ", text).strip()
 
 
@@ -64,7 +71,12 @@ def _normalized(value: Any) -> Any:
 
 def dedup_key(memory: Memory) -> str:
     """Equal for memories that merge: same type, same outcome, same normalised content."""
-    return _key_of(json.dumps(memory.content_fields(), sort_keys=True, ensure_ascii=False))
+    return key_of_fields(memory.content_fields())
+
+
+def key_of_fields(content: dict[str, Any]) -> str:
+    """`dedup_key` of a memory whose content fields (`Memory.content_fields()`) are at hand."""
+    return _key_of(json.dumps(content, sort_keys=True, ensure_ascii=False))
 
 
 @functools.lru_cache(maxsize=4096)  # add_many asks for the key of one memory several times
@@ -166,13 +178,15 @@ class MergePlan:
     """Ids already in the pool (a write to one of them is a payload update, not a new point)."""
 
 
-def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]]) -> MergePlan:
-    """Merge prepared items with the stored memories of the same dedup keys (stored: key -> id -> memory)."""
+def plan_merges(items: list[Memory], stored: dict[str, dict[str, Memory]],
+                keys: list[str] | None = None) -> MergePlan:
+    """Merge prepared items with the stored memories of the same dedup keys (stored: key -> id -> memory); keys:
+    the items' dedup keys, when the caller has them already."""
     plan = MergePlan(stored_ids={mid for group in stored.values() for mid in group})
     results: list[AddResult | None] = [None] * len(items)
     groups: dict[str, list[int]] = {}
-    for index, item in enumerate(items):
-        groups.setdefault(dedup_key(item), []).append(index)
+    for index, key in enumerate(keys if keys is not None else map(dedup_key, items)):
+        groups.setdefault(key, []).append(index)
     for key, indexes in groups.items():
         old = stored.get(key, {})
         members = [*old.values(), *(items[i] for i in indexes)]

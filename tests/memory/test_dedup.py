@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import uuid
 from pathlib import Path
 
 import pytest
@@ -294,3 +295,26 @@ def test_a_release_holds_whichever_spelling_of_the_memory_is_kept(pool):
     kept = pool.get(result.merged_into)
     assert kept.id == second.id and kept.flagged == [] and kept.released == pool.get(first.id).released
     assert [h.memory.id for h in pool.search(hostile, k=3)] == [second.id]
+
+
+def _normalize_every_mask(text):
+    """normalize as it was: every mask run on every text."""
+    from mtl_graph.memory.dedup import _NOISE, _SPACE
+
+    text = text.casefold()
+    for pattern, stand_in, _ in _NOISE:
+        text = pattern.sub(stand_in, text)
+    return _SPACE.sub(" ", text).strip()
+
+
+def test_normalize_skips_only_masks_that_cannot_match():
+    """Masks are skipped on texts without a digit, "-" or "/": the result is that of running every mask, on
+    generated texts of noise pieces (uuids, times, hex, durations, temporary paths, other scripts' digits) and words."""
+    rng = random.Random(5)
+    pieces = ["Run", "the", "TESTS", "-", "/", "/tmp/x-1", "/private/var/folders/ab/c", "0x1F", "deadbeef1",
+              "cafebabe", "٣", "१२:३४:५६", "12:34:56", "2026-01-02T03:04:05Z", "2026-01-02 03:04", "3.5 s", "12ms",
+              "7 minutes", "0.02s", str(uuid.UUID(int=rng.getrandbits(128))).upper(), "abcdefab-abcd-abcd-abcd-abcdefabcdef",
+              "--timeout", "v1.2", "ÆØÅ", "ﬁle", "\t", "\n", "  "]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) + rng.choice(["", " ", "-", "/", "\n"]) for _ in range(rng.randrange(1, 9)))
+        assert normalize(text) == _normalize_every_mask(text), text

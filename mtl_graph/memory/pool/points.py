@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from mtl_graph.memory.dedup import dedup_key
+from mtl_graph.memory.dedup import key_of_fields
 from mtl_graph.memory.engine.location import PoolError
-from mtl_graph.memory.base import Memory, first_validation_error, parse_memory
+from mtl_graph.memory.base import NOT_CONTENT, Memory, first_validation_error, parse_memory
 from mtl_graph.memory.usage import stored_stats, with_record
 from mtl_graph.memory.engine.storage import RawHit
 
@@ -39,6 +39,7 @@ class SearchHit:
 def payload_of(memory: Memory) -> dict[str, Any]:
     """A memory's payload (the credit entries are written beside it, never here: see memory/usage.py)."""
     data = memory.model_dump(mode="json")
+    key = key_of_fields({k: v for k, v in data.items() if k not in NOT_CONTENT})  # one dump for both
     data["stats"] = stored_stats(memory).model_dump(mode="json")
     return {
         "memory": data,
@@ -47,7 +48,7 @@ def payload_of(memory: Memory) -> dict[str, Any]:
         "domains": memory.domains,
         "source_task_ids": memory.source_task_ids,
         "models": memory.models,
-        "dedup_key": dedup_key(memory),
+        "dedup_key": key,
         "merged_ids": memory.merged_ids,
         "flagged": "true" if memory.flagged else "false",
         "status": "archived" if memory.archived else "quarantined" if memory.quarantined else

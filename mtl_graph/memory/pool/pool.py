@@ -70,6 +70,31 @@ class _Shared:
     pools: int = 0
 
 
+class _CurrentMemories:
+    """The memories of a supersession pass as stored now: read in one fetch, read again after a link changed one
+    (what reading each pair afresh gives, without an engine call per pair)."""
+
+    def __init__(self, pool: "MemoryPool", ids: list[str]) -> None:
+        self._pool = pool
+        self._raw = {h.id: h for h in pool.fetch(list(dict.fromkeys(ids)))} if ids else {}
+        self._parsed: dict[str, Memory] = {}
+
+    def get(self, memory_id: str) -> Memory | None:
+        if memory_id not in self._parsed:
+            if memory_id not in self._raw:
+                return None
+            self._parsed[memory_id] = memory_of(self._raw[memory_id])
+        return self._parsed[memory_id]
+
+    def changed(self, *ids: str) -> None:
+        for memory_id in ids:
+            self._raw.pop(memory_id, None)
+            self._parsed.pop(memory_id, None)
+        for hit in self._pool.fetch(list(ids)):
+            self._raw[hit.id] = hit
+            self._parsed.pop(hit.id, None)
+
+
 class MemoryPool(PoolFiles):
     """Add, search and manage memories. Open with `MemoryPool.open(location)`.
 
@@ -219,17 +244,18 @@ class MemoryPool(PoolFiles):
             return AddReport()
         with self.write_lock:
             credits: dict[str, dict[str, Any]] = {}
-            plan = plan_merges(items, self._stored_like(items, credits))
+            keys = [dedup_key(m) for m in items]  # each item's once: the lookup and the plan both group by them
+            plan = plan_merges(items, self._stored_like(items, keys, credits), keys)
             new = [m for m in plan.write if m.id not in plan.stored_ids]
             # only new points need vectors: a memory merged into, or identical to, a stored one is a payload update
             texts = list(dict.fromkeys(m.key_text() for m in new))  # runs of one task share a key: embed it once
             vectors = dict(zip(texts, self.embed(texts))) if texts else {}
-            with self.maintained.batch():  # one change of the statistics record for the whole batch
-                self._write_plan(plan, new, vectors, credits)
             config = supersede if supersede is not None else SupersedeConfig()
             added = set(plan.report.ids("added"))
-            if config.enabled and added:
-                self._supersede([m for m in plan.write if m.id in added], vectors, config)
+            with self.maintained.batch():  # one change of the statistics record for the whole batch, links included
+                self._write_plan(plan, new, vectors, credits)
+                if config.enabled and added:
+                    self._supersede([m for m in plan.write if m.id in added], vectors, config)
         return plan.report
 
     def _write_plan(self, plan: Any, new: list[Memory], vectors: dict[str, list[float]],
@@ -250,26 +276,36 @@ class MemoryPool(PoolFiles):
 
     def _supersede(self, memories: list[Memory], vectors: dict[str, list[float]], config: SupersedeConfig) -> None:
         """Each new memory against its nearest stored ones of the same format and outcome: a pair whose advice
-        conflicts links the older to the newer (either may be the new one: the newer is the later made)."""
+        conflicts links the older to the newer (either may be the new one: the newer is the later made).
+
+        One engine call asks for every memory's neighbours, ids and scores only (a neighbour's payload was never
+        used: the pair is read as it is now, below), grouped by filter (the engine scores a group's vectors
+        together); the pairs are then decided one after another in the order of the memories and their hits, each
+        on both memories as they are after the links made before it."""
         checked = [m for m in memories if supersedable(m)]
         if not checked:
             return
         live = {"archived", "superseded"}  # what can never be part of a new supersession
-        found = self.store.query([QuerySpec(limit=config.candidates + 1, dense=vectors[m.key_text()], where=Conditions(
-            equals={"type": m.type, "outcome": m.outcome.value}, excludes={"status": sorted(live)})) for m in checked])
-        for memory, hits in zip(checked, found):
-            for hit in hits:
-                if hit.id == memory.id or hit.score < config.similarity:
-                    continue
-                pair = {h.id: memory_of(h) for h in self.fetch([memory.id, hit.id])}  # as they are now
-                if len(pair) != 2:
-                    continue
-                newer, older = newer_of(pair[memory.id], pair[hit.id])
-                if not can_supersede(newer) or not supersedable(older) or proven_against(older, newer):
-                    continue
-                conflict = check_conflict(newer, older, config)
-                if conflict is not None:
-                    self._link(newer, older, conflict)
+        order = sorted(range(len(checked)), key=lambda i: (checked[i].type, checked[i].outcome.value))
+        found = self.store.query([QuerySpec(
+            limit=config.candidates + 1, dense=vectors[checked[i].key_text()], with_payload=False,
+            where=Conditions(equals={"type": checked[i].type, "outcome": checked[i].outcome.value},
+                             excludes={"status": sorted(live)})) for i in order])
+        neighbours = dict(zip(order, found))
+        pairs = [(memory.id, hit.id) for i, memory in enumerate(checked) for hit in neighbours[i]
+                 if hit.id != memory.id and hit.score >= config.similarity]
+        current = _CurrentMemories(self, [i for pair in pairs for i in pair])
+        for memory_id, other_id in pairs:
+            mine, other = current.get(memory_id), current.get(other_id)
+            if mine is None or other is None:
+                continue
+            newer, older = newer_of(mine, other)
+            if not can_supersede(newer) or not supersedable(older) or proven_against(older, newer):
+                continue
+            conflict = check_conflict(newer, older, config)
+            if conflict is not None:
+                self._link(newer, older, conflict)
+                current.changed(newer.id, older.id)
 
     def _link(self, newer: Memory, older: Memory, conflict: Conflict) -> None:
         self.store.set_payload(older.id, payload_of(older.model_copy(update={
@@ -308,17 +344,21 @@ class MemoryPool(PoolFiles):
             if moved:
                 self.store.set_payload(memory.id, credit_update(credits.get(memory.id), moved), key=CREDIT_KEY)
 
-    def _stored_like(self, items: list[Memory], credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
+    def _stored_like(self, items: list[Memory], item_keys: list[str],
+                     credits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Memory]]:
         """Stored memories sharing a dedup key with an item (key -> id -> memory), and any stored under an item's id.
 
         The lookup is an exact filter on the indexed dedup key, before anything is embedded: the query vector only
         orders the candidates (a key holds one stored memory, since every write merges its key), so a fixed one
         does. Points written before dedup keys existed are found by id (exact duplicates) only."""
-        keys = list(dict.fromkeys(dedup_key(m) for m in items))
+        keys = list(dict.fromkeys(item_keys))
         found = self.store.query([QuerySpec(limit=16, where=Conditions(equals={"dedup_key": key}),
                                             dense=self._any_vector()) for key in keys]) if keys else []
+        by_key = [h for hits in found for h in hits]
+        seen = {h.id for h in by_key}  # an item re-added is found by its key already: read and parsed once
+        missing = [i for i in dict.fromkeys(m.id for m in items) if i not in seen]
         stored: dict[str, dict[str, Memory]] = {}
-        for hit in [*(h for hits in found for h in hits), *self.store.fetch(list({m.id for m in items}))]:
+        for hit in [*by_key, *(self.store.fetch(missing) if missing else [])]:
             memory = memory_of(hit)
             stored.setdefault(dedup_key(memory), {})[memory.id] = memory
             if isinstance(hit.payload.get(CREDIT_KEY), dict):

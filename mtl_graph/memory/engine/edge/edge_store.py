@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from mtl_graph.memory.engine.edge.build_worker import apply_write, edge_config
 from mtl_graph.memory.engine.edge.indexing import EdgeIndexConfig
@@ -111,19 +111,21 @@ class EdgeStore:
             must.append(q.FieldCondition(key=NAMESPACE_KEY, match=q.MatchValue(where.namespace)))
         return q.Filter(must=must or None, must_not=must_not or None)
 
-    def _write(self, operation: Any, entry: tuple, changes: int = 0) -> None:
+    def _write(self, operation: Any, entry: tuple | Callable[[], tuple], changes: int = 0) -> None:
+        """Apply one write; `entry` is its journal entry, or what makes it (only while a build is in flight: an
+        upsert's entry copies every point)."""
         with self._writing, self._guard.shared():
             self.shard.update(operation)
             self._changed += changes
             if self._rebuild is not None:
-                self._rebuild.journal.append(entry)
+                self._rebuild.journal.append(entry() if callable(entry) else entry)
 
     def upsert(self, points: list[StoredPoint]) -> None:
         q = self._q
         self._write(q.UpdateOperation.upsert_points([
             q.Point(p.id, {DENSE: p.dense, SPARSE: q.SparseVector(p.sparse[0], p.sparse[1])}, p.payload)
             for p in points
-        ]), journal_entry(points), len(points))
+        ]), lambda: journal_entry(points), len(points))
 
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
         # Merge, not overwrite: keys another writer added (a run's credit entry) survive a rewrite of the memory.
