@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 if TYPE_CHECKING:
     from mtl_graph.memory.base import Memory
-    from mtl_graph.memory.engine.storage import RawHit, Store
+    from mtl_graph.memory.engine.storage import PayloadFields, RawHit, Store
     from mtl_graph.memory.pool.filter import SearchFilter
     from mtl_graph.memory.pool.points import SearchHit
     from mtl_graph.memory.pool.search import RankedHit
@@ -35,8 +35,8 @@ class LifecyclePool(Protocol):
         """Stored points by id, each once; an id merged into another memory finds that memory."""
 
     def ranked(self, query: str, k: int, where: "SearchFilter", *, retriever: str = "hybrid",
-               min_score: float | None = None) -> list["RankedHit"]:
-        """`search`'s top k before the memories are parsed."""
+               min_score: float | None = None, fields: "PayloadFields" = None) -> list["RankedHit"]:
+        """`search`'s top k before the memories are parsed (only the payload `fields` selected, when given)."""
 
     def search(self, query: str, type: Any = None, k: int = 3, *, where: "SearchFilter | None" = None,
                retriever: str = "hybrid", min_score: float | None = None) -> list["SearchHit"]:

@@ -88,9 +88,9 @@ class Audit:
             self._check("count", where)
         return self.inner.count(where)
 
-    def scroll(self, batch: int = 256, where: Any = None):
+    def scroll(self, batch: int = 256, where: Any = None, fields: Any = None):
         self._check("scroll", where)
-        return self.inner.scroll(batch, where)
+        return self.inner.scroll(batch, where, fields)
 
     def scroll_points(self, batch: int = 256, where: Any = None):
         self._check("scroll_points", where)

@@ -1,0 +1,245 @@
+"""Reading a selection of payload fields: every engine and every store wrapper returns the fields asked for and
+nothing else, and the lifecycle's search (which reads its candidates' re-rank fields, whole payloads of the kept k
+only) finds exactly what it finds reading whole payloads: same hits, order, scores, trace."""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mtl_graph.memory.base import Provenance
+from mtl_graph.memory.engine.storage import NAMESPACE_KEY, Conditions, QuerySpec, payload_fields
+from mtl_graph.memory.formats.insight import InsightMemory
+from mtl_graph.memory.lifecycle import ops
+from mtl_graph.memory.lifecycle.policy import LifecycleConfig
+from mtl_graph.memory.pool.points import payload_of
+from mtl_graph.memory.pool.pool import MemoryPool
+from mtl_graph.memory.usage import CREDIT_KEY, Use
+
+SERVER = os.environ.get("QDRANT_URL")
+SELECTED = ("type", "memory.stats", CREDIT_KEY)
+
+ADVICE = [
+    ("Run the tests after the last edit", "Before submitting any fix, rerun the whole unit test suite."),
+    ("Read the failing test first", "When a test fails, read its assertion before changing code."),
+    ("Reproduce the bug before fixing it", "Write a minimal failing example of the reported defect."),
+    ("Keep the public interface", "Do not rename functions or change signatures the tests import."),
+    ("Check the output format", "Match the exact output format the task asks for, including newlines."),
+    ("Pin dependency versions", "Lock package versions so builds are reproducible across machines."),
+    ("Handle empty input", "Functions that take lists must handle an empty list without crashing."),
+    ("Use timezone-aware datetimes", "Naive datetimes break across daylight-saving changes."),
+    ("Close files you open", "Use a context manager so file handles are released on errors."),
+    ("Escape shell arguments", "Quote file names passed to shell commands; they may contain spaces."),
+    ("Profile before optimising", "Measure where the time goes before rewriting code for speed."),
+    ("Fix the useEffect dependency list", "A stale closure in useEffect reads old state: list every dependency."),
+    ("Check ENOSPC before retrying writes", "A full disk (ENOSPC) fails every retry: free space or fail fast."),
+    ("Read parse.go before changing the lexer", "The lexer and parser in parse.go share token constants."),
+]
+QUERIES = ["how do I make sure my fix does not break the tests", "the program crashes on an empty list",
+           "useEffect keeps reading an old value", "write fails with ENOSPC on the build machine",
+           "change the token handling in parse.go", "make the build reproducible", "a date is off by an hour"]
+DOMAINS = ["swe", "web", "ml", "ops"]
+
+
+def location(engine: str, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    if engine == "server":
+        if not SERVER:
+            pytest.skip("no Qdrant server: set QDRANT_URL (docker compose up -d; make test-server)")
+        return SERVER, {}
+    return str(tmp_path / "pool"), {"engine": engine}
+
+
+def innermost(store: Any) -> Any:
+    """The engine's own store under the pool's wrappers (counted, namespaced, guarded)."""
+    while hasattr(store, "inner"):
+        store = store.inner
+    return store
+
+
+def memory(rng: random.Random, n: int) -> InsightMemory:
+    title, description = ADVICE[n % len(ADVICE)]
+    variant = f" (variant {n})" if n >= len(ADVICE) else ""
+    return InsightMemory(title=title + variant, description=description, content=description + variant,
+                         sources=[Provenance(domain=rng.choice(DOMAINS), source_task_id=f"task-{n}")])
+
+
+def selected_of(payload: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """What a selection of `payload` must be: the keys asked for, a dotted key keeping that field of its object."""
+    out: dict[str, Any] = {}
+    for key in fields:
+        head, _, rest = key.partition(".")
+        if head not in payload:
+            continue
+        if rest:
+            out.setdefault(head, {})[rest] = payload[head][rest]
+        else:
+            out[head] = payload[head]
+    return out
+
+
+# ------------------------------------------------------------------ every backend honours the selection
+@pytest.mark.parametrize("engine", ["edge", "client", "server"])
+@pytest.mark.parametrize("namespace", ["default", "team-a"])
+def test_every_read_returns_the_selected_fields_alone(engine, namespace, embeddings, tmp_path):
+    where, kw = location(engine, tmp_path)
+    rng = random.Random(7)
+    with MemoryPool.open(where, embeddings, namespace=namespace, **kw) as pool:
+        memories = [memory(rng, n) for n in range(6)]
+        pool.add_many(memories)
+        pool.credit("run-1", [Use(memories[0].id, True), Use(memories[1].id, False)], "success", "tests")
+        ids = [m.id for m in memories]
+        whole = {h.id: h.payload for h in pool.store.fetch(ids)}
+        assert set(whole) == set(ids) and all("memory" in p and "dedup_key" in p for p in whole.values())
+        expected = {i: selected_of(p, SELECTED) for i, p in whole.items()}
+        assert expected[memories[0].id][CREDIT_KEY] and "content" in whole[ids[0]]["memory"]
+
+        stores = {"pool": pool.store, "engine": innermost(pool.store)}
+        for name, store in stores.items():
+            # the engine's own store sees namespaced point ids and the namespace's key (which the pool's strip)
+            point_ids = ids if name == "pool" else [pool.store._point(i) for i in ids]
+            back = dict(zip(point_ids, ids))
+            strip = (lambda p: {k: v for k, v in p.items() if k != NAMESPACE_KEY}) if name == "engine" else dict
+            fetched = {back[h.id]: strip(h.payload) for h in store.fetch(point_ids, fields=SELECTED)}
+            assert fetched == expected, name
+            where_ns = pool.store.scoped(None) if name == "engine" else None
+            scrolled = {back[h.id]: strip(h.payload) for h in store.scroll(2, where_ns, SELECTED)}
+            assert scrolled == expected, name
+            spec = QuerySpec(limit=10, where=where_ns or Conditions(), dense=pool.query_vector(QUERIES[0]),
+                             payload_fields=SELECTED)
+            queried = {back[h.id]: strip(h.payload) for h in store.query([spec])[0]}
+            assert queried == expected, name
+            # a selection of one field inside an object: the memory's counts without its text
+            [hit] = store.fetch(point_ids[:1], fields=("memory.stats",))
+            assert strip(hit.payload) == {"memory": {"stats": whole[ids[0]]["memory"]["stats"]}}, name
+        # whole payloads still come whole, and vectors alone carry none
+        assert {h.id: h.payload for h in pool.store.fetch(ids, fields=None)} == whole
+        assert all(not h.payload and h.dense for h in pool.store.fetch(ids, with_dense=True))
+
+
+def test_a_selection_in_one_namespace_never_returns_another_namespaces_point(embeddings, tmp_path):
+    """A selection reads the namespace's key too: a memory id that maps onto another namespace's point (the ids are
+    XOR-masked) is not returned, with or without a selection, and the key never reaches the caller."""
+    rng = random.Random(3)
+    path = tmp_path / "pool"
+    with MemoryPool.open(path, embeddings) as default, \
+            MemoryPool.open(path, embeddings, namespace="team-a") as team:
+        theirs, own = memory(rng, 0), memory(rng, 1)
+        default.add(theirs)
+        team.add(own)
+        mask = team.store._mask
+        onto_default = str(uuid.UUID(int=uuid.UUID(theirs.id).int ^ mask))  # team-a's id of the default's point
+        onto_team = team.store._point(own.id)  # the default namespace's id of team-a's point (its mask is 0)
+        assert team.store._point(onto_default) == theirs.id
+        for store, other in [(team.store, onto_default), (default.store, onto_team)]:
+            assert store.fetch([other], fields=("type",)) == []
+            assert store.fetch([other], fields=("memory.stats",)) == []
+            assert store.fetch([other]) == []
+        [hit] = team.store.fetch([own.id], fields=("type",))
+        assert hit.id == own.id and hit.payload == {"type": "insight"}
+        [hit] = default.store.fetch([theirs.id], fields=("type",))
+        assert hit.id == theirs.id and hit.payload == {"type": "insight"}
+
+
+@pytest.mark.parametrize("bad", ["type", b"type", (), [], [""], ["memory..stats"], [".type"], ["type."], [3],
+                                 [None], {"type": 1}, 7])
+def test_a_selection_that_names_no_keys_is_one_clear_error(bad, pool):
+    with pytest.raises(ValueError, match="payload field"):
+        payload_fields(bad)
+    with pytest.raises(ValueError, match="payload field"):
+        pool.store.fetch(["00000000-0000-0000-0000-000000000001"], fields=bad)
+
+
+# ------------------------------------------------------------------ the lifecycle reads the same with a selection
+def generated_pool(pool: MemoryPool, seed: int) -> list[str]:
+    """A pool of generated memories with credit records (cited and not, both outcomes), some stale, quarantined
+    or superseded; returns the memory ids."""
+    rng = random.Random(seed)
+    memories = [memory(rng, n) for n in range(rng.randint(24, 40))]
+    pool.add_many(memories)
+    stored = sorted(m.id for m in pool)
+    for run in range(rng.randint(10, 30)):
+        shown = rng.sample(stored, rng.randint(1, 4))
+        pool.credit(f"run-{seed}-{run}", [Use(i, rng.random() < 0.5) for i in shown],
+                    rng.choice(["success", "failure"]), "tests")
+    for i in rng.sample(stored, 6):
+        current = pool.get(i)
+        change = rng.choice([{"stale": ["files changed: parse.go"]}, {"quarantined": ["harmful: generated"]},
+                             {"superseded_by": rng.choice(stored)}, {"stale": ["a.py"], "quarantined": []}])
+        pool.store.set_payload(i, payload_of(current.model_copy(update=change)))
+    return stored
+
+
+def outcome(retrieval: Any) -> tuple:
+    return ([(h.memory.model_dump(mode="json"), h.score, h.similarity, h.retriever) for h in retrieval.hits],
+            retrieval.trace())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_lifecycle_finds_the_same_with_and_without_the_selection(seed, embeddings, tmp_path, monkeypatch):
+    rng = random.Random(seed)
+    with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
+        generated_pool(pool, seed)
+        reads: list[Any] = []  # the field selection of every read of payloads (by id, or with a dense-only query)
+        fetch, engine_query = pool.store.fetch, pool.store.query
+
+        def fetching(ids, with_dense=False, fields=None):
+            reads.append(fields)
+            return fetch(ids, with_dense, fields)
+
+        def querying(requests):
+            reads.extend(r.payload_fields for r in requests if r.with_payload)
+            return engine_query(requests)
+
+        monkeypatch.setattr(pool.store, "fetch", fetching)
+        monkeypatch.setattr(pool.store, "query", querying)
+        cases = [(q, k, candidates, floor, rng.choice(["hybrid", "dense"]))
+                 for q in QUERIES for k, candidates in [(1, 20), (3, 20), (5, 8), (25, 20), (3, 3)]
+                 for floor in [None, rng.uniform(-0.2, 0.4)]]
+        for query, k, candidates, floor, retriever in cases:
+            cfg = LifecycleConfig(candidates=candidates, relevance_floor=floor)
+            reads.clear()
+            selected = pool.retrieve(query, k=k, lifecycle=cfg, retriever=retriever)
+            assert (ops.RERANK_FIELDS in reads) == (candidates > k)  # a selection is read when it saves anything
+            with monkeypatch.context() as whole_payloads:
+                whole_payloads.setattr(ops, "RERANK_FIELDS", None)
+                reads.clear()
+                reference = pool.retrieve(query, k=k, lifecycle=cfg, retriever=retriever)
+                assert not any(reads)
+            assert outcome(selected) == outcome(reference), (query, k, candidates, floor, retriever)
+            assert len(selected.hits) == min(k, sum(c.injected for c in selected.candidates))
+
+
+def test_the_lifecycle_search_with_the_selection_on_the_client_engine(embeddings, tmp_path, monkeypatch):
+    with MemoryPool.open(tmp_path / "pool", embeddings, engine="client") as pool:
+        generated_pool(pool, 11)
+        cfg = LifecycleConfig()
+        for query in QUERIES:
+            selected = pool.retrieve(query, k=3, lifecycle=cfg)
+            with monkeypatch.context() as whole_payloads:
+                whole_payloads.setattr(ops, "RERANK_FIELDS", None)
+                assert outcome(selected) == outcome(pool.retrieve(query, k=3, lifecycle=cfg))
+
+
+def test_a_kept_memory_deleted_during_the_search_is_not_injected(embeddings, tmp_path, monkeypatch):
+    with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
+        generated_pool(pool, 5)
+        cfg = LifecycleConfig(relevance_floor=-1.0)
+        before = pool.retrieve(QUERIES[0], k=3, lifecycle=cfg)
+        gone = before.hits[0].memory.id
+        fetch = pool.store.fetch
+
+        def deleting_before_the_whole_read(ids, with_dense=False, fields=None):
+            if fields is None and gone in ids:  # the whole read of the kept k comes after the re-rank
+                pool.store.delete([gone])
+            return fetch(ids, with_dense, fields)
+
+        monkeypatch.setattr(pool.store, "fetch", deleting_before_the_whole_read)
+        after = pool.retrieve(QUERIES[0], k=3, lifecycle=cfg)
+        assert [h.memory.id for h in after.hits] == [h.memory.id for h in before.hits[1:]]
+        [traced] = [c for c in after.trace()["candidates"] if c["id"] == gone]
+        assert not traced["injected"] and traced["why_not"] == "deleted while it was retrieved"
