@@ -223,10 +223,13 @@ class PoolLifecycle:
         where = where.served()
         if not self.pool.maintained.totals().other_status:  # every point has a status: `active` as one equality
             where = replace(where, statuses_complete=True)
-        # more candidates than are kept: they are read for the re-rank's fields alone, the kept ones whole after it
+        # more candidates than are kept: they are read for the re-rank's fields alone (kept in the process between
+        # searches where the pool can, memory/pool/field_cache.py), the kept ones whole after it
         selected = RERANK_FIELDS if lifecycle.candidates > k else None
         found = self.pool.ranked(query, max(k, lifecycle.candidates), where, retriever=retriever,
-                                 min_score=min_score, fields=selected)
+                                 min_score=min_score, with_payload=selected is None)
+        if selected is not None:
+            found = self._with_fields(found, selected)
         if lifecycle.relevance_floor is not None:
             floor, source = lifecycle.relevance_floor, "set"
         else:
@@ -242,6 +245,13 @@ class PoolLifecycle:
         hits = [SearchHit(memory_of(found[i].raw), found[i].raw.score, found[i].similarity, found[i].retriever)
                 for i in order]
         return Retrieval(hits, candidates, floor, source, base)
+
+    def _with_fields(self, found: list[RankedHit], fields: tuple[str, ...]) -> list[RankedHit]:
+        """The ranked hits that are still stored, with the selected payload fields (read only)."""
+        read = {h.id: h.payload for h in self.pool.read_fields([h.raw.id for h in found], fields)}
+        for h in found:
+            h.raw.payload = read.get(h.raw.id, {})
+        return [h for h in found if h.raw.id in read]  # deleted since the search: gone, as in `ranked`
 
     def _read_whole(self, found: list[RankedHit], order: list[int], candidates: list[Candidate]) -> list[int]:
         """The kept candidates' whole payloads, read in one call into `found`; one deleted since the search is not

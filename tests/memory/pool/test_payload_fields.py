@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from mtl_graph.memory.base import Provenance
-from mtl_graph.memory.engine.storage import NAMESPACE_KEY, Conditions, QuerySpec, payload_fields
+from mtl_graph.memory.engine.storage import NAMESPACE_KEY, Conditions, QuerySpec, RawHit, payload_fields
 from mtl_graph.memory.formats.insight import InsightMemory
 from mtl_graph.memory.lifecycle import ops
 from mtl_graph.memory.lifecycle.policy import LifecycleConfig
+from mtl_graph.memory.pool.field_cache import FieldCache
 from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import CREDIT_KEY, Use
@@ -179,20 +180,43 @@ def outcome(retrieval: Any) -> tuple:
             retrieval.trace())
 
 
+def write_something(pool: MemoryPool, rng: random.Random, step: int) -> None:
+    """One write of the kinds a live pool sees between searches: credit, a stale mark, quarantine, a release, a
+    delete, a new memory."""
+    stored = sorted(m.id for m in pool)
+    kind = rng.choice(["credit", "credit", "stale", "quarantine", "release", "delete", "add"])
+    if kind == "credit":
+        shown = rng.sample(stored, min(len(stored), rng.randint(1, 4)))
+        pool.credit(f"live-{step}", [Use(i, rng.random() < 0.5) for i in shown], rng.choice(["success", "failure"]),
+                    "tests")
+    elif kind == "add":
+        pool.add(memory(rng, 1000 + step))
+    elif kind == "delete":
+        pool.delete(rng.choice(stored))
+    else:
+        current = pool.get(rng.choice(stored))
+        change = {"stale": {"stale": ["files changed: x.py"]}, "quarantine": {"quarantined": ["harmful: generated"]},
+                  "release": {"quarantined": [], "stale": []}}[kind]
+        pool.store.set_payload(current.id, payload_of(current.model_copy(update=change)))
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_lifecycle_finds_the_same_with_and_without_the_selection(seed, embeddings, tmp_path, monkeypatch):
+    """Searches interleaved with writes: the candidates' fields kept between searches must follow every write."""
     rng = random.Random(seed)
     with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
         generated_pool(pool, seed)
-        reads: list[Any] = []  # the field selection of every read of payloads (by id, or with a dense-only query)
+        assert pool.store.cache is not None
+        whole_reads: list[int] = []  # how many points each read of whole payloads asked for
         fetch, engine_query = pool.store.fetch, pool.store.query
 
         def fetching(ids, with_dense=False, fields=None):
-            reads.append(fields)
+            if fields is None and not with_dense:
+                whole_reads.append(len(ids))
             return fetch(ids, with_dense, fields)
 
         def querying(requests):
-            reads.extend(r.payload_fields for r in requests if r.with_payload)
+            whole_reads.extend(r.limit for r in requests if r.with_payload and r.payload_fields is None)
             return engine_query(requests)
 
         monkeypatch.setattr(pool.store, "fetch", fetching)
@@ -200,18 +224,48 @@ def test_the_lifecycle_finds_the_same_with_and_without_the_selection(seed, embed
         cases = [(q, k, candidates, floor, rng.choice(["hybrid", "dense"]))
                  for q in QUERIES for k, candidates in [(1, 20), (3, 20), (5, 8), (25, 20), (3, 3)]
                  for floor in [None, rng.uniform(-0.2, 0.4)]]
-        for query, k, candidates, floor, retriever in cases:
+        rng.shuffle(cases)
+        for step, (query, k, candidates, floor, retriever) in enumerate(cases):
             cfg = LifecycleConfig(candidates=candidates, relevance_floor=floor)
-            reads.clear()
+            whole_reads.clear()
             selected = pool.retrieve(query, k=k, lifecycle=cfg, retriever=retriever)
-            assert (ops.RERANK_FIELDS in reads) == (candidates > k)  # a selection is read when it saves anything
+            assert max(whole_reads, default=0) <= k  # whole payloads of the kept k alone
             with monkeypatch.context() as whole_payloads:
                 whole_payloads.setattr(ops, "RERANK_FIELDS", None)
-                reads.clear()
                 reference = pool.retrieve(query, k=k, lifecycle=cfg, retriever=retriever)
-                assert not any(reads)
-            assert outcome(selected) == outcome(reference), (query, k, candidates, floor, retriever)
+            assert outcome(selected) == outcome(reference), (step, query, k, candidates, floor, retriever)
             assert len(selected.hits) == min(k, sum(c.injected for c in selected.candidates))
+            if rng.random() < 0.5:
+                write_something(pool, rng, step)
+
+
+def test_a_repeated_search_reads_no_candidate_again_and_a_write_is_read_at_once(embeddings, tmp_path):
+    with MemoryPool.open(tmp_path / "pool", embeddings) as pool:
+        generated_pool(pool, 9)
+        cfg, cache = LifecycleConfig(relevance_floor=-1.0), pool.store.cache
+        first = pool.retrieve(QUERIES[0], k=3, lifecycle=cfg)
+        misses = cache.misses
+        assert misses == len(first.candidates) == 20
+        assert outcome(pool.retrieve(QUERIES[0], k=3, lifecycle=cfg)) == outcome(first)
+        assert cache.misses == misses
+        # the last candidate cited in 12 successful runs: the next search reads its new record (and only it)
+        last = first.candidates[-1]
+        for run in range(12):
+            pool.credit(f"proof-{run}", [Use(last.id, True)], "success", "tests")
+        after = pool.retrieve(QUERIES[0], k=3, lifecycle=cfg)
+        assert cache.misses == misses + 1
+        [now] = [c for c in after.candidates if c.id == last.id]
+        assert now.evidence >= last.evidence + 12 and now.utility > last.utility
+        pool.contents_changed()
+        pool.retrieve(QUERIES[0], k=3, lifecycle=cfg)
+        assert cache.misses == misses + 1 + 20
+
+
+def test_a_server_pool_keeps_no_fields_between_searches(embeddings):
+    if not SERVER:
+        pytest.skip("no Qdrant server: set QDRANT_URL (docker compose up -d; make test-server)")
+    with MemoryPool.open(SERVER, embeddings, namespace=f"fields-{uuid.uuid4().hex[:8]}") as pool:
+        assert pool.store.cache is None  # other processes write it
 
 
 def test_the_lifecycle_search_with_the_selection_on_the_client_engine(embeddings, tmp_path, monkeypatch):
@@ -243,3 +297,43 @@ def test_a_kept_memory_deleted_during_the_search_is_not_injected(embeddings, tmp
         assert [h.memory.id for h in after.hits] == [h.memory.id for h in before.hits[1:]]
         [traced] = [c for c in after.trace()["candidates"] if c["id"] == gone]
         assert not traced["injected"] and traced["why_not"] == "deleted while it was retrieved"
+
+
+# ------------------------------------------------------------------ the field cache's own rules
+def engine_of(payloads: dict[str, dict[str, Any]], during: Any = None) -> Any:
+    """A fetch over a dict of payloads (the cache's contract with its store), running `during` while it reads."""
+    def fetch(ids, with_dense, fields):
+        if during is not None:
+            during(ids)
+        return [RawHit(i, 0.0, {k: payloads[i][k] for k in fields if k in payloads[i]}) for i in ids if i in payloads]
+    return fetch
+
+
+def test_a_read_that_races_with_a_write_does_not_fill_the_cache():
+    stored = {"a": {"type": "old"}, "b": {"type": "old"}}
+    cache = FieldCache()
+    racing = engine_of(stored, during=lambda ids: cache.forget(["a"]))  # a write lands while the read is in flight
+    assert [h.payload for h in cache.read(["a", "b"], ("type",), racing)] == [{"type": "old"}] * 2
+    stored["a"]["type"] = "new"
+    assert [h.payload for h in cache.read(["a"], ("type",), engine_of(stored))] == [{"type": "new"}]
+    assert cache.misses == 3  # nothing was kept from the racing read, "b" included
+
+
+def test_the_cache_keeps_each_selection_apart_and_starts_again_past_its_limit():
+    stored = {f"p{i}": {"type": f"t{i}", "status": "active"} for i in range(6)}
+    cache = FieldCache(limit=5)
+    ids = sorted(stored)
+    assert [h.id for h in cache.read(ids[:4] + ["gone"], ("type",), engine_of(stored))] == ids[:4]
+    assert [h.payload for h in cache.read(ids[:1], ("status",), engine_of(stored))] == [{"status": "active"}]
+    assert cache.misses == 6
+    cache.read(ids[:4], ("type",), engine_of(stored))
+    assert cache.misses == 6  # kept
+    cache.read(ids[4:], ("type",), engine_of(stored))  # past the limit: the cache starts again with these
+    cache.read(ids[:1], ("type",), engine_of(stored))
+    assert cache.misses == 9
+
+
+@pytest.mark.parametrize("bad", ["type", [], [""], ["a..b"], None])
+def test_a_cached_read_takes_a_valid_selection_only(bad):
+    with pytest.raises(ValueError, match="payload field"):
+        FieldCache().read(["a"], bad, engine_of({"a": {"type": "x"}}))
