@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 from mtl_graph.memory.engine.storage import PayloadFields, RawHit, payload_fields
 
-LIMIT = 50_000
-"""Most points kept (selected re-rank fields are a few hundred bytes a point); past it the cache starts again."""
+LIMIT = 20_000
+"""Most points kept (1,000 searches of 20 distinct candidates; the re-rank fields are a few hundred bytes a point
+unless a credit map is long); past it the cache starts again."""
 
 Fetch = Callable[[list[str], bool, PayloadFields], list[RawHit]]
 
