@@ -38,9 +38,7 @@ K = 3
 
 def conditions_of(q: Any) -> Conditions:
     """The retrieve node's filter for a query: its type, its domain held out, as the pool sends it."""
-    # every point here carries a flag: the pool asks flagged == "false" (where the tree knows the form)
-    complete = {"flags_complete": True} if "flags_complete" in SearchFilter.__dataclass_fields__ else {}
-    where = SearchFilter(type=q.type, exclude_domains=(q.exclude_domain,), **complete).conditions()
+    where = SearchFilter(type=q.type, exclude_domains=(q.exclude_domain,)).conditions()
     where.namespace = DEFAULT_NAMESPACE
     return where
 

@@ -221,9 +221,8 @@ class PoolLifecycle:
                           for i, h in enumerate(hits)]
             return Retrieval(hits, candidates, min_score, "off (research retrieval)", 0.5)
         where = where.served()
-        totals = self.pool.maintained.totals()  # every point has a status, a flag: each clause as one equality
-        where = replace(where, statuses_complete=where.statuses_complete or not totals.other_status,
-                        flags_complete=where.flags_complete or not totals.other_flagged)
+        if not self.pool.maintained.totals().other_status:  # every point has a status: `active` as one equality
+            where = replace(where, statuses_complete=True)
         # more candidates than are kept: they are read for the re-rank's fields alone (kept in the process between
         # searches where the pool can, memory/pool/field_cache.py), the kept ones whole after it
         selected = RERANK_FIELDS if lifecycle.candidates > k else None

@@ -37,12 +37,6 @@ class SearchFilter:
     active memories is then one equality, which Qdrant Edge answers from its index (a 6k pool: 2 ms for a dense
     query of 20, where excluding the three other statuses took 16 ms). Points written before statuses existed
     have none, and only the exclusion serves them."""
-    flags_complete: bool = False
-    """Every point of the pool says whether screening flagged it ("true" / "false"; its maintained statistics say
-    so): leaving flagged memories out is then `flagged == "false"`, which Qdrant Edge answers from its index where
-    the exclusion is checked on every point the HNSW walk visits (20k: a filtered dense query 2.37 -> 1.91 ms CPU,
-    benchmarks/filter_clauses.py). Points written before screening existed have none, and only the exclusion
-    serves them."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: each field is normalised once, here
@@ -61,8 +55,7 @@ class SearchFilter:
         set_(self, "exclude_task_ids", _names("exclude_task_ids", self.exclude_task_ids))
         if self.only_ids is not None:
             set_(self, "only_ids", _names("only_ids", self.only_ids))
-        for name in ("include_flagged", "include_quarantined", "include_superseded", "statuses_complete",
-                     "flags_complete"):
+        for name in ("include_flagged", "include_quarantined", "include_superseded", "statuses_complete"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"search filter: {name} must be True or False, not {_shown(getattr(self, name))}")
 
@@ -73,9 +66,7 @@ class SearchFilter:
         equals = {name: value for name, value in
                   (("type", self.type), ("outcome", self.outcome), ("domains", self.domain)) if value}
         excludes = {"domains": list(self.exclude_domains), "source_task_ids": list(self.exclude_task_ids)}
-        if not self.include_flagged and self.flags_complete:
-            equals["flagged"] = "false"  # the same points as excluding "true": see flags_complete
-        elif not self.include_flagged:
+        if not self.include_flagged:
             excludes["flagged"] = ["true"]
         excludes["status"] = ["archived", *([] if self.include_quarantined else ["quarantined"]),
                               *([] if self.include_superseded else ["superseded"])]
@@ -117,8 +108,6 @@ class SearchFilter:
 
 STATUSES = ("active", "archived", "quarantined", "superseded")
 """Every status a point's payload names (memory/pool/points.py: payload_of)."""
-FLAGS = ("true", "false")
-"""Every value of a point's `flagged` (memory/pool/points.py: payload_of)."""
 
 
 def _is_default(value: Any, default: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Literal
@@ -477,10 +477,6 @@ class MemoryPool(PoolFiles):
         where = SearchFilter.of(where, type, exclude_domains=exclude_domains, exclude_task_ids=exclude_task_ids,
                                 outcome=outcome, domain=domain, only_ids=only_ids, include_flagged=include_flagged,
                                 include_quarantined=include_quarantined)
-        if self.maintained.file is not None and not where.include_flagged and not where.flags_complete:
-            # a directory pool's statistics are a file read (a server's are built by reading the pool, which this
-            # search need not pay): every point says whether it is flagged -> flagged == "false", one equality
-            where = replace(where, flags_complete=not self.maintained.totals().other_flagged)
         ranked = self.ranked(query, k, where, retriever=retriever, min_score=min_score)
         return [SearchHit(memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 

@@ -34,7 +34,7 @@ from mtl_graph.memory.engine.namespace import NamespacedStore
 from mtl_graph.memory.engine.storage import PayloadFields, RawHit, Store, StoredPoint
 from mtl_graph.memory.errors import PoolError
 from mtl_graph.memory.pool.field_cache import FieldCache
-from mtl_graph.memory.pool.filter import FLAGS, STATUSES
+from mtl_graph.memory.pool.filter import STATUSES
 from mtl_graph.memory.usage import record_of
 
 STATS_DIR = "stats"
@@ -56,14 +56,10 @@ class Totals:
     other_status: int = 0
     """Points whose payload names no known status (written before statuses existed): while there is one, the
     lifecycle's filter excludes statuses rather than asking for `active` (pool/filter.py: statuses_complete)."""
-    other_flagged: int = 0
-    """Points whose payload's `flagged` is neither "true" nor "false" (written before screening existed): while there
-    is one, a search leaves flagged memories out by exclusion rather than asking for "false" (flags_complete)."""
 
     def add(self, payload: dict[str, Any], sign: int = 1) -> None:
         """Count one point in (sign 1) or out (sign -1)."""
         self.other_status += sign * (payload.get("status") not in STATUSES)
-        self.other_flagged += sign * (payload.get("flagged") not in FLAGS)
         kind = payload.get("type")
         kind = kind if isinstance(kind, str) else NO_TYPE
         self.points += sign
@@ -76,7 +72,7 @@ class Totals:
 
     def to_json(self) -> dict[str, Any]:
         return {"points": self.points, "types": dict(sorted(self.types.items())), "success": self.success,
-                "failure": self.failure, "other_status": self.other_status, "other_flagged": self.other_flagged}
+                "failure": self.failure, "other_status": self.other_status}
 
     @classmethod
     def of_json(cls, data: Any) -> "Totals | None":
@@ -84,11 +80,11 @@ class Totals:
         try:
             types = {str(k): int(v) for k, v in data["types"].items()}
             out = cls(int(data["points"]), types, int(data["success"]), int(data["failure"]),
-                      int(data["other_status"]), int(data["other_flagged"]))
+                      int(data["other_status"]))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        if min(out.points, out.success, out.failure, out.other_status, out.other_flagged, *types.values()) < 0 or \
-                sum(types.values()) != out.points or max(out.other_status, out.other_flagged) > out.points:
+        if min(out.points, out.success, out.failure, out.other_status, *types.values()) < 0 or \
+                sum(types.values()) != out.points or out.other_status > out.points:
             return None
         return out
 

@@ -5,7 +5,6 @@ its candidates; an interrupted write leaves a state `check_pool` reports and `re
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import subprocess
@@ -290,56 +289,4 @@ def test_served_as_one_equality_finds_what_the_exclusion_finds(embeddings, tmp_p
         text = pool.get(ids[2]).key_text()
         found = pool.retrieve(text, type="insight", k=1, lifecycle=LifecycleConfig(), retriever="dense")
         assert [h.memory.id for h in found.hits] == [ids[2]]
-        assert_current(pool)
-
-
-def test_flagged_left_out_as_one_equality_finds_what_the_exclusion_finds(embeddings, tmp_path):
-    from dataclasses import replace
-
-    from mtl_graph.memory.engine.storage import StoredPoint
-    from mtl_graph.memory.pool.filter import SearchFilter
-    from mtl_graph.memory.pool.points import payload_of
-
-    location = tmp_path / "pool"
-    seeded(location, embeddings)
-    rng = random.Random(5)
-    with MemoryPool.open(location, embeddings) as pool:
-        ids = sorted(h.id for h in pool.store.scroll())
-        flagged = rng.sample(ids, 6)
-        for i in flagged:
-            pool.store.set_payload(i, payload_of(pool.get(i).model_copy(update={"flagged": ["screened: tested"]})))
-        assert pool.maintained.totals().other_flagged == 0
-        queries = ("how do I check my fix", "read the assertion", "empty list", "pin the versions")
-        filters = [SearchFilter(), SearchFilter(type="insight").served(), SearchFilter(include_flagged=True),
-                   SearchFilter(exclude_task_ids=("t0-0", "t1-1"))]
-        for query, where, k in itertools.product(queries, filters, (1, 5, 40)):
-            wanted = [(r.raw.id, r.raw.score, r.similarity) for r in pool.ranked(query, k, where)]
-            complete = replace(where, flags_complete=True)
-            assert complete.conditions().equals.get("flagged") == (None if where.include_flagged else "false")
-            assert [(r.raw.id, r.raw.score, r.similarity) for r in pool.ranked(query, k, complete)] == wanted
-            assert where.include_flagged or not set(flagged) & {i for i, _, _ in wanted}
-        found = pool.search(pool.get(flagged[0]).key_text(), k=40)
-        assert flagged[0] not in [h.memory.id for h in found] and len(found) == len(ids) - len(flagged)
-        # a point written before screening existed: counted, and a search then leaves flagged ones out by exclusion
-        [old] = pool.store.fetch([ids[0] if ids[0] not in flagged else ids[1]])
-        [vector] = pool.store.fetch([old.id], with_dense=True)
-        pool.store.upsert([StoredPoint(old.id, vector.dense, ([], []),
-                                       {k: v for k, v in old.payload.items() if k != "flagged"})])
-        assert pool.maintained.totals().other_flagged == 1
-        text = pool.get(old.id).key_text()
-        assert [h.memory.id for h in pool.search(text, k=1, retriever="dense")] == [old.id]
-        found = pool.retrieve(text, type="insight", k=1, lifecycle=LifecycleConfig(), retriever="dense")
-        assert [h.memory.id for h in found.hits] == [old.id]
-        assert_current(pool)
-
-
-def test_a_record_from_before_the_flag_count_is_counted_again(embeddings, tmp_path):
-    location = tmp_path / "pool"
-    seeded(location, embeddings)
-    record = next((location / "stats").glob("*.json"))
-    data = json.loads(record.read_text())
-    del data["totals"]["other_flagged"]  # as the previous version wrote it
-    record.write_text(json.dumps(data))
-    with MemoryPool.open(location, embeddings) as pool:
-        assert pool.maintained.totals().other_flagged == 0 and pool.maintained.rebuilds == 1
         assert_current(pool)
