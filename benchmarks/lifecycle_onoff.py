@@ -1,5 +1,9 @@
 """The lifecycle's cost per search in one process: a pool of N memories (vectors drawn around a real-embedded base,
-a thirtieth credited, indexed), then every query searched with the lifecycle off and on, interleaved, three times.
+a thirtieth credited, indexed), then every query searched with the lifecycle off, on, and on with nothing kept from
+earlier searches ("cold": the pool's cache of the candidates' re-rank fields set aside for it, where it has one),
+interleaved, three times. Wall and CPU milliseconds per search (the CPU of the process: on a shared machine the wall
+time carries the waits for a core); "on" repeats the same 100 queries, so from the second round on its candidates
+were seen before, as a pool's frequent tasks are; "cold" is every candidate read from the engine.
 
     python benchmarks/lifecycle_onoff.py 2000          # PYTHONPATH=<another checkout> measures that one
 """
@@ -36,16 +40,31 @@ def main(n: int) -> None:
         cfg, queries = LifecycleConfig(), data.queries
         for q in queries:
             pool.query_vector(q.text)
-        times: dict[bool, list[float]] = {False: [], True: []}
+        cache = getattr(pool.store, "cache", None)  # None: a tree without one (every search is cold)
+        modes = ("off", "on", "cold")
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        cpu: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(3):
             for i, q in enumerate(queries):
-                for on in ((False, True) if i % 2 else (True, False)):
-                    t = time.perf_counter()
-                    pool.retrieve(q.text, type=q.type, k=3, lifecycle=cfg if on else None,
+                for mode in modes[i % 3:] + modes[:i % 3]:
+                    if cache is not None:
+                        pool.store.cache = None if mode == "cold" else cache  # cold: read from the engine
+                    t, c = time.perf_counter(), time.process_time()
+                    pool.retrieve(q.text, type=q.type, k=3, lifecycle=None if mode == "off" else cfg,
                                   exclude_domains=[q.exclude_domain])
-                    times[on].append((time.perf_counter() - t) * 1000)
-    for on in (False, True):
-        print("on " if on else "off", f"p50 {np.percentile(times[on], 50):.2f} p95 {np.percentile(times[on], 95):.2f}")
+                    times[mode].append((time.perf_counter() - t) * 1000)
+                    cpu[mode].append((time.process_time() - c) * 1000)
+
+    def p(values: list[float], q: int) -> float:
+        return float(np.percentile(values, q))
+
+    for mode in modes:
+        print(f"{mode:4}", f"p50 {p(times[mode], 50):.2f} p95 {p(times[mode], 95):.2f}",
+              f"cpu p50 {p(cpu[mode], 50):.2f} p95 {p(cpu[mode], 95):.2f}")
+    for mode in modes[1:]:
+        print(f"{mode} - off", f"p50 {p(times[mode], 50) - p(times['off'], 50):+.2f}",
+              f"p95 {p(times[mode], 95) - p(times['off'], 95):+.2f}",
+              f"cpu p50 {p(cpu[mode], 50) - p(cpu['off'], 50):+.2f} p95 {p(cpu[mode], 95) - p(cpu['off'], 95):+.2f}")
     print("load", Path("/proc/loadavg").read_text().split()[:3])
 
 

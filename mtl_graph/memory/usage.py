@@ -165,6 +165,10 @@ def tally(found: Iterable[CreditEntry]) -> UsageStats:
     return UsageStats(**n, shown_since_cited=since, last_shown=last)
 
 
+RECORD_FIELDS = ("memory.stats", CREDIT_KEY)
+"""The payload fields `record_of` reads: a read for records alone selects these (not the memory's text)."""
+
+
 def record_of(payload: dict[str, Any]) -> UsageStats:
     """A point's full record read straight from its payload, without parsing the memory (ranking, base rate):
     the stored counts (ignored when malformed: a damaged or hostile payload is not trusted) plus its entries."""

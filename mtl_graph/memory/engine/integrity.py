@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from mtl_graph.memory.engine.embeddings import EmbeddingError
 from mtl_graph.memory.errors import PoolError
-from mtl_graph.memory.engine.storage import Conditions, PointBatch, QuerySpec, RawHit, Store, StoredPoint, point_batches
+from mtl_graph.memory.engine.storage import (Conditions, PayloadFields, PointBatch, QuerySpec, RawHit, Store, StoredPoint,
+                                             point_batches)
 
 LEDGER_FILE = "points.json"
 ENGINE_MARKERS = {"edge": "edge_config.json", "client": "collection/mtl_memories/storage.sqlite"}
@@ -161,14 +162,15 @@ class GuardedStore:
     def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
         self._call("writing", self.inner.set_payload_many, point_ids, payload)
 
-    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
-        return self._call("reading", self.inner.fetch, ids, with_dense)
+    def fetch(self, ids: list[str], with_dense: bool = False, fields: PayloadFields = None) -> list[RawHit]:
+        return self._call("reading", self.inner.fetch, ids, with_dense, fields)
 
     def count(self, where: Conditions | None = None) -> int:
         return self._call("counting", self.inner.count, where)
 
-    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
-        points = self._call("reading", self.inner.scroll, batch, where)
+    def scroll(self, batch: int = 256, where: Conditions | None = None,
+               fields: PayloadFields = None) -> Iterator[RawHit]:
+        points = self._call("reading", self.inner.scroll, batch, where, fields)
         while True:
             with engine_errors(self.where, "reading", self.hint):
                 try:

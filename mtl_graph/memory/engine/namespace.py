@@ -22,8 +22,8 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from mtl_graph.memory.errors import PoolError
-from mtl_graph.memory.engine.storage import (DEFAULT_NAMESPACE, NAMESPACE_KEY, Conditions, PointBatch, QuerySpec, RawHit,
-                                             Store, StoredPoint, point_batches)
+from mtl_graph.memory.engine.storage import (DEFAULT_NAMESPACE, NAMESPACE_KEY, Conditions, PayloadFields, PointBatch,
+                                             QuerySpec, RawHit, Store, StoredPoint, payload_fields, point_batches)
 
 __all__ = ["DEFAULT_NAMESPACE", "NamespaceError", "NamespacedStore", "check_namespace"]
 
@@ -97,9 +97,12 @@ class NamespacedStore:
         payload = {k: v for k, v in hit.payload.items() if k != NAMESPACE_KEY}
         return RawHit(self._memory(hit.id), hit.score, payload, hit.dense)
 
-    def _mine(self, hit: RawHit) -> bool:
-        """A point read by id is this namespace's (payloads read without vectors say so; ids alone, otherwise)."""
-        return not hit.payload or hit.payload.get(NAMESPACE_KEY, DEFAULT_NAMESPACE) == self.namespace
+    def _mine(self, hit: RawHit, selected: bool = False) -> bool:
+        """A point read by id is this namespace's (payloads read without vectors say so; ids alone, otherwise). A
+        selection of fields always asks for the namespace's key, so its payload says so even when it is empty."""
+        if not hit.payload and not selected:
+            return True
+        return hit.payload.get(NAMESPACE_KEY, DEFAULT_NAMESPACE) == self.namespace
 
     # ------------------------------------------------------------------ the Store protocol
     def upsert(self, points: list[StoredPoint]) -> None:
@@ -112,9 +115,11 @@ class NamespacedStore:
     def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
         self.inner.set_payload_many([self._point(i) for i in point_ids], payload)
 
-    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
-        hits = self.inner.fetch([self._point(i) for i in ids], with_dense)
-        return [self._read(h) for h in hits if self._mine(h)]
+    def fetch(self, ids: list[str], with_dense: bool = False, fields: PayloadFields = None) -> list[RawHit]:
+        # a selection also reads the namespace's key: whose point it is must be known (and is removed by _read)
+        selected = None if fields is None else (*payload_fields(fields), NAMESPACE_KEY)
+        hits = self.inner.fetch([self._point(i) for i in ids], with_dense, selected)
+        return [self._read(h) for h in hits if self._mine(h, selected=selected is not None and not with_dense)]
 
     def delete(self, ids: list[str]) -> None:
         self.inner.delete([self._point(i) for i in ids])
@@ -126,8 +131,9 @@ class NamespacedStore:
         # plus the facet, where a filtered count walks every point of the namespace)
         return self.inner.count() - sum(n for name, n in self.inner.namespaces().items() if name != DEFAULT_NAMESPACE)
 
-    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
-        for hit in self.inner.scroll(batch, self.scoped(where)):
+    def scroll(self, batch: int = 256, where: Conditions | None = None,
+               fields: PayloadFields = None) -> Iterator[RawHit]:
+        for hit in self.inner.scroll(batch, self.scoped(where), fields):
             yield self._read(hit)
 
     def scroll_points(self, batch: int = 256, where: Conditions | None = None) -> Iterator[StoredPoint]:

@@ -34,6 +34,27 @@ memories instead (benchmarks/search_settings.py, the retrieve node's whole filte
 0.998. 400 holds on both. Unindexed segments ignore it; Edge's is EdgeIndexConfig.hnsw_ef."""
 
 
+PayloadFields = tuple[str, ...] | None
+"""Which payload fields a read returns: None, the whole payload; otherwise only these keys, every other one absent
+(a dotted key names a field inside an object: "memory.stats" reads a memory's counts without its text). A stage that
+needs a few small fields of many points asks for them alone: the engine converts (and a server sends) less."""
+
+
+def payload_fields(fields: Any) -> PayloadFields:
+    """A field selection checked once, before it reaches an engine: None, or a tuple of one or more keys, each a
+    non-empty string of dotted names (no empty part); anything else is a ValueError naming what is wrong."""
+    if fields is None:
+        return None
+    if isinstance(fields, (str, bytes)) or not isinstance(fields, (list, tuple)):
+        raise ValueError(f"payload fields must be a list of keys, not {type(fields).__name__} {str(fields)[:60]!r}")
+    if not fields:
+        raise ValueError("payload fields name no key: read no payload with with_payload=False")
+    for key in fields:
+        if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+            raise ValueError(f"payload field {str(key)[:60]!r} is not a key (dotted names, none empty)")
+    return tuple(fields)
+
+
 @dataclass
 class Conditions:
     """A filter in engine-neutral form: fields that must equal a value, fields that must not hold any of values."""
@@ -116,15 +137,17 @@ class RawHit:
 
 
 class Store(Protocol):
-    """What MemoryPool needs from an engine."""
+    """What MemoryPool needs from an engine. Every read of payloads (fetch, scroll, query) takes a field
+    selection (PayloadFields) and returns those fields alone."""
 
     def upsert(self, points: list[StoredPoint]) -> None: ...
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None: ...
     def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None: ...
-    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]: ...
+    def fetch(self, ids: list[str], with_dense: bool = False, fields: PayloadFields = None) -> list[RawHit]: ...
     def delete(self, ids: list[str]) -> None: ...
     def count(self, where: Conditions | None = None) -> int: ...
-    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]: ...
+    def scroll(self, batch: int = 256, where: Conditions | None = None,
+               fields: PayloadFields = None) -> Iterator[RawHit]: ...
     def scroll_points(self, batch: int = 256, where: Conditions | None = None) -> Iterator[StoredPoint]: ...
     def namespaces(self) -> dict[str, int]: ...
     def query(self, requests: list["QuerySpec"]) -> list[list[RawHit]]: ...
@@ -144,8 +167,15 @@ class QuerySpec:
     with_dense: bool = False
     with_payload: bool = True
     """False for id-only lists (e.g. retriever attribution): reading payloads is most of a small query's cost."""
+    payload_fields: PayloadFields = None
+    """With with_payload: only these payload fields (see PayloadFields); None: the whole payload."""
     hnsw_ef: int | None = None
     """HNSW beam width of the dense search; None: HNSW_EF (a bulk pass that asks once per memory takes less)."""
+
+
+def _client_selection(fields: PayloadFields) -> bool | list[str]:
+    """qdrant-client's `with_payload` for a field selection (a list of keys is its include selector)."""
+    return True if fields is None else list(payload_fields(fields))
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,9 +244,11 @@ class ClientStore:
         if point_ids:
             self.client.set_payload(self.collection, payload=payload, points=list(point_ids))
 
-    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
-        """Points by id (qdrant-client's `retrieve`): payloads, or (with_dense) dense vectors alone."""
-        records = self.client.retrieve(self.collection, ids=ids, with_payload=not with_dense,
+    def fetch(self, ids: list[str], with_dense: bool = False, fields: PayloadFields = None) -> list[RawHit]:
+        """Points by id (qdrant-client's `retrieve`): payloads (the selected fields), or (with_dense) dense vectors
+        alone."""
+        records = self.client.retrieve(self.collection, ids=ids, with_payload=False if with_dense else
+                                       _client_selection(fields),
                                        with_vectors=[DENSE] if with_dense else False)
         return [RawHit(str(r.id), 0.0, r.payload or {}, (r.vector or {}).get(DENSE) if with_dense else None)
                 for r in records]
@@ -232,10 +264,12 @@ class ClientStore:
         hits = self.client.facet(self.collection, NAMESPACE_KEY, limit=FACET_LIMIT, exact=True).hits
         return {str(h.value): h.count for h in hits}
 
-    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
+    def scroll(self, batch: int = 256, where: Conditions | None = None,
+               fields: PayloadFields = None) -> Iterator[RawHit]:
         offset = None
         while True:
-            records, offset = self.client.scroll(self.collection, limit=batch, offset=offset, with_payload=True,
+            records, offset = self.client.scroll(self.collection, limit=batch, offset=offset,
+                                                 with_payload=_client_selection(fields),
                                                  scroll_filter=self._filter(where))
             for r in records:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
@@ -260,6 +294,7 @@ class ClientStore:
         flt = self._filter(spec.where)
         sparse = m.SparseVector(indices=spec.sparse[0], values=spec.sparse[1]) if spec.sparse else None
         with_vectors = [DENSE] if spec.with_dense else False
+        with_payload = spec.with_payload and _client_selection(spec.payload_fields)
         # local mode is exact (and warns)
         params = None if self._local else m.SearchParams(hnsw_ef=spec.hnsw_ef or HNSW_EF)
         if spec.dense is not None and sparse is not None:
@@ -269,11 +304,11 @@ class ClientStore:
             ]
             return m.QueryRequest(
                 prefetch=prefetch, query=m.RrfQuery(rrf=m.Rrf(k=RRF_K)), limit=spec.limit,
-                with_payload=spec.with_payload, with_vector=with_vectors,
+                with_payload=with_payload, with_vector=with_vectors,
             )
         query, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
         return m.QueryRequest(
-            query=query, using=using, filter=flt, limit=spec.limit, with_payload=spec.with_payload,
+            query=query, using=using, filter=flt, limit=spec.limit, with_payload=with_payload,
             with_vector=with_vectors, params=params if spec.dense is not None else None,
         )
 

@@ -20,7 +20,8 @@ from mtl_graph.memory.lifecycle.policy import (BaseRate, Candidate, LifecycleCon
 from mtl_graph.memory.lifecycle.protocol import LifecyclePool
 from mtl_graph.memory.pool.filter import SearchFilter
 from mtl_graph.memory.pool.points import SearchHit, memory_of, payload_of
-from mtl_graph.memory.usage import (CREDIT_KEY, TALLY_KEY, CreditEntry, Use, credit_update, record_of,
+from mtl_graph.memory.pool.search import RankedHit
+from mtl_graph.memory.usage import (CREDIT_KEY, RECORD_FIELDS, TALLY_KEY, CreditEntry, Use, credit_update, record_of,
                                     verdict_source)
 
 DESCENDANT = "descendant of "
@@ -62,6 +63,11 @@ class Retrieval:
         if superseded:
             out["superseded_by"] = superseded
         return out
+
+
+RERANK_FIELDS = (*RECORD_FIELDS, "memory.stale")
+"""What the re-rank reads of each candidate (its record for utility and decay, `is_stale`): the payload fields a
+lifecycle search asks for; whole payloads are read for the k kept alone."""
 
 
 def is_stale(payload: dict[str, Any]) -> bool:
@@ -217,8 +223,13 @@ class PoolLifecycle:
         where = where.served()
         if not self.pool.maintained.totals().other_status:  # every point has a status: `active` as one equality
             where = replace(where, statuses_complete=True)
+        # more candidates than are kept: they are read for the re-rank's fields alone (kept in the process between
+        # searches where the pool can, memory/pool/field_cache.py), the kept ones whole after it
+        selected = RERANK_FIELDS if lifecycle.candidates > k else None
         found = self.pool.ranked(query, max(k, lifecycle.candidates), where, retriever=retriever,
-                                 min_score=min_score)
+                                 min_score=min_score, with_payload=selected is None)
+        if selected is not None:
+            found = self._with_fields(found, selected)
         if lifecycle.relevance_floor is not None:
             floor, source = lifecycle.relevance_floor, "set"
         else:
@@ -229,9 +240,29 @@ class PoolLifecycle:
         candidates = [Candidate(h.raw.id, h.similarity, h.raw.score, i, stale=is_stale(h.raw.payload))
                       for i, h in enumerate(found)]
         order = rerank(candidates, records, k, floor, base, lifecycle)
+        if selected is not None:
+            order = self._read_whole(found, order, candidates)
         hits = [SearchHit(memory_of(found[i].raw), found[i].raw.score, found[i].similarity, found[i].retriever)
                 for i in order]
         return Retrieval(hits, candidates, floor, source, base)
+
+    def _with_fields(self, found: list[RankedHit], fields: tuple[str, ...]) -> list[RankedHit]:
+        """The ranked hits that are still stored, with the selected payload fields (read only)."""
+        read = {h.id: h.payload for h in self.pool.read_fields([h.raw.id for h in found], fields)}
+        for h in found:
+            h.raw.payload = read.get(h.raw.id, {})
+        return [h for h in found if h.raw.id in read]  # deleted since the search: gone, as in `ranked`
+
+    def _read_whole(self, found: list[RankedHit], order: list[int], candidates: list[Candidate]) -> list[int]:
+        """The kept candidates' whole payloads, read in one call into `found`; one deleted since the search is not
+        injected (its trace says so)."""
+        whole = {h.id: h.payload for h in self.pool.store.fetch([found[i].raw.id for i in order])}
+        for i in order:
+            if found[i].raw.id in whole:
+                found[i].raw.payload = whole[found[i].raw.id]
+            else:
+                candidates[i].injected, candidates[i].why_not = False, "deleted while it was retrieved"
+        return [i for i in order if found[i].raw.id in whole]
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's credit entries, oldest first: run, when, cited, outcome, who gave the verdict."""

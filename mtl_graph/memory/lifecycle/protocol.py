@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 if TYPE_CHECKING:
     from mtl_graph.memory.base import Memory
-    from mtl_graph.memory.engine.storage import RawHit, Store
+    from mtl_graph.memory.engine.storage import PayloadFields, RawHit, Store
     from mtl_graph.memory.pool.filter import SearchFilter
     from mtl_graph.memory.pool.points import SearchHit
     from mtl_graph.memory.pool.search import RankedHit
@@ -35,8 +35,12 @@ class LifecyclePool(Protocol):
         """Stored points by id, each once; an id merged into another memory finds that memory."""
 
     def ranked(self, query: str, k: int, where: "SearchFilter", *, retriever: str = "hybrid",
-               min_score: float | None = None) -> list["RankedHit"]:
-        """`search`'s top k before the memories are parsed."""
+               min_score: float | None = None, with_payload: bool = True) -> list["RankedHit"]:
+        """`search`'s top k before the memories are parsed (payloads not read without with_payload)."""
+
+    def read_fields(self, ids: list[str], fields: "PayloadFields") -> list["RawHit"]:
+        """The stored points of `ids` (each once, in order) with the selected payload fields alone (read only:
+        they may be shared with the pool's cache of them)."""
 
     def search(self, query: str, type: Any = None, k: int = 3, *, where: "SearchFilter | None" = None,
                retriever: str = "hybrid", min_score: float | None = None) -> list["SearchHit"]:

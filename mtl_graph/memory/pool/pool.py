@@ -44,7 +44,7 @@ from mtl_graph.memory.pool.stats import CountedStore, stats_file
 from mtl_graph.memory.usage import CREDIT_KEY, TALLY_KEY, Use, credit_update
 from mtl_graph.memory.screening.screen import released, rescreened, screen_many
 from mtl_graph.memory.pool.search import PREFETCH, RankedHit, ranked_search
-from mtl_graph.memory.engine.storage import Conditions, QuerySpec, RawHit, StoredPoint
+from mtl_graph.memory.engine.storage import Conditions, PayloadFields, QuerySpec, RawHit, StoredPoint
 
 __all__ = ["MemoryPool", "AddResult", "AddReport", "SearchHit", "SearchFilter", "ImportReport", "PoolError",
            "PoolLockedError", "EmbeddingMismatchError", "NamespaceError", "CreditReport", "Retrieval"]
@@ -521,8 +521,9 @@ class MemoryPool(PoolFiles):
         return [SearchHit(memory_of(r.raw), r.raw.score, r.similarity, r.retriever) for r in ranked]
 
     def ranked(self, query: str, k: int, where: SearchFilter, *, retriever: str = "hybrid",
-               min_score: float | None = None) -> list[RankedHit]:
-        """`search`'s top k before their memories are parsed (payloads read, not validated)."""
+               min_score: float | None = None, with_payload: bool = True) -> list[RankedHit]:
+        """`search`'s top k before their memories are parsed (payloads read, not validated; none without
+        with_payload)."""
         if not query or not query.strip():
             raise ValueError("search query is empty")
         if retriever not in RETRIEVERS:
@@ -533,7 +534,7 @@ class MemoryPool(PoolFiles):
         sparse = self._sparse(query, query=True) if retriever != "dense" else None
         # the lists are as long whatever k is (up to PREFETCH): the fused order of the first k does not depend on k
         return ranked_search(self.store, dense, sparse, where.conditions(), k, max(PREFETCH, k), min_score, query,
-                             bm25_only=retriever == "bm25")
+                             bm25_only=retriever == "bm25", with_payload=with_payload)
 
     def retrieve(self, query: str, type: MemoryType | str | None = None, k: int = 3, *,
                  lifecycle: LifecycleConfig | None = None, where: SearchFilter | None = None,
@@ -583,8 +584,16 @@ class MemoryPool(PoolFiles):
         (PoolLifecycle.near_copies)."""
         return self.lifecycle.near_copies(memories, among, threshold)
 
+    def read_fields(self, ids: list[str], fields: PayloadFields) -> list[RawHit]:
+        """The stored points of `ids` (each once, in order) with the selected payload fields alone, kept in the
+        process between calls where this pool is its engine's only writer (memory/pool/field_cache.py): read the
+        payloads, never change them."""
+        return self.store.fetch_cached(ids, fields)
+
     def contents_changed(self) -> None:
         """Forget what was computed from the pool's contents (after a restore, or another writer's bulk change)."""
+        if self.store.cache is not None:
+            self.store.cache.clear()
         self.lifecycle.contents_changed()
 
     def query_vector(self, query: str) -> list[float]:

@@ -122,13 +122,14 @@ def _cosine(query: np.ndarray, vector: list[float] | None) -> float:
 
 def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], list[float]] | None,
                   where: Conditions, k: int, prefetch: int, min_score: float | None,
-                  query: str | None = None, bm25_only: bool = False) -> list[RankedHit]:
-    """Top-k hits with cosine similarity and retriever, payloads read for the survivors only.
+                  query: str | None = None, bm25_only: bool = False, with_payload: bool = True) -> list[RankedHit]:
+    """Top-k hits with cosine similarity and retriever, payloads read for the survivors only (none: with_payload
+    False, for a caller that reads what it needs of them itself).
 
     query is the text, for the identifier test (see `fuse`); without it BM25 takes part as for an identifier.
     bm25_only ranks by BM25 alone (keyword retrieval, for comparison); the cosine is still read, for the floor."""
     if sparse is None:  # dense only: Qdrant's score is the cosine
-        hits = store.query([QuerySpec(limit=k, where=where, dense=dense)])[0]
+        hits = store.query([QuerySpec(limit=k, where=where, dense=dense, with_payload=with_payload)])[0]
         return [RankedHit(h, h.score, "dense") for h in hits if min_score is None or h.score >= min_score]
     if bm25_only:
         if not sparse[0]:  # no word of the query is in the vocabulary: nothing matches by keyword
@@ -137,7 +138,7 @@ def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], lis
         [bm25_hits] = store.query([QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False)])
         cosines: dict[str, float] = {}
         fused = [(h.id, h.score, "bm25") for h in bm25_hits]
-        return _with_cosines(store, dense, fused, cosines, k, min_score)
+        return _with_cosines(store, dense, fused, cosines, k, min_score, with_payload)
     dense_spec = QuerySpec(limit=prefetch, where=where, dense=dense, with_payload=False)
     bm25_spec = QuerySpec(limit=prefetch, where=where, sparse=sparse, with_payload=False)
     if query is not None and not names_identifier(query):
@@ -149,20 +150,20 @@ def ranked_search(store: Store, dense: list[float], sparse: tuple[list[int], lis
         passing = sum(1 for h in dense_hits if min_score is None or h.score >= min_score)
         if passing >= k:
             fused = fuse([(h.id, h.score) for h in dense_hits], [], exact=False)
-            return _with_cosines(store, dense, fused, cosines, k, min_score)
+            return _with_cosines(store, dense, fused, cosines, k, min_score, with_payload)
         [bm25_hits] = store.query([bm25_spec])
         fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits], exact=False)
-        return _with_cosines(store, dense, fused, cosines, k, min_score)
+        return _with_cosines(store, dense, fused, cosines, k, min_score, with_payload)
     dense_hits, bm25_hits = store.query([dense_spec, bm25_spec])
     cosines = {h.id: h.score for h in dense_hits}
     fused = fuse([(h.id, h.score) for h in dense_hits], [(h.id, h.score) for h in bm25_hits])
-    return _with_cosines(store, dense, fused, cosines, k, min_score)
+    return _with_cosines(store, dense, fused, cosines, k, min_score, with_payload)
 
 
 def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float, str]], cosines: dict[str, float],
-                  k: int, min_score: float | None) -> list[RankedHit]:
+                  k: int, min_score: float | None, with_payload: bool = True) -> list[RankedHit]:
     """The ranked points with their cosine (read for those the dense query did not return), floored, cut to k,
-    payloads read for the survivors."""
+    payloads read for the survivors (with_payload)."""
     # BM25-only candidates have no cosine yet: those that may enter the answer get their vectors read
     considered = fused if min_score is not None else fused[:k]
     missing = [point for point, _, _ in considered if point not in cosines]
@@ -178,6 +179,8 @@ def _with_cosines(store: Store, dense: list[float], fused: list[tuple[str, float
         ranked.append(RankedHit(RawHit(point, score, {}), cosines[point], retriever))
         if len(ranked) == k:
             break
+    if not with_payload:
+        return ranked
     payloads = {h.id: h.payload for h in store.fetch([r.raw.id for r in ranked])} if ranked else {}
     for r in ranked:
         r.raw.payload = payloads.get(r.raw.id, {})

@@ -31,8 +31,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 from mtl_graph.memory.engine.integrity import write_json_atomically
 from mtl_graph.memory.engine.namespace import NamespacedStore
-from mtl_graph.memory.engine.storage import RawHit, Store, StoredPoint
+from mtl_graph.memory.engine.storage import PayloadFields, RawHit, Store, StoredPoint
 from mtl_graph.memory.errors import PoolError
+from mtl_graph.memory.pool.field_cache import FieldCache
 from mtl_graph.memory.pool.filter import STATUSES
 from mtl_graph.memory.usage import record_of
 
@@ -215,37 +216,57 @@ class MaintainedStats:
 
 
 class CountedStore(NamespacedStore):
-    """A namespace's store whose writes keep its MaintainedStats (see the module's docstring)."""
+    """A namespace's store whose writes keep its MaintainedStats (see the module's docstring) and forget what its
+    FieldCache holds of the points they touch (memory/pool/field_cache.py)."""
 
-    def __init__(self, inner: Store, namespace: str, file: Path | None,
-                 shared: dict[str, MaintainedStats] | None = None) -> None:
-        """shared: the engine's statistics by namespace, so every view of one namespace keeps one record."""
+    def __init__(self, inner: Store, namespace: str, file: Path | None, shared: dict[str, Any] | None = None) -> None:
+        """shared: the engine's statistics and field caches by namespace, so every view of one namespace keeps one
+        record and one cache."""
         super().__init__(inner, namespace)
         shared = {} if shared is None else shared
         if self.namespace not in shared:
             shared[self.namespace] = MaintainedStats(file, self.scroll, self.count)
         self.maintained = shared[self.namespace]
+        # a cache only where this process is the pool's one writer: a directory pool (a server's has no file)
+        self.cache: FieldCache | None = None if file is None else \
+            shared.setdefault(f"{self.namespace}/fields", FieldCache())  # "/" is in no namespace name
+
+    def fetch_cached(self, ids: list[str], fields: PayloadFields) -> list[RawHit]:
+        """`fetch(ids, fields=fields)`, from the field cache where the pool has one (payloads shared with it: read
+        only), from the engine otherwise."""
+        if self.cache is None:
+            return self.fetch(ids, fields=fields)
+        return self.cache.read(ids, fields, self.fetch)
+
+    @contextmanager
+    def _writing(self, ids: Iterable[str]) -> Iterator[None]:
+        try:
+            yield
+        finally:  # also after a failed write: what reached the engine is unknown
+            if self.cache is not None:
+                self.cache.forget(list(ids))
 
     def upsert(self, points: list[StoredPoint]) -> None:
         wanted = {p.id: p.payload for p in points}  # one id twice: the engine keeps the last
-        with self.maintained.changing([h.payload for h in super().fetch(list(wanted))]) as after:
+        with self._writing(wanted), self.maintained.changing([h.payload for h in super().fetch(list(wanted))]) \
+                as after:
             super().upsert(points)
             after += wanted.values()
 
     def set_payload(self, point_id: str, payload: dict[str, Any], key: str | None = None) -> None:
         old = [h.payload for h in super().fetch([point_id])]
-        with self.maintained.changing(old) as after:
+        with self._writing([point_id]), self.maintained.changing(old) as after:
             super().set_payload(point_id, payload, key)
             after += [_merged(o, payload, key) for o in old]  # a point that is not there gains nothing
 
     def set_payload_many(self, point_ids: list[str], payload: dict[str, Any]) -> None:
         old = [h.payload for h in super().fetch(list(dict.fromkeys(point_ids)))]
-        with self.maintained.changing(old) as after:
+        with self._writing(point_ids), self.maintained.changing(old) as after:
             super().set_payload_many(point_ids, payload)
             after += [_merged(o, payload, None) for o in old]
 
     def delete(self, ids: list[str]) -> None:
-        with self.maintained.changing([h.payload for h in super().fetch(list(dict.fromkeys(ids)))]):
+        with self._writing(ids), self.maintained.changing([h.payload for h in super().fetch(list(dict.fromkeys(ids)))]):
             super().delete(ids)
 
 

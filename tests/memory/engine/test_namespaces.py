@@ -88,9 +88,9 @@ class Audit:
             self._check("count", where)
         return self.inner.count(where)
 
-    def scroll(self, batch: int = 256, where: Any = None):
+    def scroll(self, batch: int = 256, where: Any = None, fields: Any = None):
         self._check("scroll", where)
-        return self.inner.scroll(batch, where)
+        return self.inner.scroll(batch, where, fields)
 
     def scroll_points(self, batch: int = 256, where: Any = None):
         self._check("scroll_points", where)
@@ -266,6 +266,9 @@ RECIPES: dict[str, Callable[[MemoryPool, Path], Any]] = {
     "quarantined": lambda p, t: p.quarantined(),
     "query_vector": lambda p, t: p.query_vector("quokka") and None,
     "ranked": lambda p, t: [h.raw.payload for h in p.ranked("zebra quokka", 5, SearchFilter())],
+    "read_fields": lambda p, t: (_unseen(p.read_fields([B_ONLY.id], ("type", "memory.stats"))),
+                                 [h.payload for h in p.read_fields([SHARED.id, A_ONLY.id, SHARED.id],
+                                                                   ("memory.stats", "credit", "memory.stale"))]),
     "release": lambda p, t: _unseen(p.release(B_ONLY.id)),
     "release_quarantine": lambda p, t: p.release_quarantine(p.get(SHARED.id)),
     "rescreen": lambda p, t: p.rescreen(),

@@ -31,11 +31,13 @@ from mtl_graph.memory.engine.storage import (
     RRF_K,
     SPARSE,
     Conditions,
+    PayloadFields,
     PointBatch,
     QuerySpec,
     RawHit,
     StoredPoint,
     dense_rows,
+    payload_fields,
 )
 
 __all__ = ["EdgeStore", "RebuildError"]
@@ -141,10 +143,16 @@ class EdgeStore:
             if self._rebuild is not None:  # the build worker replays them one point at a time
                 self._rebuild.journal.extend(("payload", i, payload, None) for i in point_ids)
 
-    def fetch(self, ids: list[str], with_dense: bool = False) -> list[RawHit]:
-        """Points by id (the shard's `retrieve`): payloads, or (with_dense) dense vectors alone."""
+    def _selection(self, fields: PayloadFields) -> Any:
+        """The shard's `with_payload` for a field selection (dotted keys are JSON paths to Edge too)."""
+        return True if fields is None else self._q.PayloadSelector.Include(list(payload_fields(fields)))
+
+    def fetch(self, ids: list[str], with_dense: bool = False, fields: PayloadFields = None) -> list[RawHit]:
+        """Points by id (the shard's `retrieve`): payloads (the selected fields), or (with_dense) dense vectors
+        alone."""
+        with_payload = False if with_dense else self._selection(fields)
         with self._guard.shared():
-            records = self.shard.retrieve(ids, not with_dense, [DENSE] if with_dense else False)
+            records = self.shard.retrieve(ids, with_payload, [DENSE] if with_dense else False)
         return [RawHit(str(r.id), 0.0, r.payload or {}, r.vector.get(DENSE) if isinstance(r.vector, dict) else None)
                 for r in records]
 
@@ -165,22 +173,25 @@ class EdgeStore:
         with self._guard.shared():
             return {str(h.value): h.count for h in self.shard.facet(request).hits}
 
-    def _scroll(self, batch: int, vectors: bool, where: Conditions | None = None) -> Iterator[list[Any]]:
+    def _scroll(self, batch: int, vectors: bool, where: Conditions | None = None,
+                fields: PayloadFields = None) -> Iterator[list[Any]]:
         """Records in id order, one batch per call into the shard (a swap may happen between batches)."""
         offset = None
         with_vector = [DENSE, SPARSE] if vectors else None
+        with_payload = self._selection(fields)
         flt = self._filter(where)
         while True:
             with self._guard.shared():
                 records, offset = self.shard.scroll(self._q.ScrollRequest(
-                    offset=offset, limit=batch, filter=flt, with_payload=True, with_vector=with_vector))
+                    offset=offset, limit=batch, filter=flt, with_payload=with_payload, with_vector=with_vector))
             if records:
                 yield records
             if offset is None or not records:
                 return
 
-    def scroll(self, batch: int = 256, where: Conditions | None = None) -> Iterator[RawHit]:
-        for records in self._scroll(batch, vectors=False, where=where):
+    def scroll(self, batch: int = 256, where: Conditions | None = None,
+               fields: PayloadFields = None) -> Iterator[RawHit]:
+        for records in self._scroll(batch, vectors=False, where=where, fields=fields):
             for r in records:
                 yield RawHit(str(r.id), 0.0, r.payload or {})
 
@@ -226,6 +237,7 @@ class EdgeStore:
         flt = self._filter(spec.where)
         sparse = q.SparseVector(spec.sparse[0], spec.sparse[1]) if spec.sparse else None
         with_vector = [DENSE] if spec.with_dense else False
+        with_payload = spec.with_payload and self._selection(spec.payload_fields)
         params = self._search_params(spec.hnsw_ef)
         if spec.dense is not None and sparse is not None:
             prefetches = [
@@ -235,12 +247,12 @@ class EdgeStore:
             ]
             return q.QueryRequest(
                 limit=spec.limit, prefetches=prefetches, query=q.Fusion.Rrf(k=RRF_K),
-                with_payload=spec.with_payload, with_vector=with_vector,
+                with_payload=with_payload, with_vector=with_vector,
             )
         vector, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
         return q.QueryRequest(
             limit=spec.limit, query=q.Query.Nearest(vector, using=using), filter=flt,
-            with_payload=spec.with_payload, with_vector=with_vector, params=params if spec.dense is not None else None,
+            with_payload=with_payload, with_vector=with_vector, params=params if spec.dense is not None else None,
         )
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
