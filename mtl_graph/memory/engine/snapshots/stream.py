@@ -24,7 +24,6 @@ import hashlib
 import heapq
 import json
 import os
-import re
 import sys
 import zlib
 from dataclasses import dataclass
@@ -130,13 +129,20 @@ def canonical_json(value: Any, parsed: bool = False) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-_LONG_INT = re.compile(rb"[0-9]{19}")
-"""orjson reads an integer past 64 bits as a float: a line with 19 digits in a row is read by json instead."""
+_DIGITS_AS_ZERO = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+"""A translation table: every digit becomes '0', every other byte a space."""
+_LONG_INT = b"0" * 19
+
+
+def _long_int(line: bytes) -> bool:
+    """Whether `line` holds 19 digits in a row: orjson reads an integer past 64 bits as a float, so such a line is
+    read by json instead (a translation and a substring search: a tenth of the time of the regular expression)."""
+    return _LONG_INT in line.translate(_DIGITS_AS_ZERO)
 
 
 def parse_line(line: bytes) -> Any:
     """One canonical line read back (orjson where it reads exactly what json would). Raises ValueError."""
-    return json.loads(line) if _LONG_INT.search(line) else orjson.loads(line)
+    return json.loads(line) if _long_int(line) else orjson.loads(line)
 
 
 def _line_value(point_id: str, sparse: tuple[Any, Any], payload: dict[str, Any]) -> dict[str, Any]:
@@ -182,10 +188,24 @@ def encode_batch(batch: PointBatch | list[StoredPoint], dim: int, dtype: str, st
         parsed = False
     block, row = narrow.tobytes(), dim * narrow.itemsize  # one copy of the batch's vectors, sliced per point
     try:
-        return [Encoded(i, canonical_json(_line_value(i, sp, pl), parsed), block[n * row:(n + 1) * row], dtype)
-                for n, (i, sp, pl) in enumerate(zip(ids, sparse, payloads))]
+        lines = _canonical_lines([_line_value(i, sp, pl) for i, sp, pl in zip(ids, sparse, payloads)], parsed)
     except (TypeError, ValueError) as exc:
         raise SnapshotError(f"a point's payload cannot be written as JSON ({exc})") from None
+    return [Encoded(i, line, block[n * row:(n + 1) * row], dtype) for n, (i, line) in enumerate(zip(ids, lines))]
+
+
+def _canonical_lines(values: list[Any], parsed: bool) -> list[bytes]:
+    """`canonical_json` of each value, the check for small floats made once over the whole batch's lines (a line
+    can only hold one where the joined lines do: each line starts with '{"id":'), and line by line only then."""
+    if not parsed:
+        return [canonical_json(v) for v in values]
+    try:
+        lines = [orjson.dumps(v, option=orjson.OPT_SORT_KEYS) for v in values]
+    except TypeError:
+        return [canonical_json(v, parsed) for v in values]
+    if not _small_float(b"\n".join(lines)):
+        return lines
+    return [canonical_json(v, parsed) if _small_float(line) else line for v, line in zip(values, lines)]
 
 
 def in_id_order(points: Iterable[Any], what: str) -> Iterator[Any]:
@@ -444,16 +464,23 @@ class Reader:
         return point_id
 
     def _validate(self, batch: list[Encoded], seen: int) -> None:
+        values = []
         for n, e in enumerate(batch):
             try:
                 data = parse_line(e.line)
             except (ValueError, RecursionError) as exc:
                 raise self._corrupt(f"{LINES} line {seen + n + 1}: {exc}") from None
             problem = _point_problem(data) or (None if data["id"] == e.id else "its id is not the line's first")
-            if problem is None and canonical_json(data, parsed=True) != e.line:
-                problem = "it is not in canonical form"
             if problem:
                 raise self._corrupt(f"{LINES} line {seen + n + 1}: {problem}")
+            values.append(data)
+        try:
+            canonical = _canonical_lines(values, parsed=True)
+        except (TypeError, ValueError) as exc:
+            raise self._corrupt(f"a line cannot be written back as JSON ({exc})") from None
+        for n, (e, line) in enumerate(zip(batch, canonical)):
+            if line != e.line:
+                raise self._corrupt(f"{LINES} line {seen + n + 1}: it is not in canonical form")
         rows = np.frombuffer(b"".join(e.dense for e in batch), self.dtype)
         if not np.isfinite(rows).all():
             raise self._corrupt(f"batch {seen // self.manifest['batch_size']}: a dense vector holds NaN or infinity")
