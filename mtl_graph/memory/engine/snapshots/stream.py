@@ -325,6 +325,53 @@ class Writer:
 
 
 # ------------------------------------------------------------------ reading
+CHUNK = 256 * 1024
+"""Bytes of decompressed lines read at a time."""
+
+
+class LineTooLong(ValueError):
+    def __init__(self, before: int) -> None:
+        super().__init__(f"the line after {before} lines is too long")
+        self.before = before
+        """Lines read whole (by this `take`) before the long one."""
+
+
+class Lines:
+    """The lines of a binary stream, read in chunks and split in C (a readline per line costs more than the rest of
+    reading a snapshot); memory bounded by `limit`, the longest line it accepts, and one batch of lines."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self._stream, self._limit = stream, limit
+        self._rest = b""
+        """What was read after the last line taken."""
+
+    def take(self, n: int) -> tuple[list[bytes], bytes]:
+        """The next n lines without their newlines (fewer where the stream ends first; a last line without a newline
+        is not one) and the bytes they were, newlines included. LineTooLong: one is longer than `limit`."""
+        chunks, newlines = [self._rest], self._rest.count(b"\n")
+        tail = len(self._rest) - self._rest.rfind(b"\n") - 1  # bytes of the line not yet ended
+        while newlines < n:
+            if tail > self._limit:
+                raise LineTooLong(newlines)
+            chunk = self._stream.read(CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            found = chunk.count(b"\n")
+            newlines += found
+            tail = len(chunk) - chunk.rfind(b"\n") - 1 if found else tail + len(chunk)
+        data = b"".join(chunks)
+        pieces = data.split(b"\n", n)
+        self._rest = pieces.pop()
+        if any(len(line) > self._limit for line in pieces):
+            raise LineTooLong(next(k for k, line in enumerate(pieces) if len(line) > self._limit))
+        return pieces, data[:len(data) - len(self._rest)]
+
+    def more(self) -> bool:
+        """Whether anything follows the lines taken."""
+        return bool(self._rest) or bool(self._stream.read(1))
+
+
 def check_manifest(name: str, manifest: dict[str, Any]) -> None:
     """The format-2 fields of a manifest (its common fields are checked by `read_manifest`)."""
     batch_size, batches, dtype = manifest.get("batch_size"), manifest.get("batches"), manifest.get("dense_dtype")
@@ -391,8 +438,9 @@ class Reader:
         checked, every vector finite) before it is yielded; the whole checked at the end."""
         m, seen, digests, last = self.manifest, 0, [], None
         try:
-            with open(self.path / BATCHES, "rb") as records, gzip.open(self.path / LINES, "rb") as lines, \
+            with open(self.path / BATCHES, "rb") as records, gzip.open(self.path / LINES, "rb") as unpacked, \
                     open(self.path / DENSE_FILES[self.dtype], "rb") as dense:
+                lines = Lines(unpacked, MAX_LINE)
                 for index in range(m["batches"]):
                     record = records.readline(64 * 1024)
                     try:
@@ -410,19 +458,21 @@ class Reader:
                     block = dense.read(count * self.row)
                     if len(block) != count * self.row:
                         raise self._corrupt(f"{DENSE_FILES[self.dtype]} ends inside batch {index}")
+                    try:
+                        texts, raw = lines.take(count)
+                    except LineTooLong as exc:
+                        raise self._corrupt(f"{LINES} line {seen + exc.before + 1} is longer than {MAX_LINE} "
+                                            "bytes") from None
+                    if len(texts) < count:
+                        raise self._corrupt(f"{LINES} ends inside batch {index}")
                     batch = []
-                    for n in range(count):
-                        raw = lines.readline(MAX_LINE + 1)
-                        if not raw.endswith(b"\n"):
-                            raise self._corrupt(f"{LINES} ends inside batch {index}" if len(raw) <= MAX_LINE
-                                                else f"{LINES} line {seen + n + 1} is longer than {MAX_LINE} bytes")
-                        line = raw[:-1]
+                    for n, line in enumerate(texts):
                         point_id = self._id(line, seen + n + 1)
                         if last is not None and not point_id > last:
                             raise self._corrupt(f"{LINES} line {seen + n + 1}: id {point_id!r} is not after {last!r}")
                         last = point_id
                         batch.append(Encoded(point_id, line, block[n * self.row:(n + 1) * self.row], self.dtype))
-                    digest = batch_digest(batch)
+                    digest = batch_digest(batch, (raw, block))
                     if (info.get("first", batch[0].id), info.get("last", batch[-1].id)) != (batch[0].id, batch[-1].id):
                         raise self._corrupt(f"batch {index}'s record names other first and last ids than its points")
                     if digest != claimed:
@@ -435,7 +485,7 @@ class Reader:
                     digests.append(digest)
                     seen += count
                     yield batch
-                if records.readline(1) or lines.read(1) or dense.read(1):
+                if records.readline(1) or lines.more() or dense.read(1):
                     raise self._corrupt(f"its files hold more than the manifest's {m['count']} points")
         except FileNotFoundError as exc:
             raise self._corrupt(f"{Path(exc.filename or '?').name} is missing") from None
