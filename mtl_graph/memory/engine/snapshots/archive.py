@@ -391,8 +391,7 @@ def _check_count(pool: Any, info: SnapshotInfo, report: RestoreReport) -> None:
     report.count_verified = count == info.count == report.unchanged + report.written + report.payloads
     report.checksum_verified = report.count_verified and report.renormalised == 0
     if not report.count_verified:
-        raise SnapshotError(f"restore of {info.name} did not verify: the pool holds {count} points, the snapshot "
-                            f"{info.count}; the pool as it was before is snapshot {report.safety_snapshot}")
+        raise _not_verified(report, f"the pool holds {count} points, the snapshot {info.count}")
 
 
 def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], report: RestoreReport,
@@ -448,23 +447,25 @@ def _check_written(pool: Any, written: list[Encoded], doomed: list[str], report:
         return
     wanted = {e.id: e for e in written}
     found: set[str] = set()
+    dtype = written[0].dtype if written else "<f4"
     for batch in point_batches(pool.store, len(ids), Conditions(only_ids=ids)):
-        for got in encode_batch(batch, pool.dim, written[0].dtype if written else "<f4", strict=False):
+        for got in encode_batch(batch, pool.dim, dtype, strict=False):
             want = wanted.get(got.id)
             if want is None or got.id in found:
-                raise SnapshotError(f"restore of {report.name} did not verify: point {got.id} is in the pool "
-                                    f"more than the snapshot holds it (deleted, or twice); the pool as it was before is snapshot "
-                                    f"{report.safety_snapshot}")
+                raise _not_verified(report, f"point {got.id} is in the pool more often than the snapshot holds it "
+                                            "(deleted, or twice)")
             if got.line != want.line or not (got.same_vector(want) or _renormalised(got, want)):
-                raise SnapshotError(f"restore of {report.name} did not verify: point {got.id} reads back otherwise "
-                                    f"than the snapshot holds it; the pool as it was before is snapshot "
-                                    f"{report.safety_snapshot}")
+                raise _not_verified(report, f"point {got.id} reads back otherwise than the snapshot holds it")
             found.add(got.id)
             report.renormalised += not got.same_vector(want)
     if len(found) != len(written):
-        raise SnapshotError(f"restore of {report.name} did not verify: {len(written) - len(found)} of the {len(written)} "
-                            f"points written are not in the pool; the pool as it was before is snapshot "
-                            f"{report.safety_snapshot}")
+        raise _not_verified(report, f"{len(written) - len(found)} of the {len(written)} points written are not in "
+                                    "the pool")
+
+
+def _not_verified(report: RestoreReport, why: str) -> SnapshotError:
+    return SnapshotError(f"restore of {report.name} did not verify: {why}; the pool as it was before is snapshot "
+                         f"{report.safety_snapshot}")
 
 
 def _verify(pool: Any, source: Reader | FormatOneSource, info: SnapshotInfo, report: RestoreReport,

@@ -363,7 +363,7 @@ class Lines:
         data = b"".join(chunks)
         pieces = data.split(b"\n", n)
         self._rest = pieces.pop()
-        if any(len(line) > self._limit for line in pieces):
+        if pieces and max(map(len, pieces)) > self._limit:
             raise LineTooLong(next(k for k, line in enumerate(pieces) if len(line) > self._limit))
         return pieces, data[:len(data) - len(self._rest)]
 
