@@ -6,7 +6,8 @@ same pool, for this tree and optionally a baseline revision of the library in th
 `--baseline REV` extracts `mtl_graph/` of that git revision (`git archive`) and runs the same steps with it on a
 copy of the same pool, so before and after come from one run on one machine. Vectors are drawn at random (no
 embedding) and written at the storage level, as bench_pool.py grows its pools; payloads are a real memory's, so a
-line is as long as a real one. Steps: create a snapshot; diff it against the live pool (`current`); change 1% of
+line is as long as a real one. Steps: create a snapshot; read every point from the engine and do nothing with it
+(`engine-read`: the floor under every step, after create so that both find the pool's pages read once); diff it against the live pool (`current`); change 1% of
 the pool (delete 0.5%, rewrite the payload of 0.5%; not timed); restore the snapshot (verify, safety snapshot,
 apply, read back what it wrote); change the same 1% again and restore with `full_check` (the whole pool read again
 afterwards, as every restore did before). The last column is the step's own peak RSS growth (VmHWM reset after
@@ -38,8 +39,8 @@ CODE_ENV = "MTL_SNAPSHOT_BENCH_CODE"
 """The directory holding the `mtl_graph` a step process imports (a baseline's extraction; this tree by default)."""
 sys.path.insert(0, os.environ.get(CODE_ENV) or str(REPO))
 
-STEPS = ("create", "diff", "change", "restore", "change", "restore-full")
-TIMED = ("create", "diff", "restore", "restore-full")
+STEPS = ("create", "engine-read", "diff", "change", "restore", "change", "restore-full")
+TIMED = ("create", "engine-read", "diff", "restore", "restore-full")
 
 
 def grow(pool: Any, n: int, seed: int = 7) -> list[str]:
@@ -71,6 +72,23 @@ def grow(pool: Any, n: int, seed: int = 7) -> list[str]:
     return ids
 
 
+def engine_read(pool: Any, batch: int = 1024) -> int:
+    """Every point whole straight from Qdrant Edge's scroll, each record's vectors, payload and id taken as Python
+    objects once and nothing else done: the floor under any snapshot of the pool through qdrant-edge-py."""
+    from mtl_graph.memory.engine.storage import DENSE, SPARSE
+
+    store = pool.store
+    while hasattr(store, "inner"):  # the engine's own store under the pool's wrappers
+        store = store.inner
+    q, offset, seen = store._q, None, 0
+    while True:
+        records, offset = store.shard.scroll(q.ScrollRequest(offset=offset, limit=batch, with_payload=True,
+                                                             with_vector=[DENSE, SPARSE]))
+        seen += len([(r.vector, r.payload, str(r.id)) for r in records])
+        if offset is None or not records:
+            return seen
+
+
 def _open(pool_dir: Path) -> Any:
     from mtl_graph.memory.engine.embeddings import local_embeddings
     from mtl_graph.memory.pool.pool import MemoryPool
@@ -96,7 +114,9 @@ def step(name: str, pool_dir: Path, snap_dir: Path) -> dict[str, Any]:
         opened = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         base = _reset_peak()
         wall, cpu = time.perf_counter(), time.process_time()
-        if name == "create":
+        if name == "engine-read":
+            engine_read(pool)
+        elif name == "create":
             archive.create_snapshot(pool, "s", snap_dir)
         elif name == "diff":
             archive.diff(archive.points_of(pool, "s", snap_dir), archive.points_of(pool, "current", snap_dir))
