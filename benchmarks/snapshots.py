@@ -7,11 +7,12 @@ same pool, for this tree and optionally a baseline revision of the library in th
 copy of the same pool, so before and after come from one run on one machine. Vectors are drawn at random (no
 embedding) and written at the storage level, as bench_pool.py grows its pools; payloads are a real memory's, so a
 line is as long as a real one. Steps: create a snapshot; read every point from the engine and do nothing with it
-(`engine-read`: the floor under every step, after create so that both find the pool's pages read once); diff it against the live pool (`current`); change 1% of
-the pool (delete 0.5%, rewrite the payload of 0.5%; not timed); restore the snapshot (verify, safety snapshot,
-apply, read back what it wrote); change the same 1% again and restore with `full_check` (the whole pool read again
-afterwards, as every restore did before). The last column is the step's own peak RSS growth (VmHWM reset after
-opening the pool, Linux). `snapshot_rows(pool_dir, workdir)` gives the rows for an existing pool (`make bench-scale`).
+(`engine-read`: the floor under every step; after create, so both find the pool's pages read once); diff the
+snapshot against the live pool (`current`); change 1% of the pool (delete 0.5%, rewrite the payload of 0.5%; not
+timed); restore the snapshot (verify, safety snapshot, apply, read back what it wrote); change the same 1% again and
+restore with `full_check` (the whole pool read again afterwards, as every restore did before). The last column is
+the step's own peak RSS growth (VmHWM reset after opening the pool, Linux). `snapshot_rows(pool_dir, workdir)` gives
+the rows for an existing pool (`make bench-scale`).
 """
 
 from __future__ import annotations
