@@ -114,6 +114,8 @@ class RestoreReport:
     payloads: int = 0
     """Points whose vectors were already right and only the payload was rewritten."""
     unchanged: int = 0
+    full_check: bool = False
+    """The whole pool was read again afterwards (else: the points written read back, the count checked)."""
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -366,7 +368,7 @@ def _restore(pool: Any, name: str, directory: str | Path | None, full_check: boo
         raise SnapshotError(f"{exc}; the pool was not changed") from None
     with pool.write_lock:
         safety = create_snapshot(pool, _safety_name(root), directory)  # into `root` too
-        report = RestoreReport(name, info.count, info.checksum, safety.name)
+        report = RestoreReport(name, info.count, info.checksum, safety.name, full_check=full_check)
         try:
             current, _ = _open(root, safety.name)
             _apply(pool, current.points(), source.points(), report, check=not full_check)

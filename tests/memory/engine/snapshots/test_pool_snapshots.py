@@ -277,6 +277,14 @@ def test_cli_create_list_diff_restore(embeddings, tmp_path):
     assert "undo: mtl pool snapshot restore before-restore-" in result.output
     text = invoke("pool", "diff", "base", "--pool", location).output
     assert "base -> current: 0 added, 0 removed, 0 changed, 4 unchanged" in text
+    with MemoryPool.open(location, embeddings) as pool:
+        pool.add_many(memories(4, 5))
+    report = json.loads(invoke("pool", "snapshot", "restore", "base", "--full-check", "--json", "--pool",
+                               location).output)
+    assert (report["deleted"], report["unchanged"], report["checksum_verified"]) == (1, 4, True)
+    assert report["full_check"] is True
+    result = invoke("pool", "snapshot", "restore", "base", "--full-check=no", "--pool", location)
+    assert result.exit_code != 0  # a flag takes no value
 
 
 @pytest.mark.parametrize("args, says", [
@@ -353,4 +361,5 @@ def test_both_checks_pass_a_restore_the_engine_wrote_as_asked(seeded, full_check
     pool.add_many(memories(6, 8))
     report = restore_snapshot(pool, "s", full_check=full_check)
     assert (report.written, report.payloads, report.deleted, report.unchanged) == (1, 1, 2, 4)
+    assert report.full_check == full_check
     assert report.count_verified and report.checksum_verified and dump(pool) == before
