@@ -31,11 +31,11 @@ import shutil
 import tempfile
 import time
 from array import array
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, ContextManager, Iterable, Iterator
 
 import numpy as np
 
@@ -407,12 +407,13 @@ def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], rep
     written: list[Encoded] = []
 
     def flush() -> None:
-        if doomed:
-            pool.store.delete(list(doomed))
-        if upserts:
-            pool.store.upsert(list(upserts))
-        for point_id, payload in payloads:
-            pool.store.set_payload(point_id, payload)
+        with _one_change(pool):
+            if doomed:
+                pool.store.delete(list(doomed))
+            if upserts:
+                pool.store.upsert(list(upserts))
+            for point_id, payload in payloads:
+                pool.store.set_payload(point_id, payload)
         if check:
             _check_written(pool, written, doomed, report)
         for pending in (doomed, upserts, payloads, written):
@@ -438,6 +439,13 @@ def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], rep
         if len(doomed) + len(written) >= BATCH:
             flush()
     flush()
+
+
+def _one_change(pool: Any) -> ContextManager[Any]:
+    """The pool's maintained statistics (memory/pool/stats.py) recorded once for a batch of writes, not once for each
+    payload write (two record files each; a pool without them: nothing)."""
+    maintained = getattr(pool, "maintained", None)
+    return maintained.batch() if maintained is not None else nullcontext()
 
 
 def _check_written(pool: Any, written: list[Encoded], doomed: list[str], report: RestoreReport) -> None:
