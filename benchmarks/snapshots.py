@@ -18,6 +18,7 @@ the rows for an existing pool (`make bench-scale`).
 from __future__ import annotations
 
 import argparse
+import gc
 import inspect
 import json
 import os
@@ -75,19 +76,24 @@ def grow(pool: Any, n: int, seed: int = 7) -> list[str]:
 
 def engine_read(pool: Any, batch: int = 1024) -> int:
     """Every point whole straight from Qdrant Edge's scroll, each record's vectors, payload and id taken as Python
-    objects once and nothing else done: the floor under any snapshot of the pool through qdrant-edge-py."""
+    objects once and nothing else done: the floor under any snapshot of the pool through qdrant-edge-py (the cyclic
+    garbage collector paused, as snapshots pause it)."""
     from mtl_graph.memory.engine.storage import DENSE, SPARSE
 
     store = pool.store
     while hasattr(store, "inner"):  # the engine's own store under the pool's wrappers
         store = store.inner
     q, offset, seen = store._q, None, 0
-    while True:
-        records, offset = store.shard.scroll(q.ScrollRequest(offset=offset, limit=batch, with_payload=True,
-                                                             with_vector=[DENSE, SPARSE]))
-        seen += len([(r.vector, r.payload, str(r.id)) for r in records])
-        if offset is None or not records:
-            return seen
+    gc.disable()
+    try:
+        while True:
+            records, offset = store.shard.scroll(q.ScrollRequest(offset=offset, limit=batch, with_payload=True,
+                                                                 with_vector=[DENSE, SPARSE]))
+            seen += len([(r.vector, r.payload, str(r.id)) for r in records])
+            if offset is None or not records:
+                return seen
+    finally:
+        gc.enable()
 
 
 def _open(pool_dir: Path) -> Any:
