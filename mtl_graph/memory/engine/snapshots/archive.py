@@ -451,7 +451,7 @@ def _one_change(pool: Any) -> ContextManager[Any]:
 def _check_written(pool: Any, written: list[Encoded], doomed: list[str], report: RestoreReport) -> None:
     """The points just written read back from the pool (by id, whole) equal the snapshot's, byte for byte (a dense
     vector the engine only normalised again is counted in `report.renormalised`), and the points just deleted are
-    gone: SnapshotError otherwise."""
+    gone: SnapshotError otherwise (`_restore` adds which safety snapshot holds the pool as it was)."""
     ids = [e.id for e in written] + doomed
     if not ids:
         return
@@ -462,15 +462,18 @@ def _check_written(pool: Any, written: list[Encoded], doomed: list[str], report:
         for got in encode_batch(batch, pool.dim, dtype, strict=False):
             want = wanted.get(got.id)
             if want is None or got.id in found:
-                raise _not_verified(report, f"point {got.id} is in the pool more often than the snapshot holds it "
-                                            "(deleted, or twice)")
+                raise _written_wrong(f"point {got.id} is in the pool more often than the snapshot holds it "
+                                     "(deleted, or twice)")
             if got.line != want.line or not (got.same_vector(want) or _renormalised(got, want)):
-                raise _not_verified(report, f"point {got.id} reads back otherwise than the snapshot holds it")
+                raise _written_wrong(f"point {got.id} reads back otherwise than the snapshot holds it")
             found.add(got.id)
             report.renormalised += not got.same_vector(want)
     if len(found) != len(written):
-        raise _not_verified(report, f"{len(written) - len(found)} of the {len(written)} points written are not in "
-                                    "the pool")
+        raise _written_wrong(f"{len(written) - len(found)} of the {len(written)} points written are not in the pool")
+
+
+def _written_wrong(why: str) -> SnapshotError:
+    return SnapshotError(f"what it wrote did not verify: {why}")
 
 
 def _not_verified(report: RestoreReport, why: str) -> SnapshotError:
