@@ -338,7 +338,8 @@ def snapshot_rows(pool_path: Path, ctx: Context) -> list[Row]:
         found = snapshots.snapshot_rows(pool_path, work)
     ctx.results["snapshots"] = found
     return [(f"snapshot {r['step']}", f"{r['per_s_cpu']:,.0f} points per CPU s ({r['wall']:.1f} s wall)",
-             f"peak RSS {r['peak_mib']:,.0f} MiB, {r['opened_mib']:,.0f} MiB with the pool open")
+             f"peak RSS {r['peak_mib']:,.0f} MiB, {r['opened_mib']:,.0f} MiB with the pool open, "
+             f"{snapshots._mib(r['growth_mib'])} MiB more at the step's peak")
             for r in found]
 
 

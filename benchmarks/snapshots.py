@@ -6,14 +6,20 @@ same pool, for this tree and optionally a baseline revision of the library in th
 `--baseline REV` extracts `mtl_graph/` of that git revision (`git archive`) and runs the same steps with it on a
 copy of the same pool, so before and after come from one run on one machine. Vectors are drawn at random (no
 embedding) and written at the storage level, as bench_pool.py grows its pools; payloads are a real memory's, so a
-line is as long as a real one. Steps: create a snapshot; diff it against the live pool (`current`); change 1% of
-the pool (delete 0.5%, rewrite the payload of 0.5%; not timed); restore the snapshot (verify, safety snapshot,
-apply, verify again). `snapshot_rows(pool_dir, workdir)` gives the rows for an existing pool (`make bench-scale`).
+line is as long as a real one. Steps: create a snapshot; read every point from the engine and do nothing with it
+(`engine-read`: the floor under every step; after create, so both find the pool's pages read once); diff the
+snapshot against the live pool (`current`); change 1% of the pool (delete 0.5%, rewrite the payload of 0.5%; not
+timed); restore the snapshot (verify, safety snapshot, apply, read back what it wrote); change the same 1% again and
+restore with `full_check` (the whole pool read again afterwards, as every restore did before). The last column is
+the step's own peak RSS growth (VmHWM reset after opening the pool, Linux). `snapshot_rows(pool_dir, workdir)` gives
+the rows for an existing pool (`make bench-scale`).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import inspect
 import json
 import os
 import platform
@@ -35,8 +41,8 @@ CODE_ENV = "MTL_SNAPSHOT_BENCH_CODE"
 """The directory holding the `mtl_graph` a step process imports (a baseline's extraction; this tree by default)."""
 sys.path.insert(0, os.environ.get(CODE_ENV) or str(REPO))
 
-STEPS = ("create", "diff", "change", "restore")
-TIMED = ("create", "diff", "restore")
+STEPS = ("create", "engine-read", "diff", "change", "restore", "change", "restore-full")
+TIMED = ("create", "engine-read", "diff", "restore", "restore-full")
 
 
 def grow(pool: Any, n: int, seed: int = 7) -> list[str]:
@@ -68,6 +74,28 @@ def grow(pool: Any, n: int, seed: int = 7) -> list[str]:
     return ids
 
 
+def engine_read(pool: Any, batch: int = 1024) -> int:
+    """Every point whole straight from Qdrant Edge's scroll, each record's vectors, payload and id taken as Python
+    objects once and nothing else done: the floor under any snapshot of the pool through qdrant-edge-py (the cyclic
+    garbage collector paused, as snapshots pause it)."""
+    from mtl_graph.memory.engine.storage import DENSE, SPARSE
+
+    store = pool.store
+    while hasattr(store, "inner"):  # the engine's own store under the pool's wrappers
+        store = store.inner
+    q, offset, seen = store._q, None, 0
+    gc.disable()
+    try:
+        while True:
+            records, offset = store.shard.scroll(q.ScrollRequest(offset=offset, limit=batch, with_payload=True,
+                                                                 with_vector=[DENSE, SPARSE]))
+            seen += len([(r.vector, r.payload, str(r.id)) for r in records])
+            if offset is None or not records:
+                return seen
+    finally:
+        gc.enable()
+
+
 def _open(pool_dir: Path) -> Any:
     from mtl_graph.memory.engine.embeddings import local_embeddings
     from mtl_graph.memory.pool.pool import MemoryPool
@@ -91,8 +119,11 @@ def step(name: str, pool_dir: Path, snap_dir: Path) -> dict[str, Any]:
     with _open(pool_dir) as pool:
         count = pool.store.count()
         opened = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        base = _reset_peak()
         wall, cpu = time.perf_counter(), time.process_time()
-        if name == "create":
+        if name == "engine-read":
+            engine_read(pool)
+        elif name == "create":
             archive.create_snapshot(pool, "s", snap_dir)
         elif name == "diff":
             archive.diff(archive.points_of(pool, "s", snap_dir), archive.points_of(pool, "current", snap_dir))
@@ -100,9 +131,30 @@ def step(name: str, pool_dir: Path, snap_dir: Path) -> dict[str, Any]:
             _change(pool)
         elif name == "restore":
             archive.restore_snapshot(pool, "s", snap_dir)
+        elif name == "restore-full":  # the whole pool read again after the writes (a baseline's only way)
+            full = "full_check" in inspect.signature(archive.restore_snapshot).parameters
+            archive.restore_snapshot(pool, "s", snap_dir, **({"full_check": True} if full else {}))
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        growth = _status_kib("VmHWM:") - base if base is not None else None
     return {"points": count, "wall": wall, "cpu": cpu, "opened_mib": opened,
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "growth_mib": None if growth is None else growth / 1024}
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field))
+
+
+def _reset_peak() -> int | None:
+    """The peak RSS (VmHWM) set back to the current RSS (Linux), so a step's own growth shows even below the peak
+    that opening the pool (the embedding model) reached: that RSS in KiB, None where it cannot be reset."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return _status_kib("VmRSS:")
+    except (OSError, StopIteration):
+        return None
 
 
 def _in_child(name: str, pool_dir: Path, snap_dir: Path, code: Path | None) -> dict[str, Any]:
@@ -138,6 +190,10 @@ def snapshot_rows(pool_dir: str | Path, workdir: str | Path, code: dict[str, Pat
     return rows
 
 
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
 def baseline(rev: str, into: Path) -> Path:
     """`mtl_graph/` as it was at git revision `rev`, extracted under `into`."""
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "mtl_graph"], capture_output=True, check=True)
@@ -150,7 +206,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
     parser.add_argument("--baseline", help="a git revision whose library runs the same steps first")
-    parser.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=sorted(set(STEPS)), help=argparse.SUPPRESS)
     parser.add_argument("--pool", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--snapshots", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -164,8 +220,8 @@ def main() -> None:
           f"qdrant-edge-py {version('qdrant-edge-py')}, orjson {version('orjson')}, numpy {np.__version__}, "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("| points | code | step | wall s | CPU s | points/s (wall) | points/s (CPU) | RSS after open MiB | "
-          "peak RSS MiB |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+          "peak RSS MiB | peak growth in the step MiB |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="mtl-snapshot-bench-") as tmp:
         code: dict[str, Path | None] = {}
         if args.baseline:
@@ -180,7 +236,7 @@ def main() -> None:
             for r in snapshot_rows(pool_dir, Path(tmp) / f"run-{n}", code):
                 print(f"| {r['points']:,} | {r['code']} | {r['step']} | {r['wall']:.2f} | {r['cpu']:.2f} | "
                       f"{r['per_s_wall']:,.0f} | {r['per_s_cpu']:,.0f} | {r['opened_mib']:.0f} | "
-                      f"{r['peak_mib']:.0f} |", flush=True)
+                      f"{r['peak_mib']:.0f} | {_mib(r['growth_mib'])} |", flush=True)
             shutil.rmtree(pool_dir, ignore_errors=True)
         print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 

@@ -64,13 +64,16 @@ def list_cmd(pool: PoolOption = None,
 
 
 def restore(name: NameArg, pool: PoolOption = None,
-            namespace: NamespaceOption = None, directory: DirOpt = None, json_out: JsonOpt = False) -> None:
+            namespace: NamespaceOption = None, directory: DirOpt = None, json_out: JsonOpt = False,
+            full_check: Annotated[bool, typer.Option("--full-check", help="Read the whole pool again afterwards and "
+                                                     "compare every memory (by default: every memory written is "
+                                                     "read back, the count checked).")] = False) -> None:
     """Give the pool back exactly snapshot NAME (memories added since are removed). The snapshot is verified
     first; the pool as it was is kept as snapshot before-restore-<time>, so a restore can be undone."""
     from mtl_graph.memory.engine.snapshots.archive import restore_snapshot
 
     with open_pool(pool, namespace) as opened:
-        report = restore_snapshot(opened, name, directory)
+        report = restore_snapshot(opened, name, directory, full_check=full_check)
     if json_out:
         typer.echo(json.dumps(report.to_json(), indent=2))
         return

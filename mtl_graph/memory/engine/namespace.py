@@ -60,6 +60,11 @@ def _mask(namespace: str) -> int:
     return int.from_bytes(hashlib.sha256(f"mtl-namespace\0{namespace}".encode()).digest()[:16], "big")
 
 
+def _without_namespace(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload less its namespace key (the payload itself where it names none: most of the default's)."""
+    return {k: v for k, v in payload.items() if k != NAMESPACE_KEY} if NAMESPACE_KEY in payload else payload
+
+
 class NamespacedStore:
     """A Store that is one namespace of another (see the module's docstring)."""
 
@@ -143,8 +148,8 @@ class NamespacedStore:
 
     def scroll_batches(self, batch: int = 1024, where: Conditions | None = None) -> Iterator[PointBatch]:
         for b in point_batches(self.inner, batch, self.scoped(where)):
-            yield PointBatch([self._memory(i) for i in b.ids], b.dense, b.sparse,
-                             [{k: v for k, v in p.items() if k != NAMESPACE_KEY} for p in b.payloads], b.from_json)
+            yield PointBatch([self._memory(i) for i in b.ids] if self._mask else b.ids, b.dense, b.sparse,
+                             [_without_namespace(p) for p in b.payloads], b.from_json)
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
         found = self.inner.query([replace(r, where=self.scoped(r.where)) for r in requests])

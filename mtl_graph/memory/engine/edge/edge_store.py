@@ -211,8 +211,8 @@ class EdgeStore:
             vectors = [r.vector for r in records]  # each read of the attribute converts every vector again
             dense = dense_rows([v[DENSE] for v in vectors], len(records), len(vectors[0][DENSE]))
             sparse = [v.get(SPARSE) for v in vectors]
-            yield PointBatch([str(r.id) for r in records], dense,
-                             [(list(s.indices), list(s.values)) if s is not None else ([], []) for s in sparse],
+            yield PointBatch([str(r.id) for r in records], dense,  # each read of .indices / .values makes a new list
+                             [(s.indices, s.values) if s is not None else ([], []) for s in sparse],
                              [r.payload or {} for r in records], from_json=True)
 
     def _points_for_build(self, batch: int = 512) -> Iterator[tuple]:

@@ -15,7 +15,10 @@ side by side. A snapshot is written into a hidden temporary directory and rename
 a half snapshot under a listed name. A restore reads and verifies the whole snapshot (every batch's checksum, every
 line parsed and checked, count and checksum) before it touches the pool, takes a safety snapshot
 (`before-restore-<UTC time>`) so it can itself be undone, writes only what differs (the safety snapshot and the
-snapshot walked side by side), and verifies every point, the count and the checksum from the pool afterwards.
+snapshot walked side by side), reads every point it wrote back from the pool and compares it with the snapshot's
+bytes, checks every point it deleted is gone and the count; the points it left alone are the safety snapshot's, read
+from the pool under the write lock and equal to the snapshot's byte for byte (`full_check`: the whole pool read
+again point by point, its checksum recomputed, as before).
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ import shutil
 import tempfile
 import time
 from array import array
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, ContextManager, Iterable, Iterator
 
 import numpy as np
 
@@ -78,7 +81,7 @@ from mtl_graph.memory.engine.snapshots.stream import (
     sorted_by_id,
     total_checksum,
 )
-from mtl_graph.memory.engine.storage import StoredPoint, point_batches
+from mtl_graph.memory.engine.storage import Conditions, StoredPoint, point_batches
 
 __all__ = ["MANIFEST", "POINTS", "PoolDiff", "RestoreReport", "SnapshotError", "SnapshotInfo", "check_name",
            "create_snapshot", "diff", "list_snapshots", "load_snapshot", "points_of", "restore_snapshot",
@@ -102,7 +105,8 @@ class RestoreReport:
     safety_snapshot: str
     count_verified: bool = False
     checksum_verified: bool = False
-    """The checksum recomputed from the pool equals the manifest's (every byte of every point)."""
+    """Every point of the pool is the snapshot's byte for byte, so the pool's checksum is the manifest's (the
+    points written read back, the others the safety snapshot's; full_check: recomputed from the whole pool)."""
     renormalised: int = 0
     """Points whose dense vector the engine normalised again (within RENORMALISED_TOLERANCE; 0 on Qdrant Edge)."""
     deleted: int = 0
@@ -110,6 +114,8 @@ class RestoreReport:
     payloads: int = 0
     """Points whose vectors were already right and only the payload was rewritten."""
     unchanged: int = 0
+    full_check: bool = False
+    """The whole pool was read again afterwards (else: the points written read back, the count checked)."""
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -341,14 +347,18 @@ def _decoded(e: Encoded, what: str) -> StoredPoint:
         raise SnapshotError(f"{what} is corrupt: the line of point {e.id} is not a point ({exc})") from None
 
 
-def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None) -> RestoreReport:
+def restore_snapshot(pool: Any, name: str, directory: str | Path | None = None, *,
+                     full_check: bool = False) -> RestoreReport:
     """Give the pool back exactly the points of snapshot `name`. The snapshot is verified whole first (any problem:
-    one SnapshotError, nothing changed); the pool's current state is kept as a safety snapshot."""
+    one SnapshotError, nothing changed); the pool's current state is kept as a safety snapshot. Afterwards every
+    point written is read back and compared, every point deleted must be gone, and the count must match (the points
+    left alone are the safety snapshot's, read from the pool under the write lock and equal to the snapshot's byte
+    for byte); full_check: the whole pool is read again and compared point by point, its checksum recomputed."""
     with _bulk():
-        return _restore(pool, name, directory)
+        return _restore(pool, name, directory, full_check)
 
 
-def _restore(pool: Any, name: str, directory: str | Path | None) -> RestoreReport:
+def _restore(pool: Any, name: str, directory: str | Path | None, full_check: bool) -> RestoreReport:
     started = time.perf_counter()
     root = snapshot_root(pool, directory)
     try:
@@ -358,38 +368,56 @@ def _restore(pool: Any, name: str, directory: str | Path | None) -> RestoreRepor
         raise SnapshotError(f"{exc}; the pool was not changed") from None
     with pool.write_lock:
         safety = create_snapshot(pool, _safety_name(root), directory)  # into `root` too
-        report = RestoreReport(name, info.count, info.checksum, safety.name)
+        report = RestoreReport(name, info.count, info.checksum, safety.name, full_check=full_check)
         try:
             current, _ = _open(root, safety.name)
-            _apply(pool, current.points(), source.points(), report)
+            _apply(pool, current.points(), source.points(), report, check=not full_check)
         except SnapshotError as exc:
             raise SnapshotError(f"restore of {name} stopped: {exc}; the pool as it was before is snapshot "
                                 f"{safety.name}") from None
         if report.written or report.deleted:
             pool.store.optimize()  # as after any write: Qdrant Edge indexes the changed tail in the background
         getattr(pool, "contents_changed", lambda: None)()
-        _verify(pool, source, info, report, directory)
+        if full_check:
+            _verify(pool, source, info, report, directory)
+        else:
+            _check_count(pool, info, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], report: RestoreReport) -> None:
-    """Write what differs, walking the pool's points (its safety snapshot) and the snapshot's side by side."""
+def _check_count(pool: Any, info: SnapshotInfo, report: RestoreReport) -> None:
+    """After a restore whose writes were each read back (`_check_written`): the pool holds the snapshot's count, so
+    (the untouched points being the safety snapshot's) every point is the snapshot's and so is the checksum."""
+    count = pool.store.count()
+    report.count_verified = count == info.count == report.unchanged + report.written + report.payloads
+    report.checksum_verified = report.count_verified and report.renormalised == 0
+    if not report.count_verified:
+        raise _not_verified(report, f"the pool holds {count} points, the snapshot {info.count}")
+
+
+def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], report: RestoreReport,
+           check: bool = True) -> None:
+    """Write what differs, walking the pool's points (its safety snapshot) and the snapshot's side by side; check:
+    every BATCH changes written, the points written are read back from the pool and compared with the snapshot's
+    bytes, and the deleted ones must be gone (`_check_written`)."""
     doomed: list[str] = []
     upserts: list[StoredPoint] = []
     payloads: list[tuple[str, dict[str, Any]]] = []
+    written: list[Encoded] = []
 
-    def flush(everything: bool = False) -> None:
-        if doomed and (everything or len(doomed) >= BATCH):
-            pool.store.delete(list(doomed))
-            doomed.clear()
-        if upserts and (everything or len(upserts) >= BATCH):
-            pool.store.upsert(list(upserts))
-            upserts.clear()
-        if payloads and (everything or len(payloads) >= BATCH):
+    def flush() -> None:
+        with _one_change(pool):
+            if doomed:
+                pool.store.delete(list(doomed))
+            if upserts:
+                pool.store.upsert(list(upserts))
             for point_id, payload in payloads:
                 pool.store.set_payload(point_id, payload)
-            payloads.clear()
+        if check:
+            _check_written(pool, written, doomed, report)
+        for pending in (doomed, upserts, payloads, written):
+            pending.clear()
 
     for point_id, old, new in merge(current, wanted):
         if new is None:
@@ -407,8 +435,50 @@ def _apply(pool: Any, current: Iterable[Encoded], wanted: Iterable[Encoded], rep
             else:
                 payloads.append((point_id, point.payload))  # vectors untouched: normalising on write cannot move them
                 report.payloads += 1
-        flush()
-    flush(everything=True)
+            written.append(new)
+        if len(doomed) + len(written) >= BATCH:
+            flush()
+    flush()
+
+
+def _one_change(pool: Any) -> ContextManager[Any]:
+    """The pool's maintained statistics (memory/pool/stats.py) recorded once for a batch of writes, not once for each
+    payload write (two record files each; a pool without them: nothing)."""
+    maintained = getattr(pool, "maintained", None)
+    return maintained.batch() if maintained is not None else nullcontext()
+
+
+def _check_written(pool: Any, written: list[Encoded], doomed: list[str], report: RestoreReport) -> None:
+    """The points just written read back from the pool (by id, whole) equal the snapshot's, byte for byte (a dense
+    vector the engine only normalised again is counted in `report.renormalised`), and the points just deleted are
+    gone: SnapshotError otherwise (`_restore` adds which safety snapshot holds the pool as it was)."""
+    ids = [e.id for e in written] + doomed
+    if not ids:
+        return
+    wanted = {e.id: e for e in written}
+    found: set[str] = set()
+    dtype = written[0].dtype if written else "<f4"
+    for batch in point_batches(pool.store, len(ids), Conditions(only_ids=ids)):
+        for got in encode_batch(batch, pool.dim, dtype, strict=False):
+            want = wanted.get(got.id)
+            if want is None or got.id in found:
+                raise _written_wrong(f"point {got.id} is in the pool more often than the snapshot holds it "
+                                     "(deleted, or twice)")
+            if got.line != want.line or not (got.same_vector(want) or _renormalised(got, want)):
+                raise _written_wrong(f"point {got.id} reads back otherwise than the snapshot holds it")
+            found.add(got.id)
+            report.renormalised += not got.same_vector(want)
+    if len(found) != len(written):
+        raise _written_wrong(f"{len(written) - len(found)} of the {len(written)} points written are not in the pool")
+
+
+def _written_wrong(why: str) -> SnapshotError:
+    return SnapshotError(f"what it wrote did not verify: {why}")
+
+
+def _not_verified(report: RestoreReport, why: str) -> SnapshotError:
+    return SnapshotError(f"restore of {report.name} did not verify: {why}; the pool as it was before is snapshot "
+                         f"{report.safety_snapshot}")
 
 
 def _verify(pool: Any, source: Reader | FormatOneSource, info: SnapshotInfo, report: RestoreReport,

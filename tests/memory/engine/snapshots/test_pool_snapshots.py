@@ -277,6 +277,14 @@ def test_cli_create_list_diff_restore(embeddings, tmp_path):
     assert "undo: mtl pool snapshot restore before-restore-" in result.output
     text = invoke("pool", "diff", "base", "--pool", location).output
     assert "base -> current: 0 added, 0 removed, 0 changed, 4 unchanged" in text
+    with MemoryPool.open(location, embeddings) as pool:
+        pool.add_many(memories(4, 5))
+    report = json.loads(invoke("pool", "snapshot", "restore", "base", "--full-check", "--json", "--pool",
+                               location).output)
+    assert (report["deleted"], report["unchanged"], report["checksum_verified"]) == (1, 4, True)
+    assert report["full_check"] is True
+    result = invoke("pool", "snapshot", "restore", "base", "--full-check=no", "--pool", location)
+    assert result.exit_code != 0  # a flag takes no value
 
 
 @pytest.mark.parametrize("args, says", [
@@ -290,3 +298,68 @@ def test_cli_errors_are_one_line(args, says):
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0]
+
+
+# ------------------------------------------------------------------ a restore checks what the engine wrote
+def _engine(pool):
+    """The engine's own store under the pool's wrappers (namespace, counting, error guard)."""
+    store = pool.store
+    while hasattr(store, "inner"):
+        store = store.inner
+    return store
+
+
+def _moved_vector(engine):
+    real = engine.upsert
+    return lambda points: real([type(p)(p.id, [x + 0.01 for x in p.dense], p.sparse, p.payload) for p in points])
+
+
+def _lost_key(engine):
+    real = engine.upsert
+    return lambda points: real([type(p)(p.id, p.dense, p.sparse, {k: v for k, v in p.payload.items() if k != "memory"})
+                                for p in points])
+
+
+def _other_sparse(engine):
+    real = engine.upsert
+    return lambda points: real([type(p)(p.id, p.dense, ([7], [0.5]), p.payload) for p in points])
+
+
+def _nothing(engine):
+    return lambda *args, **kwargs: None
+
+
+ENGINE_FAULTS = [("upsert", _moved_vector), ("upsert", _lost_key), ("upsert", _other_sparse), ("upsert", _nothing),
+                 ("delete", _nothing), ("set_payload", _nothing)]
+
+
+@pytest.mark.parametrize("full_check", [False, True])
+@pytest.mark.parametrize("method, fault", ENGINE_FAULTS, ids=[f"{m}-{f.__name__}" for m, f in ENGINE_FAULTS])
+def test_a_restore_the_engine_did_not_write_as_asked_is_an_error(seeded, monkeypatch, method, fault, full_check):
+    """Every kind of write a restore makes (a whole point, a payload, a delete), done wrongly or not at all by the
+    engine: the restore says it did not verify and names the safety snapshot, with or without the full re-read."""
+    pool, added = seeded
+    create_snapshot(pool, "s")
+    pool.delete(added[1].id)  # the restore writes it again whole
+    payload = pool.store.fetch([added[0].id])[0].payload
+    pool.store.set_payload(added[0].id, {**payload, "status": "archived"})  # the restore rewrites its payload
+    pool.add_many(memories(6, 8))  # the restore deletes these
+    engine = _engine(pool)
+    monkeypatch.setattr(engine, method, fault(engine))
+    message = one_line_error(restore_snapshot, pool, "s", full_check=full_check)
+    assert "did not verify" in message and message.count("before-restore-") == 1, message
+
+
+@pytest.mark.parametrize("full_check", [False, True])
+def test_both_checks_pass_a_restore_the_engine_wrote_as_asked(seeded, full_check):
+    pool, added = seeded
+    create_snapshot(pool, "s")
+    before = dump(pool)
+    pool.delete(added[1].id)
+    payload = pool.store.fetch([added[0].id])[0].payload
+    pool.store.set_payload(added[0].id, {**payload, "status": "archived"})
+    pool.add_many(memories(6, 8))
+    report = restore_snapshot(pool, "s", full_check=full_check)
+    assert (report.written, report.payloads, report.deleted, report.unchanged) == (1, 1, 2, 4)
+    assert report.full_check == full_check
+    assert report.count_verified and report.checksum_verified and dump(pool) == before

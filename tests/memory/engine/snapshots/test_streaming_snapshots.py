@@ -223,6 +223,10 @@ HOSTILE = {
     "a batch declaring more points": (_record_edit(count=10 ** 9), "declares 1000000000 points"),
     "a record out of sequence": (_record_edit(batch=7), "not a batch record"),
     "trailing points": (_append(BATCHES, b'{"batch": 99}\n'), "more than"),
+    "a trailing line": (lambda p: (p / LINES).write_bytes(gzip.compress(gzip.decompress((p / LINES).read_bytes())
+                                                                        + b'{"id":"zzz"}\n')), "more than"),
+    "a line without its newline": (lambda p: (p / LINES).write_bytes(gzip.compress(
+        gzip.decompress((p / LINES).read_bytes())[:-1])), "ends inside batch"),
     "trailing vector bytes": (_append("dense.f32", b"\0" * 16), "bytes"),
     "a huge line": (lambda p: _rewrite_lines(p, lambda ls: ls[:6] + [ls[6][:-1] + b" " * (2 ** 20) + b"}"] + ls[7:]),
                     "line 7"),
