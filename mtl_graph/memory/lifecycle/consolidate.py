@@ -51,7 +51,7 @@ from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
 from mtl_graph.memory import formats
 from mtl_graph.memory.base import Memory, MemoryType, Outcome, UsageStats, first_validation_error, memory_type_of
 from mtl_graph.memory.pool.filter import SearchFilter
-from mtl_graph.memory.usage import record_of, stored_stats
+from mtl_graph.memory.usage import RECORD_FIELDS, record_of, stored_stats
 from mtl_graph.memory.lifecycle import neighbours as nb
 from mtl_graph.memory.lifecycle.partition import partitioned_pairs
 from mtl_graph.memory.pool.points import memory_of, payload_of
@@ -452,21 +452,21 @@ def apply(pool: Any, proposals: Iterable[Proposal], on_progress: Progress | None
 
 # ------------------------------------------------------------------ prune
 def usage_of(payload: dict[str, Any]) -> UsageStats:
-    """A point's counts for the prune rule, read from its payload without parsing the memory: today its stored
-    counts plus its credit entries (usage.record_of); the one place to switch to a per-memory summary maintained
-    on write."""
+    """A point's counts for the prune rule, read from its payload without parsing the memory: its stored counts
+    plus its credit entries' tally (usage.record_of; the payload may hold RECORD_FIELDS alone)."""
     return record_of(payload)
 
 
 def stale(pool: Any, config: PruneConfig | None = None,
           lifecycle: LifecycleConfig | None = None) -> list[tuple[Memory, str]]:
     """Live memories the prune rule (module docstring) finds stale, each with why, in id order. The engine
-    filters the live ones; only the stale ones are parsed."""
+    filters the live ones and hands over their records alone (RECORD_FIELDS, not the memories' text); only the
+    stale ones are read whole and parsed."""
     config, lifecycle = config or PruneConfig(), lifecycle or LifecycleConfig()
     base: float | None = None
-    out = []
+    found: dict[str, str] = {}
     live = SearchFilter(include_quarantined=False, include_superseded=False).conditions()
-    for hit in pool.store.scroll(where=live):
+    for hit in pool.store.scroll(where=live, fields=RECORD_FIELDS):
         s, why = usage_of(hit.payload), ""
         if s.retrieved >= config.min_shown and s.cited == 0:
             why = (f"pruned: shown {s.retrieved} times, never cited (rule: shown >= {config.min_shown} times "
@@ -479,9 +479,13 @@ def stale(pool: Any, config: PruneConfig | None = None,
                        f"weighted runs (rule: at least {config.utility_margin:.2f} below with >= "
                        f"{config.min_evidence:g} runs)")
         if why:
+            found[hit.id] = why
+    out = []
+    for start in range(0, len(found), 256):
+        for hit in pool.store.fetch(list(found)[start:start + 256]):
             memory = memory_of(hit)
             if _live(memory):  # the payload's status fields and the memory agree (a damaged point is skipped)
-                out.append((memory, why))
+                out.append((memory, found[hit.id]))
     return sorted(out, key=lambda pair: pair[0].id)
 
 

@@ -208,3 +208,55 @@ def test_a_merge_that_repeats_an_original_keeps_it_in_place(pool, seeded) -> Non
     assert kept.status == "active" and kept.consolidated_from == seeded["dupes"][1:]
     assert kept.stats.retrieved == sum(m.stats.retrieved for m in originals)  # its own entries counted once
     assert all(pool.get(i).archived == f"consolidated into {first.id}" for i in seeded["dupes"][1:])
+
+
+def test_prune_from_records_alone_finds_what_whole_payloads_find(pool) -> None:
+    """stale() reads each live memory's record fields only; on generated records (stored counts, credit entries,
+    both, quarantined and archived memories) it finds exactly what reading every payload
+    whole finds."""
+    import random
+
+    from mtl_graph.memory.lifecycle.consolidate import _live, usage_of
+    from mtl_graph.memory.lifecycle.policy import LifecycleConfig, evidence, utility
+    from mtl_graph.memory.pool.points import memory_of, payload_of
+
+    rng = random.Random(4)
+
+    def record() -> UsageStats:  # a consistent record: shown in runs that ended either way, some cited
+        shown = rng.choice([0, 5, 19, 20, 40])
+        failed = rng.randint(0, shown)
+        cited_failure = rng.randint(0, failed) if rng.random() < 0.3 else 0
+        cited_success = rng.randint(0, shown - failed) if rng.random() < 0.3 else 0
+        return UsageStats(retrieved=shown, retrieved_failure=failed, retrieved_success=shown - failed,
+                          cited=cited_success + cited_failure, cited_success=cited_success,
+                          cited_failure=cited_failure)
+
+    memories = [insight(f"Lesson {i}", f"Applies to case {i}.", f"task-r{i}", stats=record()) for i in range(60)]
+    pool.add_many(memories, keep_stats=True)
+    for n in range(30):  # credit entries on top of the stored counts
+        pool.credit(f"r{n}", [Use(m.id, rng.random() < 0.1) for m in rng.sample(memories, 6)],
+                    rng.choice(["success", "failure"]), "tests")
+    held = pool.get(memories[0].id)
+    pool.store.set_payload(held.id, payload_of(held.model_copy(update={"quarantined": ["held by a test"]})))
+    pool.archive(memories[1].id, "archived by a test")
+
+    def whole() -> list[tuple[str, str]]:  # the rule over every payload read whole (what stale() did before)
+        config, lifecycle, out = PruneConfig(), LifecycleConfig(), []
+        base = pool.base_rate().rate
+        for hit in pool.store.scroll():
+            memory = memory_of(hit)
+            if not _live(memory):
+                continue
+            s = usage_of(hit.payload)
+            if s.retrieved >= config.min_shown and s.cited == 0:
+                out.append((memory.id, "shown"))
+            elif evidence(s, lifecycle) >= config.min_evidence and \
+                    utility(s, base, lifecycle) <= base - config.utility_margin:
+                out.append((memory.id, "utility"))
+        return sorted(out)
+
+    expected = whole()
+    found = stale(pool)
+    assert len(expected) >= 5 and any(why == "utility" for _, why in expected)
+    assert [(m.id, "shown" if why.startswith("pruned: shown") else "utility") for m, why in found] == expected
+    assert all(m.stats == pool.get(m.id).stats for m, _ in found)  # whole memories, records included
