@@ -59,3 +59,30 @@ def write_task_dir(task: Task, path) -> None:
     (path / "task.md").write_text(task.instruction + "\n")
     (path / "task.json").write_text(json.dumps({"id": task.id, "domain": task.domain, "check": task.check,
                                                 "test_files": task.test_files}))
+
+
+CODING_ADVICE = [  # (title, description) of coding advice, one lesson each
+    ("Run the tests after the last edit", "Before submitting any fix, rerun the whole unit test suite."),
+    ("Read the failing test first", "When a test fails, read its assertion before changing code."),
+    ("Reproduce the bug before fixing it", "Write a minimal failing example of the reported defect."),
+    ("Keep the public interface", "Do not rename functions or change signatures the tests import."),
+    ("Check the output format", "Match the exact output format the task asks for, including newlines."),
+    ("Pin dependency versions", "Lock package versions so builds are reproducible across machines."),
+    ("Handle empty input", "Functions that take lists must handle an empty list without crashing."),
+    ("Use timezone-aware datetimes", "Naive datetimes break across daylight-saving changes."),
+    ("Close files you open", "Use a context manager so file handles are released on errors."),
+    ("Prefer small commits", "Commit one logical change at a time with a clear message."),
+    ("Validate command-line arguments", "Reject bad flags with a clear error message and a non-zero exit."),
+    ("Avoid float equality", "Compare floating-point results with a tolerance, not exact equality."),
+    ("Log before retrying", "Record the error before a network call is retried with backoff."),
+    ("Escape shell arguments", "Quote file names passed to shell commands; they may contain spaces."),
+    ("Profile before optimising", "Measure where the time goes before rewriting code for speed."),
+    ("Check integer overflow", "Large sums can overflow fixed-width integers in C and Rust."),
+    ("Test the edge cases", "Zero, one, negative and very large inputs break naive implementations."),
+    ("Read the error message fully", "Compiler errors name the line and the expected type."),
+    ("Keep functions pure", "Functions without side effects are easier to test and reuse."),
+    ("Sort before binary search", "Binary search only works on sorted input."),
+    ("Use the standard library", "Prefer well-tested library functions to hand-written parsers."),
+    ("Free what you allocate", "Every malloc needs a matching free on every path, including errors."),
+]
+"""Insights a test can seed a pool with: distinct lessons, a few naming exact identifiers."""

@@ -22,25 +22,15 @@ from mtl_graph.memory.pool.points import payload_of
 from mtl_graph.memory.pool.pool import MemoryPool
 from mtl_graph.memory.usage import CREDIT_KEY, Use
 
+from helpers.memory_fixtures import CODING_ADVICE
+
 SERVER = os.environ.get("QDRANT_URL")
 SELECTED = ("type", "memory.stats", CREDIT_KEY)
 
-ADVICE = [
-    ("Run the tests after the last edit", "Before submitting any fix, rerun the whole unit test suite."),
-    ("Read the failing test first", "When a test fails, read its assertion before changing code."),
-    ("Reproduce the bug before fixing it", "Write a minimal failing example of the reported defect."),
-    ("Keep the public interface", "Do not rename functions or change signatures the tests import."),
-    ("Check the output format", "Match the exact output format the task asks for, including newlines."),
-    ("Pin dependency versions", "Lock package versions so builds are reproducible across machines."),
-    ("Handle empty input", "Functions that take lists must handle an empty list without crashing."),
-    ("Use timezone-aware datetimes", "Naive datetimes break across daylight-saving changes."),
-    ("Close files you open", "Use a context manager so file handles are released on errors."),
-    ("Escape shell arguments", "Quote file names passed to shell commands; they may contain spaces."),
-    ("Profile before optimising", "Measure where the time goes before rewriting code for speed."),
-    ("Fix the useEffect dependency list", "A stale closure in useEffect reads old state: list every dependency."),
-    ("Check ENOSPC before retrying writes", "A full disk (ENOSPC) fails every retry: free space or fail fast."),
-    ("Read parse.go before changing the lexer", "The lexer and parser in parse.go share token constants."),
-]
+ADVICE = [*CODING_ADVICE[:9], *CODING_ADVICE[13:15],
+          ("Fix the useEffect dependency list", "A stale closure in useEffect reads old state: list every dependency."),
+          ("Check ENOSPC before retrying writes", "A full disk (ENOSPC) fails every retry: free space or fail fast."),
+          ("Read parse.go before changing the lexer", "The lexer and parser in parse.go share token constants.")]
 QUERIES = ["how do I make sure my fix does not break the tests", "the program crashes on an empty list",
            "useEffect keeps reading an old value", "write fails with ENOSPC on the build machine",
            "change the token handling in parse.go", "make the build reproducible", "a date is off by an hour"]
