@@ -178,23 +178,43 @@ class MaintainedStats:
     def batch(self) -> Iterator[None]:
         """Writes inside are one change of the record: marked pending before the first, recorded after the last."""
         with self._lock:
-            if self._depth == 0:
-                self.totals()
-                self._broken = False
-                self._write(pending=True)  # a failure here stops the write before the engine sees it
-            self._depth += 1
+            self._enter()
             try:
                 yield
             finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    if self._broken:  # what reached the engine is unknown: counted again at next use
-                        self._totals, self._floors = None, {}
-                    else:
-                        try:
-                            self._write(pending=False)
-                        except PoolError:
-                            self._totals = None  # the record stays pending: rebuilt at next use
+                self._leave()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Like `batch`, for the writes of any thread inside (an ingest's workers): the record is marked pending
+        once before them and recorded once after the last, so a long series of small batches writes the file
+        twice, not twice per batch. A process killed inside leaves the record pending (rebuilt at next use), as a
+        kill inside one batch does. Unlike `batch`, the lock is not held in between: writers still take turns."""
+        with self._lock:
+            self._enter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._leave()
+
+    def _enter(self) -> None:
+        if self._depth == 0:
+            self.totals()
+            self._broken = False
+            self._write(pending=True)  # a failure here stops the write before the engine sees it
+        self._depth += 1
+
+    def _leave(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            if self._broken:  # what reached the engine is unknown: counted again at next use
+                self._totals, self._floors = None, {}
+            else:
+                try:
+                    self._write(pending=False)
+                except PoolError:
+                    self._totals = None  # the record stays pending: rebuilt at next use
 
     @contextmanager
     def changing(self, before: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
