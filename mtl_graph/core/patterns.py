@@ -149,30 +149,38 @@ def line_search(pattern: re.Pattern[str]) -> Callable[[str], bool]:
 
 def _anchored_split(pattern: re.Pattern[str]) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     """(the top-level alternatives that open with `^`, the others), each compiled with the pattern's flags; None
-    when there is no anchored alternative, or the split is not certain to be the parser's own (when every
-    alternative is anchored the parser itself factors the `^` out)."""
-    source = pattern.pattern
-    if not isinstance(source, str) or pattern.flags & re.VERBOSE \
-            or re.search(r"\(\?P=|\(\?\(|\\[1-9]|^\(\?[a-zA-Z]+\)", source):
-        return None  # group references and conditionals tie alternatives together; global flags open the first
-    branches = _top_level_alternatives(source)
-    try:
-        parsed = parse(pattern)
-    except re.error:  # pragma: no cover - it compiled once already
+    when there is no anchored alternative, or the split is not certain (when every alternative is anchored the
+    parser itself factors the `^` out)."""
+    branches = alternatives(pattern)
+    if branches is None:
         return None
-    data = list(parsed)
-    if len(branches) < 2 or len(data) != 1 or data[0][0] is not _c.BRANCH or len(data[0][1][1]) != len(branches):
-        return None  # one alternative, or the parser factored a prefix out / made a class of them
     anchored = [b for b in branches if b.startswith("^")]
     others = [b for b in branches if not b.startswith("^")]
     if not anchored or not others:
         return None
     try:
-        start = re.compile("|".join(anchored), pattern.flags)
-        rest = re.compile("|".join(others), pattern.flags)
+        return re.compile("|".join(anchored), pattern.flags), re.compile("|".join(others), pattern.flags)
     except re.error:
         return None
-    return start, rest
+
+
+def alternatives(pattern: re.Pattern[str]) -> list[str] | None:
+    """The sources of a pattern's top-level alternatives, each of which compiles alone with the pattern's flags to
+    what it is inside the pattern; None when that is not certain: one alternative, group references and
+    conditionals (they tie alternatives together), global or verbose flags, or an alternation Python's parser
+    rewrote (a common prefix factored out, single characters made a class)."""
+    source = pattern.pattern
+    if not isinstance(source, str) or pattern.flags & re.VERBOSE \
+            or re.search(r"\(\?P=|\(\?\(|\\[1-9]|^\(\?[a-zA-Z]+\)", source):
+        return None
+    branches = _top_level_alternatives(source)
+    try:
+        data = list(parse(pattern))
+    except re.error:  # pragma: no cover - it compiled once already
+        return None
+    if len(branches) < 2 or len(data) != 1 or data[0][0] is not _c.BRANCH or len(data[0][1][1]) != len(branches):
+        return None
+    return branches
 
 
 def _top_level_alternatives(source: str) -> list[str]:
