@@ -355,3 +355,31 @@ def test_an_engine_write_that_fails_inside_a_hold_leaves_the_record_to_be_counte
         rebuilds = pool.maintained.rebuilds
         assert_current(pool)  # counted again from the pool, not trusted
         assert pool.maintained.rebuilds == rebuilds + 1
+
+
+def test_a_hold_without_writes_writes_nothing_and_a_reload_inside_keeps_the_pending_mark(embeddings, tmp_path,
+                                                                                           monkeypatch):
+    import mtl_graph.memory.pool.stats as stats
+    from mtl_graph.memory.pool.stats import read_record
+
+    location = tmp_path / "pool"
+    seeded(location, embeddings)
+    real, written = stats.write_record, []
+
+    def counted(file, totals, floors, pending=False):
+        written.append(pending)
+        real(file, totals, floors, pending)
+
+    with MemoryPool.open(location, embeddings) as pool:
+        monkeypatch.setattr(stats, "write_record", counted)
+        with pool.statistics_held():  # an ingest whose runs were all skipped: the record is not touched
+            pass
+        assert written == []
+        rng = random.Random(5)
+        with pool.statistics_held():
+            pool.add_many([memory(rng)])
+            pool.maintained.reload()  # another handle's news: not while this change is under way
+            assert read_record(pool.maintained.file)["pending"] is True
+            pool.add_many([memory(rng)])
+        assert written == [True, False]
+        assert_current(pool)
