@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import functools
 import re
 import threading
 from typing import Any, Sequence
@@ -95,6 +96,7 @@ def movable(trigger: re.Pattern[str]) -> bool:
     return parsed.getwidth()[0] > 0 and _safe(parsed) and _compiles(trigger.pattern)
 
 
+@functools.lru_cache(maxsize=None)  # a test compile per alternative of every trigger: once per process
 def _compiles(pattern: str) -> bool:
     if hyperscan is None:
         return False
