@@ -1,6 +1,8 @@
 """Regular expressions made faster without changing a single match.
 
 `first_class(pattern)` puts a look-ahead for the characters a pattern's matches can start with in front of it.
+`line_search(pattern)` answers whether a pattern matches anywhere in one line, trying the alternatives that open
+with `^` where the line starts only.
 Python's engine skips ahead on its own only when the first character is fixed and case-sensitive; a pattern that
 opens with a word boundary, a lookbehind, an optional prefix or a case-insensitive alternation is tried branch by
 branch at every position of the text. The look-ahead is one class test, so most positions are turned down before
@@ -10,7 +12,7 @@ any branch runs. Used by screening's rules (their candidate lines), dedup's norm
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 try:  # Python 3.11 moved the parser; the old name still works there with a warning
     from re import _constants as _c, _parser as _sre_parse
@@ -124,3 +126,84 @@ def first_class(pattern: re.Pattern[str]) -> re.Pattern[str]:
         return re.compile(f"(?=[{''.join(items)}])(?:{pattern.pattern})", pattern.flags)
     except re.error:  # a pattern that must stay whole (global inline flags): it runs as it is
         return pattern
+
+
+def line_search(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """Whether `pattern` matches anywhere in a line (a text without a line feed): the answer of
+    `pattern.search(line) is not None`, found sooner.
+
+    An alternation matches somewhere when one of its alternatives does. A top-level alternative that opens with `^`
+    can match only where the line starts (there is no line feed to follow), so those alternatives are tried there
+    alone, with `match`; the others are searched behind their own first-character look-ahead (first_class), which
+    no longer admits every character the anchored ones may start with (`^\\s*`, `^[\\s#>*=-]*SYSTEM` admit almost
+    all). A pattern that cannot be split safely (group references, conditionals, an alternation Python's parser
+    rewrote, global flags) is searched as it is, behind first_class. Tested against `search` on generated lines and
+    on every screening rule's lines (tests/core/test_patterns.py, tests/memory/screening)."""
+    whole = first_class(pattern)
+    parts = _anchored_split(pattern)
+    if parts is None:
+        return lambda line: whole.search(line) is not None
+    start, rest = parts[0].match, first_class(parts[1]).search
+    return lambda line: start(line) is not None or rest(line) is not None
+
+
+def _anchored_split(pattern: re.Pattern[str]) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """(the top-level alternatives that open with `^`, the others), each compiled with the pattern's flags; None
+    when there is no anchored alternative, or the split is not certain (when every alternative is anchored the
+    parser itself factors the `^` out)."""
+    branches = alternatives(pattern)
+    if branches is None:
+        return None
+    anchored = [b for b in branches if b.startswith("^")]
+    others = [b for b in branches if not b.startswith("^")]
+    if not anchored or not others:
+        return None
+    try:
+        return re.compile("|".join(anchored), pattern.flags), re.compile("|".join(others), pattern.flags)
+    except re.error:
+        return None
+
+
+def alternatives(pattern: re.Pattern[str]) -> list[str] | None:
+    """The sources of a pattern's top-level alternatives, each of which compiles alone with the pattern's flags to
+    what it is inside the pattern; None when that is not certain: one alternative, group references and
+    conditionals (they tie alternatives together), global or verbose flags, or an alternation Python's parser
+    rewrote (a common prefix factored out, single characters made a class)."""
+    source = pattern.pattern
+    if not isinstance(source, str) or pattern.flags & re.VERBOSE \
+            or re.search(r"\(\?P=|\(\?\(|\\[1-9]|^\(\?[a-zA-Z]+\)", source):
+        return None
+    branches = _top_level_alternatives(source)
+    try:
+        data = list(parse(pattern))
+    except re.error:  # pragma: no cover - it compiled once already
+        return None
+    if len(branches) < 2 or len(data) != 1 or data[0][0] is not _c.BRANCH or len(data[0][1][1]) != len(branches):
+        return None
+    return branches
+
+
+def _top_level_alternatives(source: str) -> list[str]:
+    """The source split at each `|` outside groups, classes and escapes."""
+    out, depth, start, i, n = [], 0, 0, 0, len(source)
+    while i < n:
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":  # a class: `]` right after `[` or `[^` is a member, not its end
+            i += 1
+            i += source[i:i + 1] == "^"
+            i += source[i:i + 1] == "]"
+            while i < n and source[i] != "]":
+                i += 2 if source[i] == "\\" else 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(source[start:i])
+            start = i + 1
+        i += 1
+    out.append(source[start:])
+    return out

@@ -278,9 +278,10 @@ def distill(trajectory: Trajectory, formats: Iterable[MemoryType | str], model: 
     chat = chat_model(model) if model is not None else None
     run = (redactor or Redactor()).redact_trajectory(trajectory)
     outcome = run.verdict.outcome if run.verdict else Outcome.UNKNOWN
-    provenance = Provenance(run_id=run_id or f"run-{trajectory.content_hash()[:32]}", source_task_id=run.task.id,
+    content_hash = trajectory.content_hash()  # hashes the whole run: once
+    provenance = Provenance(run_id=run_id or f"run-{content_hash[:32]}", source_task_id=run.task.id,
                             domain=run.task.domain, task_model=run.model, distill_model=label, code=run.code)
-    result = DistillResult(task_id=run.task.id, content_hash=trajectory.content_hash(), outcome=outcome)
+    result = DistillResult(task_id=run.task.id, content_hash=content_hash, outcome=outcome)
     if run.verdict is not None and run.verdict.is_error:  # the infrastructure ended it: nothing to learn
         result.failures = [DistillFailure(format=k, reason="the run ended in an infrastructure error")
                            for k in dict.fromkeys(kinds)]

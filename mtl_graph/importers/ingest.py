@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import nullcontext
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
@@ -323,7 +324,9 @@ def _ingest(paths: Iterable[str | Path], pool: Any, model: Any, config: IngestCo
     worker = _Worker(pool, chat_model(model) if model is not None else None, label, config, ledger, judge)
     before = len(report.runs)  # the runs skipped or planned without a worker
     reported: set[Future[RunRecord]] = set()
-    with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="mtl-ingest") as executor:
+    # the pool's statistics record changes once for the whole ingest, not twice per run (a kill leaves it pending)
+    held = pool.statistics_held() if hasattr(pool, "statistics_held") else nullcontext()
+    with held, ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="mtl-ingest") as executor:
         futures: dict[Future[RunRecord], Loaded] = {executor.submit(worker, item, wanted): item
                                                     for item, wanted in todo}
         try:

@@ -20,8 +20,14 @@ import functools
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
+
+try:
+    import hyperscan
+except ImportError:  # pragma: no cover - platforms without a wheel run every mask
+    hyperscan = None
 
 from mtl_graph.core.patterns import first_class
 from mtl_graph.memory.base import COUNTS, Memory, Provenance, UsageStats, parse_memory
@@ -48,15 +54,93 @@ _NOISE = [(first_class(pattern), stand_in, holds) for pattern, stand_in, holds i
 _ANY_DIGIT = re.compile(r"\d")  # the patterns' own \d: any Unicode decimal digit
 _SPACE = re.compile(r"\s+")
 
+# What each mask above (same order) cannot match without: every match of a mask holds a match of its entry here,
+# so a text where an entry finds nothing is a text the mask leaves as it is. One Hyperscan pass over a long text
+# tells which masks can find anything; most long texts hold no uuid, time, address or temporary path, so most of
+# the seven passes are skipped (tests/memory/test_dedup_masks.py compares with every mask run).
+# - ASCII text: there `\b`, `\d` and `\s` mean what they mean to Hyperscan (`\d`, `\s` spelled as the ASCII
+#   characters they are), so each entry is its mask, with an optional tail cut or (long hex ids) the look-aheads
+#   dropped.
+# - any other text, as UTF-8 bytes: a character beyond ASCII is a run of 2-4 bytes from 0x80 up, so `\d` and `\s`
+#   (which hold other digits and spaces there) become "an ASCII one or such a run"; word boundaries are dropped.
+_NEEDS_ASCII = [rb"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+                rb"[0-9]{4}-[0-9]{2}-[0-9]{2}[t ][0-9]{2}:[0-9]{2}",
+                rb"\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?\b",
+                rb"\b0x[0-9a-f]+\b",
+                rb"\b[0-9a-f]{7,}\b",
+                rb"\b[0-9]+(?:\.[0-9]+)?[\x09-\x0d\x1c-\x1f ]*(?:ms|us|ns|s|secs?|seconds?|mins?|minutes?)\b",
+                rb"/(?:tmp|var/folders|var/tmp)/"]
+_D = rb"(?:[0-9]|[\x80-\xff]{2,4})"
+_S = rb"(?:[\x09-\x0d\x1c-\x1f ]|[\x80-\xff]{2,4})"
+_NEEDS_UTF8 = [rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+               _D + rb"{4}-" + _D + rb"{2}-" + _D + rb"{2}[t ]" + _D + rb"{2}:" + _D + rb"{2}",
+               _D + rb":" + _D + rb"{2}:" + _D + rb"{2}",
+               rb"0x[0-9a-f]",
+               rb"[0-9a-f]{7}",
+               _D + _S + rb"*(?:[msun]|\xc2\xb5)",  # a number, then a unit: ms, µs, us, ns, s..., min...
+               rb"/(?:tmp|var/folders|var/tmp)/"]
+assert len(_NEEDS_ASCII) == len(_NEEDS_UTF8) == len(_NOISE)
+_PRESCAN_MIN = 256  # shorter texts cost less to mask than to scan first
 
-def normalize(text: str) -> str:
-    """Text with run-to-run noise masked, case folded and whitespace collapsed."""
+
+def _database(expressions: list[bytes]) -> Any:
+    db = hyperscan.Database()
+    db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
+               flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(expressions))  # one report per mask is all we ask
+    return db
+
+
+class _MaskScan:
+    """Which masks can match a text, in one Hyperscan pass."""
+
+    def __init__(self) -> None:
+        self.ascii, self.utf8 = _database(_NEEDS_ASCII), _database(_NEEDS_UTF8)
+        self._local = threading.local()  # a scan needs scratch space no other thread is using
+
+    def possible(self, text: str) -> set[int]:
+        plain = text.isascii()
+        db = self.ascii if plain else self.utf8
+        scratch = getattr(self._local, "ascii" if plain else "utf8", None)
+        if scratch is None:
+            scratch = hyperscan.Scratch(db)
+            setattr(self._local, "ascii" if plain else "utf8", scratch)
+        found: set[int] = set()
+
+        def on_match(mask: int, start: int, end: int, flags: int, context: object) -> None:
+            found.add(mask)
+
+        db.scan(text.encode("ascii") if plain else text.encode("utf-8", "surrogatepass"),
+                match_event_handler=on_match, scratch=scratch)
+        return found
+
+
+@functools.lru_cache(maxsize=1)
+def _mask_scan() -> _MaskScan | None:
+    return _MaskScan() if hyperscan is not None else None
+
+
+def normalize(text: str, *, fast: bool = True) -> str:
+    """Text with run-to-run noise masked, case folded and whitespace collapsed. fast=False runs every mask (the
+    reference the pre-scan is tested against; the same text)."""
     text = text.casefold()  # first: the masks need no IGNORECASE, which would make them several times slower
-    digits = _ANY_DIGIT.search(text) is not None  # a stand-in never adds one: known once for every mask
-    for pattern, stand_in, holds in _NOISE:
-        if digits if holds is _DIGIT else holds in text:
-            text = pattern.sub(stand_in, text)
-    return _SPACE.sub(" ", text).strip()
+    scan = _mask_scan() if fast and len(text) >= _PRESCAN_MIN else None
+    if scan is None:
+        digits = not fast or _ANY_DIGIT.search(text) is not None  # a stand-in never adds one: known once
+        for pattern, stand_in, holds in _NOISE:
+            if not fast or (digits if holds is _DIGIT else holds in text):
+                text = pattern.sub(stand_in, text)
+    else:
+        # a mask that cannot match leaves the text as it is; one that changed it (its stand-in may make a new word
+        # boundary) has the rest asked again about the new text.
+        possible = scan.possible(text)
+        for mask, (pattern, stand_in, _) in enumerate(_NOISE):
+            if mask in possible:
+                text, changed = pattern.subn(stand_in, text)
+                if changed:
+                    possible = scan.possible(text)
+    if not fast:
+        return _SPACE.sub(" ", text).strip()
+    return " ".join(text.split())  # the same: `\s` and str.split read one set of whitespace characters
 
 
 def _normalized(value: Any) -> Any:

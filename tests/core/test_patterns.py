@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from mtl_graph.core.patterns import first_class
+from mtl_graph.core.patterns import _anchored_split, _top_level_alternatives, first_class, line_search
 
 PATTERNS = [
     (r"\bkey\b|secret", re.I),
@@ -69,3 +69,38 @@ def test_patterns_it_cannot_bound_or_need_not_run_as_they_are(source):
     skips to: the pattern is returned unchanged."""
     compiled = re.compile(source)
     assert first_class(compiled) is compiled
+
+
+LINE_PATTERNS = [  # alternatives that open with `^` among others, under the flags the rules use
+    (r"^\s*set\b|(?<![\w.])\(env\)|^#+\s*instruction", re.I | re.M),
+    (r"key|^\s*[\[#]+\s*(?:system|admin)\b|\bsecret\b", re.I | re.M),
+    (r"^rm\b|;\s*rm\b|^\s*env$", re.M),
+    (r"[|^]x|^[]|]y|(?:^|;)z|\^w|^(?:a|b)c", re.I | re.M),  # `|` and `^` inside classes, groups and escapes
+    (r"^key|^pwd", re.I),  # the parser factors the `^` out: searched as it is
+    (r"(a)|^\1b", re.I),  # a group reference ties the alternatives: searched as it is
+]
+LINE_ALPHABET = [a for a in ALPHABET if "\n" not in a] + ["#", "##", "[", "]", "y", "z", "w", "^w", "ac", "bc",
+                                                           "instruction", "admin", "SYSTEM", "|x", "^x", "\\"]
+
+
+@pytest.mark.parametrize("source, flags", LINE_PATTERNS)
+def test_line_search_answers_as_search_on_generated_lines(source, flags):
+    pattern = re.compile(source, flags)
+    found = line_search(pattern)
+    rng = random.Random(source)
+    hits = 0
+    for _ in range(3000):
+        line = "".join(rng.choice(LINE_ALPHABET) for _ in range(rng.randrange(0, 10)))
+        expected = pattern.search(line) is not None
+        assert found(line) == expected, line
+        hits += expected
+    assert 50 < hits < 2950  # both answers are generated
+
+
+def test_the_split_is_the_parsers_own():
+    assert _top_level_alternatives(r"a|(b|c)|[|]|\||[]|]|[^]|]|^d") == ["a", "(b|c)", "[|]", "\\|", "[]|]", "[^]|]", "^d"]
+    start, rest = _anchored_split(re.compile(r"^\s*set|(?<!x)env|^#", re.M))
+    assert (start.pattern, rest.pattern) == (r"^\s*set|^#", r"(?<!x)env")
+    for source in [r"^a|^\s*b",  # every alternative anchored: the parser factors the `^` out
+                   r"^key|^pwd", r"(a)|^\1b", r"(?P<n>a)|^(?P=n)", r"abc", r"a|b", r"(?i)^a|b", r"(?x)^a | b"]:
+        assert _anchored_split(re.compile(source)) is None, source

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from datetime import datetime
@@ -223,6 +224,13 @@ class MemoryPool(PoolFiles):
     def add(self, memory: Memory | dict[str, Any]) -> AddResult:
         """Add one memory (see `add_many`)."""
         return self.add_many([memory])[0]
+
+    @contextmanager
+    def statistics_held(self) -> Iterator[None]:
+        """Every write inside, from any thread, is one change of the statistics record (memory/pool/stats.py
+        `MaintainedStats.held`): an ingest's many small `add_many` calls write the record twice in all."""
+        with self.maintained.held():
+            yield
 
     def add_many(self, memories: Iterable[Memory | dict[str, Any]], keep_stats: bool = False,
                  supersede: SupersedeConfig | None = None) -> AddReport:

@@ -116,6 +116,8 @@ class MaintainedStats:
         self._floors: dict[str, list[Any]] = {}
         self._depth = 0
         self._broken = False
+        self._holds = 0  # open `held` contexts
+        self._marked = False  # inside a hold, the record was marked pending by a write: recorded when it ends
         self.rebuilds = 0
         """How often this handle counted the whole pool (a missing or stale record): the tests read it."""
 
@@ -139,13 +141,13 @@ class MaintainedStats:
         with self._lock:
             self.totals()
             self._floors[key] = [total, value, source]
-            if self._depth == 0:
+            if not self._busy():
                 self._write(pending=False)
 
     def reload(self) -> None:
         """Read the record again at next use (another writer may have changed the pool)."""
         with self._lock:
-            if self._depth == 0:
+            if not self._busy():
                 self._totals = None
                 self._floors = {}
 
@@ -179,23 +181,55 @@ class MaintainedStats:
     def batch(self) -> Iterator[None]:
         """Writes inside are one change of the record: marked pending before the first, recorded after the last."""
         with self._lock:
-            if self._depth == 0:
-                self.totals()
-                self._broken = False
-                self._write(pending=True)  # a failure here stops the write before the engine sees it
-            self._depth += 1
+            self._enter()
             try:
                 yield
             finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    if self._broken:  # what reached the engine is unknown: counted again at next use
-                        self._totals, self._floors = None, {}
-                    else:
-                        try:
-                            self._write(pending=False)
-                        except PoolError:
-                            self._totals = None  # the record stays pending: rebuilt at next use
+                self._leave()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Writes inside, from any thread (an ingest's workers), are one change of the record: the first marks it
+        pending, the record is written once after the hold, so a long series of small batches writes the file
+        twice, not twice per batch; a hold with no write writes nothing. A process killed inside leaves the record
+        pending (rebuilt at next use), as a kill inside one batch does. Unlike `batch`, the lock is not held in
+        between: writers still take turns, one batch at a time."""
+        with self._lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holds -= 1
+                if self._holds == 0 and self._marked:
+                    self._marked = False
+                    self._record()
+
+    def _busy(self) -> bool:
+        """Whether a change of the record is under way (the record on disk says pending)."""
+        return self._depth > 0 or self._marked
+
+    def _enter(self) -> None:
+        if self._depth == 0 and not self._marked:
+            self.totals()
+            self._broken = False
+            self._write(pending=True)  # a failure here stops the write before the engine sees it
+            self._marked = self._holds > 0  # inside a hold: recorded when the hold ends
+        self._depth += 1
+
+    def _leave(self) -> None:
+        self._depth -= 1
+        if self._depth == 0 and not self._marked:
+            self._record()
+
+    def _record(self) -> None:
+        if self._broken:  # what reached the engine is unknown: counted again at next use
+            self._totals, self._floors = None, {}
+        else:
+            try:
+                self._write(pending=False)
+            except PoolError:
+                self._totals = None  # the record stays pending: rebuilt at next use
 
     @contextmanager
     def changing(self, before: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

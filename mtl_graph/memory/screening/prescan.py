@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import functools
 import re
 import threading
 from typing import Any, Sequence
@@ -33,7 +34,7 @@ try:
 except ImportError:  # pragma: no cover - platforms without a wheel scan per rule
     hyperscan = None
 
-from mtl_graph.core.patterns import parse, regex_constants as _c
+from mtl_graph.core.patterns import alternatives, parse, regex_constants as _c
 
 _LINE_FEED = 10
 _SAFE_CATEGORIES = {_c.CATEGORY_DIGIT, _c.CATEGORY_WORD}  # neither holds a line feed
@@ -95,6 +96,7 @@ def movable(trigger: re.Pattern[str]) -> bool:
     return parsed.getwidth()[0] > 0 and _safe(parsed) and _compiles(trigger.pattern)
 
 
+@functools.lru_cache(maxsize=None)  # a test compile per alternative of every trigger: once per process
 def _compiles(pattern: str) -> bool:
     if hyperscan is None:
         return False
@@ -128,14 +130,21 @@ class TriggerScan:
 
     def __init__(self, rules: Sequence[Any], view: str) -> None:
         triggers = [rule.trigger if rule.then is None and rule.view == view else None for rule in rules]
-        self.patterns = sorted({t.pattern for t in triggers if t is not None and movable(t)})
+        halves = {r: split_crossing(t) for r, t in enumerate(triggers) if t is not None and not movable(t)}
+        halves = {r: half for r, half in halves.items() if half is not None}
+        self.patterns = sorted({t.pattern for t in triggers if t is not None and movable(t)}
+                               | {local for local, _ in halves.values()})
         ids = {p: i for i, p in enumerate(self.patterns)}
         self.compiled = [re.compile(p) for p in self.patterns]  # the same flags as the triggers: none
         self.rules_of: list[list[int]] = [[] for _ in self.patterns]
         for r, t in enumerate(triggers):
             if t is not None and t.pattern in ids:
                 self.rules_of[ids[t.pattern]].append(r)
-        self.moved = frozenset(r for rules_ in self.rules_of for r in rules_)
+        self.split: dict[int, tuple[int, re.Pattern[str]]] = {r: (ids[local], crossing)
+                                                               for r, (local, crossing) in halves.items()}
+        """Rules whose trigger is split (split_crossing): rule index -> (its single-line half's pattern id, the
+        half that can cross a line end)."""
+        self.moved = frozenset(r for rules_ in self.rules_of for r in rules_) | frozenset(self.split)
         self.literals = sorted({word for rule in rules if rule.view == view for word in rule.also})
         self._triggers = self._words = None
         if hyperscan is not None and self.patterns:
@@ -194,7 +203,52 @@ class TriggerScan:
             ordered = sorted(fired[pid])
             for r in rules:
                 out[r] = ordered
+        for r, (pid, crossing) in self.split.items():
+            lines = _split_lines(fired[pid], crossing, lowered, starts)
+            if lines is not None:  # else the rule scans with its own trigger
+                out[r] = lines
         return out
+
+
+def _split_lines(local: set[int], crossing: re.Pattern[str], lowered: str, starts: Sequence[int]) -> list[int] | None:
+    """The lines a split trigger's own `finditer` starts a match on: those its single-line half fires on and those
+    where its crossing half matches, when no match of the crossing half, from any position, holds a line feed
+    (then no match of the whole trigger crosses a line end, and, as for a moved trigger, "a line where it
+    matches" is "a line where `finditer` starts a match"). None when one does: the rule's own scan decides.
+
+    Every position where the crossing half matches is visited (searching again one character after each start),
+    and the match found there is the one the whole trigger makes there when it takes that half: its alternatives
+    keep their order."""
+    found = set(local)
+    line_of = _LineOf(starts)
+    search, pos = crossing.search, 0
+    while (match := search(lowered, pos)) is not None:
+        if "\n" in match.group():
+            return None
+        found.add(line_of(match.start()))
+        pos = match.start() + 1
+    return sorted(found)
+
+
+def split_crossing(trigger: re.Pattern[str]) -> tuple[str, re.Pattern[str]] | None:
+    """A trigger that cannot move as a whole, as (its alternatives that can move, joined, as a pattern source; the
+    others, compiled): `you\\s+are|ignor|...` gives `ignor|...` for the combined pass and `you\\s+are` to search
+    alone. None when the trigger has no such halves (core/patterns.alternatives), either half can match the empty
+    string, or the movable half does not move as a whole."""
+    branches = alternatives(trigger)
+    if branches is None:
+        return None
+    local = [b for b in branches if movable(re.compile(b, trigger.flags))]
+    crossing = [b for b in branches if b not in local]
+    if not local or not crossing:
+        return None
+    try:
+        joined, rest = re.compile("|".join(local), trigger.flags), re.compile("|".join(crossing), trigger.flags)
+    except re.error:  # pragma: no cover - each compiled inside the trigger
+        return None
+    if not movable(joined) or parse(rest).getwidth()[0] == 0:
+        return None
+    return joined.pattern, rest
 
 
 class _LineOf:

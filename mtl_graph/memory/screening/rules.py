@@ -14,7 +14,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from mtl_graph.core.patterns import first_class
+from mtl_graph.core.patterns import first_class, line_search
 
 NEGATION = re.compile(
     r"\b(?:never|not|don'?t|do\s+not|doesn'?t|does\s+not|avoid|avoiding|without|instead\s+of|rather\s+than|"
@@ -74,6 +74,10 @@ class Rule:
         # the pattern as candidate lines are searched with: the same matches, most positions turned down by one
         # class test (core/patterns.first_class)
         object.__setattr__(self, "_line_pattern", first_class(self.pattern))
+        # a rule that takes any match (no negation or own-file check looks at where it is) asks only whether the
+        # line matches: its alternatives that open with `^` are tried where the line starts alone (line_search)
+        object.__setattr__(self, "_line_search", None if self.natural_language or self.spares_own_files
+                           else line_search(self.pattern))
 
     def matches(self, text: "Lines", fired: list[int] | None = None, present: frozenset[str] | None = None) -> bool:
         """Whether the text matches (patterns are line-local unless whole_text, so a line is the unit of context).
@@ -126,6 +130,8 @@ class Rule:
         return False
 
     def _matches_line(self, text: str) -> bool:
+        if self._line_search is not None:
+            return self._line_search(text)
         for match in self._line_pattern.finditer(text):
             if self.natural_language and self._negated(text, match):
                 continue

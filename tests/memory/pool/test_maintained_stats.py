@@ -290,3 +290,96 @@ def test_served_as_one_equality_finds_what_the_exclusion_finds(embeddings, tmp_p
         found = pool.retrieve(text, type="insight", k=1, lifecycle=LifecycleConfig(), retriever="dense")
         assert [h.memory.id for h in found.hits] == [ids[2]]
         assert_current(pool)
+
+
+def test_writes_held_from_several_threads_are_one_change_of_the_record(embeddings, tmp_path, monkeypatch):
+    """An ingest holds the record over all its workers' writes: marked pending once before, recorded once after,
+    pending on disk in between (what a process killed there leaves), and every statistic right at the end."""
+    import threading
+
+    import mtl_graph.memory.pool.stats as stats
+    from mtl_graph.memory.pool.stats import read_record
+
+    location = tmp_path / "pool"
+    seeded(location, embeddings)
+    real, written = stats.write_record, []
+
+    def counted(file, totals, floors, pending=False):
+        written.append(pending)
+        real(file, totals, floors, pending)
+
+    with MemoryPool.open(location, embeddings) as pool:
+        file = pool.maintained.file
+        monkeypatch.setattr(stats, "write_record", counted)
+        with pool.statistics_held():
+            def writer(seed: int) -> None:
+                rng = random.Random(seed)
+                for _ in range(4):
+                    pool.add_many([memory(rng) for _ in range(rng.randint(1, 3))])
+                    ids = [h.id for h in pool.store.scroll()]
+                    pool.credit(f"run-{seed}-{rng.random()}", [Use(rng.choice(ids), True)], "success", "tests")
+            threads = [threading.Thread(target=writer, args=(seed,)) for seed in (1, 2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert read_record(file)["pending"] is True  # a kill here: rebuilt at the next open
+            assert_current(pool)
+        assert written == [True, False]
+        assert read_record(file)["pending"] is False
+        assert_current(pool)
+    with MemoryPool.open(location, embeddings) as pool:
+        assert pool.maintained.rebuilds == 0
+        assert_current(pool)
+    assert not check_pool(location, embeddings).stats_problems
+
+
+def test_an_engine_write_that_fails_inside_a_hold_leaves_the_record_to_be_counted_again(embeddings, tmp_path):
+    location = tmp_path / "pool"
+    seeded(location, embeddings)
+    with MemoryPool.open(location, embeddings) as pool:
+        ids = [h.id for h in pool.store.scroll()]
+        with pool.statistics_held():
+            pool.credit("before", [Use(ids[0], True)], "success", "tests")
+            inner = pool.store.inner
+            real_upsert = inner.set_payload
+
+            def broken(*args, **kwargs):
+                real_upsert(*args, **kwargs)  # the write reached the engine, the caller never learns it did
+                raise RuntimeError("injected engine failure")
+            inner.set_payload = broken  # type: ignore[method-assign]
+            with pytest.raises(RuntimeError, match="injected"):
+                pool.credit("broken", [Use(ids[1], True)], "failure", "tests")
+            inner.set_payload = real_upsert  # type: ignore[method-assign]
+            pool.credit("after", [Use(ids[2], True)], "success", "tests")
+        rebuilds = pool.maintained.rebuilds
+        assert_current(pool)  # counted again from the pool, not trusted
+        assert pool.maintained.rebuilds == rebuilds + 1
+
+
+def test_a_hold_without_writes_writes_nothing_and_a_reload_inside_keeps_the_pending_mark(embeddings, tmp_path,
+                                                                                           monkeypatch):
+    import mtl_graph.memory.pool.stats as stats
+    from mtl_graph.memory.pool.stats import read_record
+
+    location = tmp_path / "pool"
+    seeded(location, embeddings)
+    real, written = stats.write_record, []
+
+    def counted(file, totals, floors, pending=False):
+        written.append(pending)
+        real(file, totals, floors, pending)
+
+    with MemoryPool.open(location, embeddings) as pool:
+        monkeypatch.setattr(stats, "write_record", counted)
+        with pool.statistics_held():  # an ingest whose runs were all skipped: the record is not touched
+            pass
+        assert written == []
+        rng = random.Random(5)
+        with pool.statistics_held():
+            pool.add_many([memory(rng)])
+            pool.maintained.reload()  # another handle's news: not while this change is under way
+            assert read_record(pool.maintained.file)["pending"] is True
+            pool.add_many([memory(rng)])
+        assert written == [True, False]
+        assert_current(pool)
