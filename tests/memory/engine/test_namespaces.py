@@ -225,10 +225,20 @@ def _add_many(p: MemoryPool) -> Any:
     return None
 
 
-def _stats(p: MemoryPool) -> Any:
+def _held(p: MemoryPool) -> Any:
+    with p.statistics_held():  # writes inside a hold: this namespace's record counts them, no other's
+        _add_many(p)
+    return _stats_of(p, 3)
+
+
+def _stats_of(p: MemoryPool, count: int) -> Any:
     stats = p.stats()
-    assert sum(stats["type"].values()) == 2
+    assert sum(stats["type"].values()) == count
     return stats
+
+
+def _stats(p: MemoryPool) -> Any:
+    return _stats_of(p, 2)
 
 
 def _search(p: MemoryPool) -> Any:
@@ -275,6 +285,7 @@ RECIPES: dict[str, Callable[[MemoryPool, Path], Any]] = {
     "retrieve": lambda p, t: [h.memory for h in p.retrieve("zebra quokka", k=5, lifecycle=LifecycleConfig()).hits],
     "search": lambda p, t: _search(p),
     "stats": lambda p, t: _stats(p),
+    "statistics_held": lambda p, t: _held(p),
     "update_stats": lambda p, t: p.update_stats([SHARED.id, B_ONLY.id], "success"),
     "note_change": lambda p, t: (_unseen(p.note_change(B_ONLY.id, Change(action="edit_of", other=SHARED.id))),
                                  p.note_change(SHARED.id, Change(action="edit_of", other=B_ONLY.id))),

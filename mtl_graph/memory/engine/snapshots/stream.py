@@ -33,6 +33,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import orjson
 
+from mtl_graph.core.errors import MTLError
 from mtl_graph.memory.engine.snapshots.format import SnapshotError
 from mtl_graph.memory.engine.storage import PointBatch, StoredPoint
 
@@ -329,7 +330,9 @@ CHUNK = 256 * 1024
 """Bytes of decompressed lines read at a time."""
 
 
-class LineTooLong(ValueError):
+class LineTooLong(MTLError, ValueError):
+    """A snapshot line longer than the reader's limit."""
+
     def __init__(self, before: int) -> None:
         super().__init__(f"the line after {before} lines is too long")
         self.before = before
