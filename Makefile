@@ -23,8 +23,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/mtl demo
 
+# Two workers: most tests wait on subprocesses, servers and sandboxes (16:41 in one process, 12:45 in two on the
+# same busy 2-core machine). TEST_WORKERS=0 runs in this process (for pdb, or a machine without spare memory).
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 # The pool, lifecycle, dedup, consolidation, store and tenancy tests against a Qdrant server (`docker compose up -d`
 # first, or point QDRANT_URL at yours; QDRANT_API_KEY when it asks for one). `make test` never needs a server.
