@@ -388,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[Row] = []
         for row in ROWS[:1] if args.build_only else ROWS:
             print(f"== {row.__name__}", file=sys.stderr)
-            rows += row(pool_path, ctx)
+            found = row(pool_path, ctx)
+            for figure in found:  # as they come: a long run that is stopped still leaves its first rows
+                print("   " + " | ".join(figure), file=sys.stderr, flush=True)
+            rows += found
         rows.append(("whole benchmark", f"{time.perf_counter() - started:.0f} s", ""))
         text = markdown(rows, ctx)
         print(text)

@@ -31,7 +31,8 @@ HNSW_EF = 400
 recall@3 against exact search with a type filter and a domain held out: ef 256 0.965, 384 0.980, 512 0.983,
 768 0.988, dense query p50 2.5 / 2.8 / 4.1 / 7.8 ms on a loaded 2-core machine. Drawn around 2k real-embedded
 memories instead (benchmarks/search_settings.py, the retrieve node's whole filter): ef 128 0.978, 256 0.997, 400
-0.998. 400 holds on both. Unindexed segments ignore it; Edge's is EdgeIndexConfig.hnsw_ef."""
+0.998. 400 holds on both. Unindexed segments ignore it; Edge's is EdgeIndexConfig.hnsw_ef, and an Edge shard of at
+most EdgeIndexConfig.exact_below points is scanned exactly instead (the walk's filtered recall is lowest there)."""
 
 
 PayloadFields = tuple[str, ...] | None
@@ -170,7 +171,8 @@ class QuerySpec:
     payload_fields: PayloadFields = None
     """With with_payload: only these payload fields (see PayloadFields); None: the whole payload."""
     hnsw_ef: int | None = None
-    """HNSW beam width of the dense search; None: HNSW_EF (a bulk pass that asks once per memory takes less)."""
+    """HNSW beam width of the dense search (a bulk pass that asks once per memory takes less; given, the walk runs
+    even where a small Edge shard would be scanned exactly); None: the store's (HNSW_EF, or that exact scan)."""
 
 
 def _client_selection(fields: PayloadFields) -> bool | list[str]:

@@ -222,9 +222,17 @@ class EdgeStore:
                                  [(list(v.indices), list(v.values)) if v is not None else ([], []) for v in sparse],
                                  [r.payload or {} for r in records])
 
-    def _search_params(self, hnsw_ef: int | None) -> Any:
-        """The beam (the query's own, else the configured one) and, with quantisation, the rescoring."""
+    def _scans_exactly(self) -> bool:
+        """Whether this shard is small enough that a dense query scans it exactly (EdgeIndexConfig.exact_below)."""
+        # the shard keeps its tally: ~0.02 ms to ask, once per batch of queries
+        return bool(self.indexing.exact_below) and self.shard.info().points_count <= self.indexing.exact_below
+
+    def _search_params(self, hnsw_ef: int | None, exact: bool = False) -> Any:
+        """An exact scan (exact: a small shard) unless the query names its own beam; otherwise the beam (the
+        query's own, else the configured one) and, with quantisation, the rescoring."""
         q, indexing = self._q, self.indexing
+        if exact and hnsw_ef is None:
+            return q.SearchParams(exact=True)
         ef = hnsw_ef or indexing.hnsw_ef
         if indexing.quantization == "none":
             return q.SearchParams(hnsw_ef=ef)
@@ -232,13 +240,13 @@ class EdgeStore:
         return q.SearchParams(hnsw_ef=ef, quantization=q.QuantizationSearchParams(
             rescore=True, oversampling=indexing.oversampling))
 
-    def _request(self, spec: QuerySpec) -> Any:
+    def _request(self, spec: QuerySpec, exact: bool = False) -> Any:
         q = self._q
         flt = self._filter(spec.where)
         sparse = q.SparseVector(spec.sparse[0], spec.sparse[1]) if spec.sparse else None
         with_vector = [DENSE] if spec.with_dense else False
         with_payload = spec.with_payload and self._selection(spec.payload_fields)
-        params = self._search_params(spec.hnsw_ef)
+        params = self._search_params(spec.hnsw_ef, exact) if spec.dense is not None else None
         if spec.dense is not None and sparse is not None:
             prefetches = [
                 q.Prefetch(limit=spec.prefetch_limit, query=q.Query.Nearest(spec.dense, using=DENSE), filter=flt,
@@ -252,12 +260,13 @@ class EdgeStore:
         vector, using = (spec.dense, DENSE) if spec.dense is not None else (sparse, SPARSE)
         return q.QueryRequest(
             limit=spec.limit, query=q.Query.Nearest(vector, using=using), filter=flt,
-            with_payload=with_payload, with_vector=with_vector, params=params if spec.dense is not None else None,
+            with_payload=with_payload, with_vector=with_vector, params=params,
         )
 
     def query(self, requests: list[QuerySpec]) -> list[list[RawHit]]:
-        batch = self._q.QueryBatchRequest([self._request(r) for r in requests])
         with self._guard.shared():
+            exact = any(r.dense is not None for r in requests) and self._scans_exactly()
+            batch = self._q.QueryBatchRequest([self._request(r, exact) for r in requests])
             results = self.shard.query_batch(batch)
         out = []
         for points in results:

@@ -20,10 +20,12 @@ RECALL = 0.99
 N = 1_500
 TYPES, OUTCOMES, DOMAINS = ("insight", "workflow", "summary"), ("success", "failure", "unknown"), list("abcdef")
 STATUSES = ("active", "archived", "quarantined", "superseded")
-HNSW = EdgeIndexConfig(full_scan_threshold_kb=40, rebuild_min_points=100)
+HNSW = EdgeIndexConfig(full_scan_threshold_kb=40, rebuild_min_points=100, exact_below=0)
 """Below 40 KB of matching vectors (~200 of these points) a segment is scanned exactly, as a 100k pool scans a
 filter matching under ~1,000 memories: the broad filters here go through the HNSW graph, the narrow ones (one
-outcome in a small namespace) are scanned."""
+outcome in a small namespace) are scanned. exact_below 0: a shard this small would otherwise be scanned whole."""
+WEAK = EdgeIndexConfig(hnsw_m=4, ef_construct=8, hnsw_ef=4, full_scan_threshold_kb=0, rebuild_min_points=100)
+"""A graph and a beam too small to find the exact top 10 under these filters: whatever the walk answers, it misses."""
 
 
 def every_filter_field() -> set[str]:
@@ -189,3 +191,77 @@ def test_a_shard_built_without_quantisation_opens_and_searches_with_it(tmp_path)
 def test_bad_search_settings_are_refused_with_the_field_named(bad, field):
     with pytest.raises(ValueError, match=field):
         EdgeIndexConfig(**bad)
+
+
+def recall_at_10(store: EdgeStore, points: list[StoredPoint], vectors: np.ndarray, hnsw_ef: int | None = None) -> float:
+    """Recall@10 against numpy's exact scan over every filter of `filters` and 8 queries; every hit passes its
+    filter whatever the way of answering."""
+    rng = np.random.default_rng(11)
+    queries = vectors[rng.integers(0, N, 8)] + 0.3 * rng.standard_normal((8, DIM)).astype(np.float32)
+    by_id = {p.id: p for p in points}
+    found = wanted = 0
+    for where in filters(points):
+        allowed = np.array([matches(p, where) for p in points])
+        for q in queries:
+            scores = vectors @ (q / np.linalg.norm(q))
+            scores[~allowed] = -np.inf
+            expected = [points[j].id for j in np.argsort(-scores)[:10] if scores[j] > -np.inf]
+            [hits] = store.query([QuerySpec(limit=10, where=where, dense=q.tolist(), with_payload=False,
+                                            hnsw_ef=hnsw_ef)])
+            got = [h.id for h in hits]
+            assert all(matches(by_id[i], where) for i in got), where
+            if hnsw_ef is None and store.indexing.exact_below >= store.count():
+                assert got == expected, where  # scanned exactly: numpy's order, not just its set
+            found, wanted = found + len(set(got) & set(expected)), wanted + len(expected)
+    return found / wanted
+
+
+@pytest.fixture
+def weak(tmp_path):
+    points, vectors = corpus()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, WEAK)
+    store.upsert(points)
+    store.optimize(wait=True)  # one indexed segment, built by the worker
+    assert store.indexed == N
+    yield store, points, vectors
+    store.close()
+
+
+@pytest.mark.parametrize("exact_below, scanned", [(N, True), (10 * N, True), (N - 1, False), (0, False)])
+def test_a_shard_of_at_most_exact_below_points_answers_exactly_for_every_filter_after_its_index_is_built(
+        weak, exact_below, scanned):
+    store, points, vectors = weak
+    store.indexing = WEAK.model_copy(update={"exact_below": exact_below})
+    recall = recall_at_10(store, points, vectors)
+    if scanned:
+        assert recall == 1.0
+    else:  # the control: the same shard through its walk misses, so the exact answers above are the scan's
+        assert recall < 0.95, recall
+
+
+def test_a_query_naming_its_own_beam_walks_the_graph_even_in_a_small_shard(weak):
+    store, points, vectors = weak
+    store.indexing = WEAK.model_copy(update={"exact_below": 10 * N})
+    assert recall_at_10(store, points, vectors) == 1.0
+    assert recall_at_10(store, points, vectors, hnsw_ef=4) < 0.95
+
+
+def test_the_shards_own_tally_decides_through_writes_and_deletes(weak):
+    """The unindexed tail counts: a shard grown past exact_below walks; deletes bring it back to the exact scan."""
+    store, points, vectors = weak
+    store.indexing = WEAK.model_copy(update={"exact_below": N})
+    more, _ = corpus(seed=6)
+    extra = [StoredPoint(str(uuid.UUID(int=10**6 + i)), p.dense, p.sparse, p.payload) for i, p in enumerate(more[:20])]
+    store.upsert(extra)
+    assert store.count() == N + 20 and store.indexed == N
+    grown = np.concatenate([vectors, np.array([p.dense for p in extra], dtype=np.float32)])
+    assert recall_at_10(store, points + extra, grown) < 0.95
+    store.delete([p.id for p in extra])
+    assert store.count() == N
+    assert recall_at_10(store, points, vectors) == 1.0
+
+
+@pytest.mark.parametrize("bad", [-1, "many", 1.5])
+def test_a_bad_exact_below_is_refused_with_the_field_named(bad):
+    with pytest.raises(ValueError, match="exact_below"):
+        EdgeIndexConfig(exact_below=bad)
