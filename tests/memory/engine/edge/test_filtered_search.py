@@ -227,6 +227,19 @@ def test_a_shard_of_at_most_exact_below_points_answers_exactly_for_every_filter_
         assert recall < 0.95, recall
 
 
+def test_a_small_quantised_shard_is_scanned_with_its_float_vectors(tmp_path):
+    """int8 copies rank near-ties in another order: the exact scan reads the float vectors, numpy's order."""
+    points, vectors = corpus()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, WEAK.model_copy(update={"quantization": "int8", "exact_below": N}))
+    try:
+        store.upsert(points)
+        store.optimize(wait=True)
+        assert store.indexed == N
+        assert recall_at_10(store, points, vectors) == 1.0
+    finally:
+        store.close()
+
+
 def test_a_query_naming_its_own_beam_walks_the_graph_even_in_a_small_shard(weak):
     store, points, vectors = weak
     store.indexing = WEAK.model_copy(update={"exact_below": 10 * N})
