@@ -33,8 +33,9 @@ class EdgeIndexConfig(BaseModel):
     """A shard of at most this many points answers every dense query by an exact scan (Qdrant's `exact`), not the
     HNSW walk, unless the query names its own beam (`QuerySpec.hnsw_ef`). An exact scan costs about 0.1 ms per
     thousand points whatever the filter, and a filtered walk at ef 400 as much up to ~40k; below that the walk
-    only loses recall: @3 with the retrieve node's filter 0.830 at 5k, 0.930 at 20k, 0.972 at 40k, 1.000 exact
-    (docs/benchmarks.md, "Small pools are searched exactly"). 0: always walk the graph."""
+    only loses recall: @3 with the retrieve node's filter 0.918 at 20k and 0.970 at 40k (10k real-embedded
+    memories), 0.830 at 5k (2k), 1.000 exact (docs/benchmarks.md, "Small pools are searched exactly"). 0: always
+    walk the graph."""
     quantization: Literal["none", "int8"] = "none"
     """"int8": dense vectors also kept as int8 (scalar quantisation, a quarter of the bytes), the HNSW walk compares
     those and the best candidates are rescored with the float vectors; applied when an index is built. Off by
