@@ -103,6 +103,7 @@ class QuotaWatch:
     poll would cost too much for large trees: the free space of its filesystem (one statvfs) is polled instead,
     and the workspace is measured only once the space lost since the last measurement could have taken it past
     the quota. So a command may overshoot by what it writes in one poll interval (or finishing before a poll).
+    When a command ends, the workspace is measured (one walk), whatever the free space says.
 
     Between commands, a workspace left over its quota puts the sandbox in shrink-only mode until it is back
     under: every command then runs with a file-size limit of 0 (writing any byte to a file fails, "File too
@@ -170,7 +171,11 @@ class QuotaWatch:
                 self.locked = True
                 return f"{self._usage()}, and commands grew it while writes were refused: no more commands"
             return None if self.used > self.quota else "the workspace is back under its quota"
-        if self.check() is None and self.used <= self.quota:
+        # Measured, not inferred from the free space: another writer on the same disk freeing space while the
+        # command ran would hide its growth, and the sandbox would go on without shrink-only mode.
+        self.used = disk_usage(self.workspace)
+        self.free = _free_bytes(self.workspace)
+        if self.used <= self.quota:
             return None
         return (f"{self._usage()}: until files are deleted, the next commands run with file writes refused "
                 "(File too large)")

@@ -9,6 +9,7 @@ observation says why it could not write."""
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from mtl_graph.sandbox import SandboxConfig, make_sandbox
 from mtl_graph.sandbox.local import QUOTA_REFUSED_EXIT_CODE
 from mtl_graph.sandbox.tree import remove_tree
-from mtl_graph.sandbox.workspace import SHRINK_ONLY_SLACK
+from mtl_graph.sandbox.workspace import SHRINK_ONLY_SLACK, QuotaWatch, _free_bytes
 from helpers.sandbox_attack_kit import needs_bwrap, nobody_workspace, public_tmp, run_unprivileged, unprivileged_python
 
 pytestmark = pytest.mark.filterwarnings("ignore:local sandbox")
@@ -129,3 +130,22 @@ def test_growing_it_without_writing_data_locks_the_sandbox(kind, mode):
         assert result["exit_code"] == QUOTA_REFUSED_EXIT_CODE
         assert result["output"].startswith("[refused: ") and "runs no more commands" in result["output"]
         assert "ran" not in result["output"]
+
+
+def test_another_writer_freeing_disk_space_cannot_hide_a_command_crossing_the_quota(tmp_path):
+    """The free-space poll is shared with every writer on the disk: one freeing more than the command wrote made
+    the crossing invisible, and the next commands ran with writes allowed. The command's end measures instead."""
+    workspace, elsewhere = tmp_path / "ws", tmp_path / "other"
+    workspace.mkdir()
+    other_file = elsewhere / "cache.bin"
+    elsewhere.mkdir()
+    other_file.write_bytes(b"\1" * (4 * WRITE_MB * MIB))  # real blocks, freed during the command
+    watch = QuotaWatch(workspace, QUOTA_MB)
+    assert watch.begin() is None and not watch.shrink_only
+    (workspace / "big").write_bytes(b"\1" * (WRITE_MB * MIB))  # the command's write
+    other_file.unlink()  # another process on the same disk, at the same time
+    os.sync()
+    assert watch.free - _free_bytes(workspace) <= 0  # the poll sees no space lost: it cannot tell
+    note = watch.end()
+    assert note is not None and "over its quota" in note and "writes refused" in note
+    assert watch.begin() is None and watch.shrink_only
