@@ -104,12 +104,14 @@ def _open(pool_dir: Path) -> Any:
 
 
 def _change(pool: Any) -> None:
-    """Delete every 200th point and rewrite the payload of every 200th from the 100th (1% of the pool)."""
+    """Delete every 200th point and rewrite the payload of every 200th from the 100th (1% of the pool).
+
+    No index build is asked for afterwards: a 1% tail is below the background build's threshold, and waiting for
+    one (`optimize(wait=True)`) rebuilt the whole index of the copy, about 45 minutes at 1M."""
     ids = sorted(h.id for h in pool.store.scroll(4096))
     pool.store.delete(ids[::200])
     for point_id in ids[100::200]:
         pool.store.set_payload(point_id, {"status": "archived"})
-    pool.store.optimize(wait=True)
 
 
 def step(name: str, pool_dir: Path, snap_dir: Path) -> dict[str, Any]:

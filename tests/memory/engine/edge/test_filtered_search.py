@@ -104,7 +104,7 @@ def answers(store: EdgeStore, points: list[StoredPoint], vectors: np.ndarray, k:
     """(filter, the store's top k, numpy's exact top k) for every filter of `filters` and 8 queries near the
     points; every hit is checked against its filter on the way (a filter is never approximate)."""
     rng = np.random.default_rng(seed)
-    queries = vectors[rng.integers(0, N, 8)] + 0.3 * rng.standard_normal((8, DIM)).astype(np.float32)
+    queries = vectors[rng.integers(0, len(vectors), 8)] + 0.3 * rng.standard_normal((8, DIM)).astype(np.float32)
     by_id = {p.id: p for p in points}
     for where in filters(points):
         allowed = np.array([matches(p, where) for p in points])
@@ -266,3 +266,32 @@ def test_the_shards_own_tally_decides_through_writes_and_deletes(weak):
 def test_a_bad_exact_below_is_refused_with_the_field_named(bad):
     with pytest.raises(ValueError, match="exact_below"):
         EdgeIndexConfig(exact_below=bad)
+
+
+def test_an_index_grown_over_builds_from_copies_recalls_like_one_built_at_once(tmp_path):
+    """Each build starts from a copy of the shard (the last build's graph included) and Edge extends that graph:
+    after three builds, with deletes and status rewrites between them (a rewrite moves a point into or out of a
+    filter), every filter still finds the exact top 3 through the grown graph, and only the live points."""
+    points, vectors = corpus()
+    store = EdgeStore(str(tmp_path / "edge"), DIM, HNSW)
+    try:
+        store.upsert(points[:900])
+        store.optimize(wait=True)
+        assert store.builds == 1 and store.indexed == 900
+        gone = [p.id for p in points[:900:9]]
+        store.delete(gone)
+        rewritten = [p for p in points[1:900:7] if p.id not in set(gone)]
+        for p in rewritten:
+            status = STATUSES[(STATUSES.index(p.payload["status"]) + 1) % len(STATUSES)]
+            store.set_payload(p.id, {"status": status})
+            p.payload["status"] = status
+        store.upsert(points[900:1200])
+        store.optimize(wait=True)
+        store.upsert(points[1200:])
+        store.optimize(wait=True)
+        assert store.builds == 3
+        kept = [i for i, p in enumerate(points) if p.id not in set(gone)]
+        assert store.indexed == store.count() == len(kept)
+        assert_exact_top3(store, [points[i] for i in kept], vectors[kept], indexed=True)
+    finally:
+        store.close()
