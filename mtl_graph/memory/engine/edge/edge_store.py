@@ -267,7 +267,9 @@ class EdgeStore:
         with self._guard.shared():
             exact = any(r.dense is not None for r in requests) and self._scans_exactly()
             batch = self._q.QueryBatchRequest([self._request(r, exact) for r in requests])
-            results = self.shard.query_batch(batch)
+            results = list(self.shard.query_batch(batch))
+            if not exact:
+                self._complete_short_walks(requests, results)
         out = []
         for points in results:
             hits = []
@@ -276,6 +278,23 @@ class EdgeStore:
                 hits.append(RawHit(str(p.id), p.score, p.payload or {}, vec))
             out.append(hits)
         return out
+
+    def _complete_short_walks(self, requests: list[QuerySpec], results: list[Any]) -> None:
+        """A filtered HNSW walk can stop short: fewer hits than asked for while more points match (seen on a pool
+        indexed over several builds, a filter by ids; a weak graph does it every time). A dense query (hybrid
+        too: its fused list is short only if its dense list is) that came back short is asked again as an exact
+        scan, whose answer is complete. Short answers are rare where a filter matches many points, and cheap to
+        scan where it matches few. A query naming its own beam keeps its walk (the caller chose it)."""
+        def wanted(spec: QuerySpec) -> int:  # a hybrid list is at least its complete dense prefetch
+            return min(spec.limit, spec.prefetch_limit) if spec.sparse else spec.limit
+
+        short = [i for i, (spec, points) in enumerate(zip(requests, results))
+                 if spec.dense is not None and spec.hnsw_ef is None and len(points) < wanted(spec)]
+        if short:
+            again = self.shard.query_batch(self._q.QueryBatchRequest([self._request(requests[i], exact=True)
+                                                                      for i in short]))
+            for i, points in zip(short, again):
+                results[i] = points
 
     # ------------------------------------------------------------------ the background index
     def optimize(self, wait: bool = False) -> None:
