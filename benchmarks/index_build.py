@@ -9,8 +9,8 @@ pool: a tail of `--tail` x N new points is written (not timed) and one build is 
 (`optimize(wait=True)`), while a writer thread rewrites one memory's payload every 20 ms. Columns: the build's wall
 time; CPU seconds of the pool's process during it (the build's feeding thread included: that thread holds the GIL
 while it runs, so the agent's threads wait on it) and of the worker process; the longest single write while it ran
-(the writers are held while the build's start takes the shard's points); recall of the built index is checked by
-the tests (tests/memory/engine/edge).
+(the swap holds the writers while it applies the last journal entries and flips the link); recall of the built
+index is checked by the tests (tests/memory/engine/edge).
 """
 
 from __future__ import annotations
